@@ -1,0 +1,92 @@
+//! `fairdeal`: the offline verifier.
+//!
+//! Every subcommand writes JSON to stdout, one object per line (or a human-readable walk
+//! through with `--explain`, or PBN for boards); errors go to stderr as one line and the
+//! process exits with status 2. Each subcommand lives in its own module with its clap
+//! arguments and a `run` function; this file only dispatches.
+#![forbid(unsafe_code)]
+
+mod commit;
+mod deal;
+mod demo;
+mod duplicate;
+mod error;
+mod number;
+mod outcome;
+mod squaredeal;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::error::CliError;
+
+/// Re-derive provably-fair deals and outcomes from seeds, offline.
+#[derive(Debug, Parser)]
+#[command(name = "fairdeal", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Deal from seeds (one line per salt) or from a distribution number.
+    Deal(deal::DealArgs),
+    /// The distribution number of a dealt order.
+    Number(number::NumberArgs),
+    /// The result of a single-round game (dice, double, x50, jackpot, crash, overgo, mines, tower, slot, plinko).
+    Outcome(outcome::OutcomeArgs),
+    /// The commitment (SHA-256) and short code of a server seed.
+    Commit(commit::CommitArgs),
+    /// A fresh server seed from the OS CSPRNG, with its commitment.
+    Seed,
+    /// Tarot duplicate selection: the accepted deal and every rejected candidate with its reason.
+    Duplicate(duplicate::DuplicateArgs),
+    /// BigDeal-compatible bridge boards and the SquareDeal procedure.
+    #[command(subcommand)]
+    Squaredeal(squaredeal::SquaredealCommand),
+    /// A verification walk-through: a fresh seed, its commitment, a real deal and its number.
+    Demo,
+}
+
+fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
+    match cli.command {
+        Command::Deal(args) => deal::run(args, out),
+        Command::Number(args) => number::run(args, out),
+        Command::Outcome(args) => outcome::run(args, out),
+        Command::Commit(args) => commit::run_commit(args, out),
+        Command::Seed => commit::run_seed(out),
+        Command::Duplicate(args) => duplicate::run(args, out),
+        Command::Squaredeal(cmd) => squaredeal::run(cmd, out),
+        Command::Demo => demo::run(out),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Help and version go to stdout with success; usage errors exit 2 (clap's own).
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let result = run(cli, &mut out).and_then(|()| out.flush().map_err(CliError::from));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        // A closed pipe (`fairdeal deal ... | head`) is a normal way to stop reading.
+        Err(CliError::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
