@@ -1,1 +1,182 @@
-//! Placeholder; filled in by its owner.
+//! Dealing conventions (SPEC section 2): how a shuffled order becomes hands (and a chien).
+//!
+//! - bridge, dix, ruff: card `k` of the order goes to hand `k mod 4` (bridge: N E S W).
+//! - Tarot: packets of 3 cards in turn from hand 0; after every packet except the first,
+//!   the next single card goes to the chien until it is full (6 cards, 3 with 5 players).
+//!
+//! Hand 0 is the first player served, the dealer's left.
+
+use crate::deck::Deck;
+use crate::generator::{Generator, NumberSource};
+use crate::shuffle::{Shuffle, ShuffleError, order_from_indices, shuffle};
+
+/// One deal: the dealt order and how it was split.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deal {
+    /// The deck dealt.
+    pub deck: Deck,
+    /// Canonical card indices in dealing order (first = first card dealt).
+    pub order: Vec<u8>,
+    /// The shuffle's picks `i_k` (the digits of the distribution number).
+    pub indices: Vec<u8>,
+    /// The hands, hand 0 first, each in the order its cards were received.
+    pub hands: Vec<Vec<u8>>,
+    /// The chien (Tarot only; empty otherwise), in the order its cards were dealt.
+    pub chien: Vec<u8>,
+}
+
+impl Deal {
+    /// Deals `deck` from the numbers of `source` (it reads `deck.len() - 1` numbers).
+    pub fn from_source<S: NumberSource + ?Sized>(
+        deck: Deck,
+        source: &mut S,
+    ) -> Result<Deal, ShuffleError> {
+        let Shuffle { order, indices } = shuffle(deck.len(), source)?;
+        let (hands, chien) = split(deck, &order);
+        Ok(Deal {
+            deck,
+            order,
+            indices,
+            hands,
+            chien,
+        })
+    }
+
+    /// Deals `deck` for one round of the generator (salt = the hand's sequence number for
+    /// table games).
+    pub fn from_seeds(deck: Deck, server_seed: &str, client_seed: &str, salt: &str) -> Deal {
+        let generator = Generator::new(server_seed, client_seed, salt);
+        let mut numbers = generator.numbers();
+        match Deal::from_source(deck, &mut numbers) {
+            Ok(deal) => deal,
+            // The seeded stream is endless and every deck is shorter than 256 cards.
+            Err(_) => Deal::from_indices(deck, &vec![0; deck.len()]).unwrap_or_else(|| Deal {
+                deck,
+                order: Vec::new(),
+                indices: Vec::new(),
+                hands: Vec::new(),
+                chien: Vec::new(),
+            }),
+        }
+    }
+
+    /// The deal whose shuffle picked `indices`; `None` if they are not valid picks for the
+    /// deck (wrong length, or `i_k > n - 1 - k`).
+    pub fn from_indices(deck: Deck, indices: &[u8]) -> Option<Deal> {
+        if indices.len() != deck.len() {
+            return None;
+        }
+        let order = order_from_indices(indices)?;
+        let (hands, chien) = split(deck, &order);
+        Some(Deal {
+            deck,
+            order,
+            indices: indices.to_vec(),
+            hands,
+            chien,
+        })
+    }
+
+    /// Card codes of a list of canonical indices.
+    pub fn codes(&self, cards: &[u8]) -> Vec<&'static str> {
+        cards.iter().filter_map(|&c| self.deck.code(c)).collect()
+    }
+}
+
+/// Splits a dealt order into hands and chien by the deck's convention.
+///
+/// `order` should hold `deck.len()` cards; extra cards are ignored and missing cards leave
+/// hands short, so the function is total.
+pub fn split(deck: Deck, order: &[u8]) -> (Vec<Vec<u8>>, Vec<u8>) {
+    let players = deck.hands();
+    let mut hands: Vec<Vec<u8>> = (0..players)
+        .map(|_| Vec::with_capacity(deck.hand_len()))
+        .collect();
+    let mut chien = Vec::with_capacity(deck.chien_len());
+    if deck.is_tarot() {
+        let mut cards = order.iter().copied().take(deck.len());
+        let mut packet = 0usize;
+        loop {
+            let hand = &mut hands[packet % players];
+            let before = hand.len();
+            hand.extend(cards.by_ref().take(3));
+            if hand.len() == before {
+                break;
+            }
+            if packet > 0 && chien.len() < deck.chien_len() {
+                match cards.next() {
+                    Some(c) => chien.push(c),
+                    None => break,
+                }
+            }
+            packet += 1;
+        }
+    } else {
+        for (k, &c) in order.iter().take(deck.len()).enumerate() {
+            hands[k % players].push(c);
+        }
+    }
+    (hands, chien)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn identity(deck: Deck) -> Vec<u8> {
+        (0..deck.len()).map(|i| i as u8).collect()
+    }
+
+    #[test]
+    fn one_by_one_decks() {
+        let (hands, chien) = split(Deck::Bridge, &identity(Deck::Bridge));
+        assert!(chien.is_empty());
+        assert_eq!(hands[0][..3], [0, 4, 8]);
+        assert_eq!(hands[3][12], 51);
+        let (hands, _) = split(Deck::Dix, &identity(Deck::Dix));
+        assert!(hands.iter().all(|h| h.len() == 10));
+        let (hands, _) = split(Deck::Ruff, &identity(Deck::Ruff));
+        assert!(hands.iter().all(|h| h.len() == 9));
+    }
+
+    #[test]
+    fn tarot_packets_and_chien() {
+        let (hands, chien) = split(Deck::Tarot4, &identity(Deck::Tarot4));
+        // packet 0 -> hand 0 (0,1,2); packet 1 -> hand 1 (3,4,5), chien 6; packet 2 -> hand 2
+        // (7,8,9), chien 10; ...; packet 4 -> hand 0 (15,16,17), chien 18.
+        assert_eq!(hands[0][..6], [0, 1, 2, 15, 16, 17]);
+        assert_eq!(hands[1][..3], [3, 4, 5]);
+        assert_eq!(hands[2][..3], [7, 8, 9]);
+        assert_eq!(chien, [6, 10, 14, 18, 22, 26]);
+        for deck in [Deck::Tarot3, Deck::Tarot4, Deck::Tarot5] {
+            let (hands, chien) = split(deck, &identity(deck));
+            assert_eq!(chien.len(), deck.chien_len());
+            assert!(hands.iter().all(|h| h.len() == deck.hand_len()), "{deck}");
+        }
+    }
+
+    #[test]
+    fn short_orders_do_not_panic() {
+        for deck in Deck::ALL {
+            for len in 0..deck.len() {
+                let (hands, chien) = split(deck, &identity(deck)[..len]);
+                assert_eq!(hands.iter().map(Vec::len).sum::<usize>() + chien.len(), len);
+            }
+        }
+    }
+
+    #[test]
+    fn from_seeds_is_a_partition() {
+        for deck in Deck::ALL {
+            let deal = Deal::from_seeds(deck, "server", "client", "0");
+            let mut all: Vec<u8> = deal.hands.concat();
+            all.extend(&deal.chien);
+            all.sort_unstable();
+            assert_eq!(all, identity(deck));
+            assert_eq!(
+                Deal::from_indices(deck, &deal.indices).as_ref(),
+                Some(&deal)
+            );
+        }
+    }
+}
