@@ -11,6 +11,7 @@
 //! - [`shuffle`]: the `n - 1` number shuffle and its indices.
 //! - [`number`]: distribution numbers (rank/unrank of dealt orders, up to 78!).
 //! - [`deal`]: dealing conventions (one by one, Tarot packets and chien), sequence numbers.
+//! - [`explain`]: human-readable walk-throughs (key, cursor bytes, each pick).
 //! - [`commitment`]: server seeds, commitments and short codes.
 //! - [`outcome`]: single-round games (dice, crash, mines, ...).
 //! - [`duplicate`]: Tarot duplicate-deal selection with its candidate log.
@@ -23,6 +24,7 @@ pub mod commitment;
 pub mod deal;
 pub mod deck;
 pub mod duplicate;
+pub mod explain;
 pub mod generator;
 pub mod number;
 pub mod outcome;
