@@ -536,6 +536,201 @@ impl BridgeDeal {
     }
 }
 
+/// Why a PBN `Deal` value could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PbnDealError {
+    /// Not `<seat>:` followed by four hands.
+    #[error("deal {0:?} is not \"<N|E|S|W>:\" and four hands")]
+    Shape(String),
+    /// A hand is not four suits separated by dots, or holds a letter that is no rank.
+    #[error("hand {0:?} is not spades.hearts.diamonds.clubs with ranks AKQJT98765432")]
+    Hand(String),
+    /// A hand does not hold 13 cards.
+    #[error("hand {hand:?} holds {cards} cards, not 13")]
+    HandLength {
+        /// The hand as written.
+        hand: String,
+        /// How many cards it holds.
+        cards: usize,
+    },
+    /// The hands are not a deal (a card twice).
+    #[error(transparent)]
+    Invalid(#[from] InvalidDeal),
+}
+
+impl BridgeDeal {
+    /// Reads a PBN `Deal` value such as `N:AJ65.K82.AK8.J75 8.AQT75.QJT4.Q64 ...`: the
+    /// first seat, then four hands clockwise from it.
+    pub fn from_pbn(value: &str) -> Result<Self, PbnDealError> {
+        let shape = || PbnDealError::Shape(value.to_owned());
+        let (first, hands_text) = value.trim().split_once(':').ok_or_else(shape)?;
+        let mut chars = first.chars();
+        let mut seat = match (chars.next().and_then(Seat::from_letter), chars.next()) {
+            (Some(seat), None) => seat,
+            _ => return Err(shape()),
+        };
+        let texts: Vec<&str> = hands_text.split_whitespace().collect();
+        if texts.len() != 4 {
+            return Err(shape());
+        }
+        let mut hands = [[0u8; HAND_LEN]; 4];
+        for text in texts {
+            let hand_error = || PbnDealError::Hand(text.to_owned());
+            let suits: Vec<&str> = text.split('.').collect();
+            if suits.len() != 4 {
+                return Err(hand_error());
+            }
+            let mut cards = Vec::with_capacity(HAND_LEN);
+            for (suit, ranks) in (0u8..).zip(suits) {
+                for rank in ranks.bytes() {
+                    let position = RANKS
+                        .iter()
+                        .position(|&r| r == rank.to_ascii_uppercase())
+                        .ok_or_else(hand_error)?;
+                    cards.push(suit * 13 + position as u8);
+                }
+            }
+            let hand: [u8; HAND_LEN] =
+                cards
+                    .as_slice()
+                    .try_into()
+                    .map_err(|_| PbnDealError::HandLength {
+                        hand: text.to_owned(),
+                        cards: cards.len(),
+                    })?;
+            if let Some(slot) = hands.get_mut(seat.index()) {
+                *slot = hand;
+            }
+            seat = seat.next();
+        }
+        Ok(BridgeDeal::from_hands(hands)?)
+    }
+}
+
+/// One board of a set: its number (which fixes dealer and vulnerability) and its deal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Board {
+    /// The board number printed on the board.
+    pub number: u32,
+    /// The deal number `g` it was dealt from.
+    pub deal_number: DealNumber,
+    /// The deal.
+    pub deal: BridgeDeal,
+}
+
+impl Board {
+    /// The board dealt from `deal_number`.
+    pub fn new(number: u32, deal_number: DealNumber) -> Self {
+        Board {
+            number,
+            deal_number,
+            deal: BridgeDeal::from_number(deal_number),
+        }
+    }
+
+    /// The dealer by the standard rotation.
+    pub const fn dealer(&self) -> Seat {
+        dealer(self.number)
+    }
+
+    /// The vulnerability by the standard rotation.
+    pub const fn vulnerability(&self) -> Vulnerability {
+        vulnerability(self.number)
+    }
+
+    /// Appends the board as BigDeal's `print_pbn` writes it (same tags, same order, `?` for
+    /// the tags a deal set cannot know), with `event` as the `Event` value (BigDeal writes
+    /// `?`; an empty `event` gives `?` too).
+    pub fn write_pbn(&self, event: &str, out: &mut String) {
+        use std::fmt::Write as _;
+        let unknown = |out: &mut String, tag: &str| {
+            let _ = writeln!(out, "[{tag} \"?\"]");
+        };
+        if event.is_empty() {
+            unknown(out, "Event");
+        } else {
+            let _ = writeln!(out, "[Event \"{}\"]", pbn_escape(event));
+        }
+        unknown(out, "Site");
+        unknown(out, "Date");
+        let _ = writeln!(out, "[Board \"{}\"]", self.number);
+        for tag in ["West", "North", "East", "South"] {
+            unknown(out, tag);
+        }
+        let _ = writeln!(out, "[Dealer \"{}\"]", self.dealer().letter());
+        let _ = writeln!(out, "[Vulnerable \"{}\"]", self.vulnerability().pbn());
+        let _ = writeln!(out, "[Deal \"{}\"]", self.deal.pbn());
+        for tag in ["Scoring", "Declarer", "Contract", "Result"] {
+            unknown(out, tag);
+        }
+        out.push('\n');
+    }
+
+    /// Appends the board as BigDeal's `print_lin` writes it (BBO's LIN: hands South, West,
+    /// North; East is implied).
+    pub fn write_lin(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        // LIN numbers the dealer 1 = South, 2 = West, 3 = North, 4 = East.
+        let dealer = (self.number.wrapping_add(1)) % 4 + 1;
+        let _ = write!(out, "qx|o{}|md|{}", self.number, dealer);
+        for (i, seat) in [Seat::South, Seat::West, Seat::North].into_iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            for (suit, letter) in ['S', 'H', 'D', 'C'].into_iter().enumerate() {
+                out.push(letter);
+                let hand = self.deal.hand(seat);
+                for &card in hand.iter().filter(|&&c| usize::from(c / 13) == suit) {
+                    if let Some(&rank) = RANKS.get(usize::from(card % 13)) {
+                        out.push(char::from(rank));
+                    }
+                }
+            }
+        }
+        let _ = writeln!(
+            out,
+            "|rh||ah|Board {}|sv|{}|pg||",
+            self.number,
+            self.vulnerability().lin()
+        );
+    }
+}
+
+/// The boards of a set: the first `count` kept numbers of `seed`, numbered from
+/// `first_board` on (BigDeal's `-n first-last`). Shorter only if the stream ends, which
+/// takes billions of boards.
+pub fn boards(seed: &Seed, first_board: u32, count: u32) -> Vec<Board> {
+    seed.deal_numbers()
+        .zip(0..count)
+        .map_while(|(number, i)| Some(Board::new(first_board.checked_add(i)?, number)))
+        .collect()
+}
+
+/// The PBN file header BigDeal writes (`init_pbn`), with our own `Generator` value.
+pub fn pbn_header(generator: &str) -> String {
+    format!(
+        "% PBN 2.1\n% EXPORT\n%\n[Generator \"{}\"]\n",
+        pbn_escape(generator)
+    )
+}
+
+/// Escapes a PBN tag value: a backslash and a double quote are preceded by a backslash.
+pub fn pbn_escape(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '"' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            // A tag value is one line.
+            '\n' | '\r' => out.push(' '),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
 /// Chooses the hand of lexicographic rank `rank` among the first `len` cards of
 /// `remaining`, writes it to `hand` and compacts the rest to the front. Returns the new
 /// length.
