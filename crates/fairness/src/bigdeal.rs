@@ -673,7 +673,10 @@ impl Board {
         // LIN numbers the dealer 1 = South, 2 = West, 3 = North, 4 = East.
         let dealer = (self.number.wrapping_add(1)) % 4 + 1;
         let _ = write!(out, "qx|o{}|md|{}", self.number, dealer);
-        for (i, seat) in [Seat::South, Seat::West, Seat::North].into_iter().enumerate() {
+        for (i, seat) in [Seat::South, Seat::West, Seat::North]
+            .into_iter()
+            .enumerate()
+        {
             if i > 0 {
                 out.push(',');
             }
@@ -791,7 +794,7 @@ mod tests {
             .iter()
             .fold(0u128, |acc, &b| (acc << 8) | u128::from(b));
         assert_eq!(DEAL_COUNT, from_c);
-        assert!(DEAL_COUNT < 1u128 << 96);
+        const { assert!(DEAL_COUNT < 1u128 << 96) };
     }
 
     #[test]

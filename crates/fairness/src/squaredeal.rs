@@ -891,7 +891,9 @@ pub enum VerifyError {
     #[error("the description has no KH line: the tournament was never published")]
     NotPublished,
     /// The key file is not the one committed to.
-    #[error("key hash mismatch: the description's KH is {described}, the key file hashes to {actual}")]
+    #[error(
+        "key hash mismatch: the description's KH is {described}, the key file hashes to {actual}"
+    )]
     KeyHashMismatch {
         /// `KH` of the description.
         described: KeyHash,
@@ -907,7 +909,9 @@ pub enum VerifyError {
         session: u32,
     },
     /// A key for a session the description does not have.
-    #[error("line {line}: key for session {phase},{session}, which the description does not declare")]
+    #[error(
+        "line {line}: key for session {phase},{session}, which the description does not declare"
+    )]
     UndeclaredKey {
         /// Phase.
         phase: u32,
@@ -1267,10 +1271,10 @@ pub fn push_key_characters(key: &mut String, random: &[u8]) -> bool {
         if key.len() >= KEY_LEN {
             break;
         }
-        if byte < 248 {
-            if let Some(&c) = KEY_ALPHABET.get(usize::from(byte % 62)) {
-                key.push(char::from(c));
-            }
+        if byte < 248
+            && let Some(&c) = KEY_ALPHABET.get(usize::from(byte % 62))
+        {
+            key.push(char::from(c));
         }
     }
     key.len() >= KEY_LEN
@@ -1310,7 +1314,10 @@ mod tests {
         assert_eq!(first(3), Some((1, 16)));
         assert_eq!(first(0), None);
         let single: BoardSpec = "16".parse().unwrap();
-        assert_eq!(single.for_session(5), Some(BoardRange { first: 1, last: 16 }));
+        assert_eq!(
+            single.for_session(5),
+            Some(BoardRange { first: 1, last: 16 })
+        );
         assert_eq!(single.to_string(), "16");
         let repeated: BoardSpec = "3x7".parse().unwrap();
         assert_eq!(repeated.to_string(), "1-7,8-14,15-21");
@@ -1335,7 +1342,10 @@ mod tests {
             ("a", BoardSpecError::NotARange("a".into())),
             ("0x16", BoardSpecError::Zero("0x16".into())),
             ("1-99999", BoardSpecError::TooLarge("1-99999".into())),
-            ("99999999999", BoardSpecError::TooLarge("99999999999".into())),
+            (
+                "99999999999",
+                BoardSpecError::TooLarge("99999999999".into()),
+            ),
         ] {
             assert_eq!(spec.parse::<BoardSpec>(), Err(expected), "{spec:?}");
         }
@@ -1344,7 +1354,10 @@ mod tests {
     #[test]
     fn sharpfill_pads_the_first_run() {
         assert_eq!(sharpfill("OPRR##", 1), "OPRR01");
-        assert_eq!(sharpfill("Open Round Robin #/17", 12), "Open Round Robin 12/17");
+        assert_eq!(
+            sharpfill("Open Round Robin #/17", 12),
+            "Open Round Robin 12/17"
+        );
         assert_eq!(sharpfill("R16#", 3), "R163");
         assert_eq!(sharpfill("plain", 3), "plain");
         assert_eq!(sharpfill("a#b##", 7), "a7b##");
