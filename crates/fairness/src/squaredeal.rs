@@ -486,6 +486,8 @@ impl Tournament {
         let mut delayed_value = None;
         let mut key_hash = None;
         let mut phases = Vec::new();
+        // A byte order mark (Windows editors add one) is not part of the first line.
+        let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
         for (line, raw) in numbered_lines(bytes) {
             let at = |problem: SqdLineProblem| SqdError::Line { line, problem };
             let text = std::str::from_utf8(raw).map_err(|_| at(SqdLineProblem::NotUtf8))?;
@@ -1391,6 +1393,12 @@ mod tests {
         assert!(a.expose().bytes().all(|c| KEY_ALPHABET.contains(&c)));
         assert_ne!(a, b);
         assert!(!format!("{a:?}").contains(a.expose()));
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_ignored() {
+        let parsed = Tournament::parse(b"\xEF\xBB\xBF# SquareDeal 2.5\nTN T\nDI D\n").unwrap();
+        assert_eq!(parsed.name, "T");
     }
 
     #[test]
