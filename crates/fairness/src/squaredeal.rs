@@ -501,10 +501,10 @@ impl Tournament {
                 }
                 _ => return Err(at(SqdLineProblem::UnknownTag(text.to_owned()))),
             };
-            let slot = match tag {
-                "TN" => &mut name,
-                "DI" => &mut delayed_info,
-                "DV" => &mut delayed_value,
+            let (tag, slot) = match tag {
+                "TN" => ("TN", &mut name),
+                "DI" => ("DI", &mut delayed_info),
+                "DV" => ("DV", &mut delayed_value),
                 "KH" => {
                     if let Some((_, first)) = key_hash {
                         return Err(at(SqdLineProblem::Duplicate { tag: "KH", first }));
@@ -517,11 +517,6 @@ impl Tournament {
                     continue;
                 }
                 _ => return Err(at(SqdLineProblem::UnknownTag(text.to_owned()))),
-            };
-            let tag: &'static str = match tag {
-                "TN" => "TN",
-                "DI" => "DI",
-                _ => "DV",
             };
             if let Some((_, first)) = slot {
                 return Err(at(SqdLineProblem::Duplicate { tag, first: *first }));
@@ -729,9 +724,10 @@ pub enum SqkLineProblem {
     /// Not `phase,session:key`.
     #[error("expected phase,session:key")]
     Shape,
-    /// The phase or session is not a positive number.
-    #[error("{0:?} is not phase,session with positive numbers")]
-    SessionId(String),
+    /// The part before `:` is not two positive numbers. (Not shown: a line written the
+    /// wrong way round would put the key there.)
+    #[error("the part before ':' is not phase,session with positive numbers")]
+    SessionId,
     /// The key is not acceptable.
     #[error("session {phase},{session}: {problem}")]
     Key {
@@ -807,7 +803,7 @@ impl KeyFile {
             }
             let text = std::str::from_utf8(raw).map_err(|_| at(SqkLineProblem::Shape))?;
             let (id, key) = text.split_once(':').ok_or(at(SqkLineProblem::Shape))?;
-            let bad_id = || at(SqkLineProblem::SessionId(id.to_owned()));
+            let bad_id = || at(SqkLineProblem::SessionId);
             let (phase, session) = id.split_once(',').ok_or_else(bad_id)?;
             let phase = positive(phase).ok_or_else(bad_id)?;
             let session = positive(session).ok_or_else(bad_id)?;

@@ -351,7 +351,9 @@ fn malformed_files_name_the_line() {
 
     let err = KeyFile::parse(b"1,1:abc\r\n1-2:def\r\n").unwrap_err();
     assert_eq!(err.line, 2);
-    assert_eq!(err.problem, SqkLineProblem::SessionId("1-2".into()));
+    assert_eq!(err.problem, SqkLineProblem::SessionId);
+    let err = KeyFile::parse(b"SECRETKEY:1,1\r\n").unwrap_err();
+    assert!(!err.to_string().contains("SECRET"), "{err}");
     let err = KeyFile::parse(b"1,1:abc\r\n1,1:abd\r\n").unwrap_err();
     assert_eq!(
         err.to_string(),
