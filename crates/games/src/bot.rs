@@ -7,8 +7,10 @@
 //! seeds and deals replay the same match, and a service can run a bot for an absent
 //! player without keeping any bot state.
 //!
-//! - [`RandomBot`]: a uniformly random legal player (in the auction it passes half the
-//!   time when it may, otherwise bids a uniformly chosen legal amount).
+//! - [`RandomBot`]: a uniformly random legal player. In the auction it bids "the game"
+//!   one time in 16 when that is legal (bid uniformly, it would end nearly every random
+//!   match in its first hand), otherwise passes half the time when it may, and else bids
+//!   a uniformly chosen legal amount.
 //! - [`HeuristicBot`]: bids from hand strength, names its best suit, and plays sensibly:
 //!   draws trumps when it holds the master trump, cashes master cards, wins cheap tricks,
 //!   gives points to a partner who is winning, and discards low cards rather than aces.
@@ -73,13 +75,26 @@ impl Bot for RandomBot {
             .iter()
             .any(|c| matches!(c, Command::Pass | Command::Bid { .. }));
         if is_auction {
-            // Half the time pass when allowed, so auctions do not always climb to the top.
+            let (game, points): (Vec<&Command>, Vec<&Command>) = bids
+                .into_iter()
+                .partition(|c| matches!(c, Command::Bid { bid: Bid::Game }));
+            // "The game" only one time in 16 when legal: bid uniformly, it would end
+            // nearly every random match in its first hand.
+            if let Some(game) = game.first()
+                && index(&mut rng, 16) == 0
+            {
+                return Some((*game).clone());
+            }
+            // Pass half the time when allowed, so auctions do not always climb to the top.
             if let Some(pass) = passes.first()
-                && (bids.is_empty() || rng.next_u64() >> 63 == 0)
+                && (points.is_empty() || rng.next_u64() >> 63 == 0)
             {
                 return Some((*pass).clone());
             }
-            return bids.get(index(&mut rng, bids.len())).map(|c| (*c).clone());
+            return points
+                .get(index(&mut rng, points.len()))
+                .or(game.first())
+                .map(|c| (*c).clone());
         }
         view.legal.get(index(&mut rng, view.legal.len())).cloned()
     }
@@ -164,12 +179,12 @@ fn estimate(hand: CardSet, trump: Suit) -> i32 {
 
 /// The suit the bot would name, and its estimate with it.
 fn best_trump(hand: CardSet) -> (Suit, i32) {
-    Suit::ALL
-        .into_iter()
-        .map(|s| (s, estimate(hand, s)))
-        .fold((Suit::Spades, i32::MIN), |best, cur| {
+    Suit::ALL.into_iter().map(|s| (s, estimate(hand, s))).fold(
+        (Suit::Spades, i32::MIN),
+        |best, cur| {
             if cur.1 > best.1 { cur } else { best }
-        })
+        },
+    )
 }
 
 /// A bid or a pass.
