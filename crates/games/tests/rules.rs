@@ -4,6 +4,9 @@
 //! then fully predictable (whoever holds trump wins every trick it can ruff), which gives
 //! exact worked examples for every variant's scoring.
 
+// Helpers outside #[test] functions unwrap too: a failure there is a test failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use fairdeal_fairness::Deck;
 use fairdeal_fairness::deal::Deal;
 use fairdeal_games::scoring::card_points;
