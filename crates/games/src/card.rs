@@ -238,15 +238,28 @@ impl Card {
     /// The card at canonical index `index` of `deck` (`dix` or `ruff` only).
     pub fn from_deck_index(deck: Deck, index: u8) -> Option<Card> {
         match deck {
-            Deck::Dix | Deck::Ruff => deck.code(index).and_then(|c| c.parse().ok()),
+            // The 40-card order is the id order.
+            Deck::Dix => Card::from_id(index),
+            // Nine cards a suit, A K Q J T 9 8 7 5: positions 0..=7 are ids 0..=7 of the
+            // suit, position 8 is the five (id 9), the six being absent. Computed rather
+            // than parsed from the code: every deal converts 36 of them.
+            Deck::Ruff if index < 36 => {
+                let (suit, pos) = (index / 9, index % 9);
+                Card::from_id(suit * 10 + if pos == 8 { 9 } else { pos })
+            }
             _ => None,
         }
     }
 
     /// The card's canonical index in `deck`, if the deck holds it.
     pub fn deck_index(self, deck: Deck) -> Option<u8> {
-        match deck {
-            Deck::Dix | Deck::Ruff => deck.index_of(&self.to_string()),
+        let (suit, pos) = (self.0 / 10, self.0 % 10);
+        match (deck, pos) {
+            (Deck::Dix, _) => Some(self.0),
+            // The inverse of `from_deck_index`: no six, the five moves up to position 8.
+            (Deck::Ruff, 8) => None,
+            (Deck::Ruff, 9) => Some(suit * 9 + 8),
+            (Deck::Ruff, _) => Some(suit * 9 + pos),
             _ => None,
         }
     }
@@ -495,6 +508,11 @@ mod tests {
             cards.iter().copied().collect::<CardSet>(),
             CardSet::of_deck(Deck::Ruff).unwrap()
         );
+        for (i, card) in cards.iter().enumerate() {
+            let i = u8::try_from(i).unwrap();
+            assert_eq!(Deck::Ruff.code(i), Some(card.to_string().as_str()));
+            assert_eq!(card.deck_index(Deck::Ruff), Some(i));
+        }
         assert_eq!(cards[8].to_string(), "5S");
         assert_eq!("6S".parse::<Card>().unwrap().deck_index(Deck::Ruff), None);
         assert_eq!(Card::from_deck_index(Deck::Ruff, 36), None);

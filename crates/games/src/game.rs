@@ -67,8 +67,8 @@ pub struct AuctionCall {
 /// A finished trick.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Trick {
-    /// The cards in the order played (the first was led).
-    pub cards: Vec<PlayedCard>,
+    /// The four cards in the order played (the first was led).
+    pub cards: [PlayedCard; 4],
     /// Who won it.
     pub winner: Seat,
     /// Face card points in it.
@@ -672,14 +672,18 @@ impl Game {
             }
             Event::TrickWon { seat, points, .. } => {
                 if let Some(h) = &mut self.hand {
-                    let cards = std::mem::take(&mut h.trick);
                     let team = seat.team().index();
-                    h.won[team] = h.won[team].union(cards.iter().map(|p| p.card).collect());
-                    h.tricks.push(Trick {
-                        cards,
-                        winner: *seat,
-                        points: *points,
-                    });
+                    h.won[team] = h.won[team].union(h.trick.iter().map(|p| p.card).collect());
+                    // A trick always has four cards when `decide` wins it; a corrupt log
+                    // with fewer is folded without recording the trick.
+                    if let Ok(cards) = <[PlayedCard; 4]>::try_from(h.trick.as_slice()) {
+                        h.tricks.push(Trick {
+                            cards,
+                            winner: *seat,
+                            points: *points,
+                        });
+                    }
+                    h.trick.clear();
                     h.turn = Some(*seat);
                 }
             }
