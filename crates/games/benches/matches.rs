@@ -43,19 +43,21 @@ fn heuristic_match(seed: u64) -> usize {
 }
 
 fn matches(c: &mut Criterion) {
-    // Hands per batch, to size the dealing baseline.
+    // Hands per batch, to size the dealing baseline; every match must reach its end.
     let hands: u64 = (0..BATCH)
         .map(|seed| {
             let bot = HeuristicBot::new(seed);
             let bots: [&dyn Bot; 4] = [&bot, &bot, &bot, &bot];
-            u64::from(
-                play_match(&setup(seed), bots)
-                    .unwrap()
-                    .game
-                    .next_hand_number(),
-            )
+            let played = play_match(&setup(seed), bots).unwrap();
+            assert!(played.finished(), "match {seed} did not finish");
+            u64::from(played.game.next_hand_number())
         })
         .sum();
+    // Context for reading the figures (criterion prints its own lines on stdout).
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!("a batch is {BATCH} heuristic matches of {hands} hands in all");
+    }
 
     let mut group = c.benchmark_group("jeu_du_10");
     group.throughput(Throughput::Elements(BATCH));

@@ -103,7 +103,7 @@ impl Bot for RandomBot {
 /// A player with simple card sense; see the module docs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HeuristicBot {
-    /// Seed of its decisions (used for small bidding variations and ties).
+    /// Seed of its decisions (they vary its bids a little; its play is deterministic).
     pub seed: u64,
 }
 
@@ -139,7 +139,7 @@ impl Bot for HeuristicBot {
                     card: choose_card(view, hand, legal)?,
                 })
             }
-            _ => Some(choose_call(view, hand, &mut rng)),
+            _ => choose_call(view, hand, &mut rng),
         }
     }
 }
@@ -187,8 +187,8 @@ fn best_trump(hand: CardSet) -> (Suit, i32) {
     )
 }
 
-/// A bid or a pass.
-fn choose_call(view: &SeatView, hand: CardSet, rng: &mut XorShiftRng) -> Command {
+/// A bid or a pass, among the view's legal commands.
+fn choose_call(view: &SeatView, hand: CardSet, rng: &mut XorShiftRng) -> Option<Command> {
     let can_pass = view.legal.iter().any(|c| matches!(c, Command::Pass));
     let bids: Vec<Bid> = view
         .legal
@@ -218,26 +218,30 @@ fn choose_call(view: &SeatView, hand: CardSet, rng: &mut XorShiftRng) -> Command
                 estimate
             };
             if bids.contains(&Bid::Game) && estimate >= 115 {
-                return Command::Bid { bid: Bid::Game };
+                return Some(Command::Bid { bid: Bid::Game });
             }
             if partner_holds { scaled - 15 } else { scaled }
         }
         // Price in points: pay up to half the advantage over an average hand.
         Some(Purchase::Points) => (estimate - 55) / 2,
         // Budget: spend a unit per 5 points of advantage, keeping some for later.
-        Some(Purchase::Budget) => ((estimate - 55) / 5).min(i32::try_from(budget / 2).unwrap_or(0)),
+        Some(Purchase::Budget) => {
+            let keep_half = i32::try_from(budget / 2).unwrap_or(0);
+            ((estimate - 55) / 5).min(keep_half)
+        }
     };
     let affordable = bids
         .iter()
         .copied()
         .filter(|b| b.points().is_some_and(|p| i32::from(p) <= willing))
         .min();
+    let bid = |bid| Some(Command::Bid { bid });
     match (affordable, can_pass, lowest) {
-        (Some(bid), _, _) if !partner_holds || options.purchase.is_none() => Command::Bid { bid },
-        (_, true, _) => Command::Pass,
-        (_, false, Some(bid)) => Command::Bid { bid },
-        // Only "the game" is left to bid: the view guarantees at least one command.
-        (_, false, None) => Command::Bid { bid: Bid::Game },
+        (Some(b), _, _) if !partner_holds || options.purchase.is_none() => bid(b),
+        (_, true, _) => Some(Command::Pass),
+        // Forced to bid: the lowest allowed.
+        (_, false, Some(b)) => bid(b),
+        (_, false, None) => view.legal.first().cloned(),
     }
 }
 
@@ -360,6 +364,7 @@ fn choose_card(view: &SeatView, hand: CardSet, legal: CardSet) -> Option<Card> {
 mod tests {
     use super::*;
     use crate::command::Actor;
+    use crate::event::Event;
     use crate::game::Game;
     use crate::options::TableOptions;
     use crate::seat::Seat;
@@ -403,6 +408,111 @@ mod tests {
             HeuristicBot::new(1).choose(&game.seat_view(Seat::ALL[1])),
             None
         );
+    }
+
+    /// A hand in play (folded from events, so hands may be short): `leader` won the
+    /// auction at 50 and named `trump`, then `played` cards were played from `leader` on.
+    fn in_play(by_seat: [&str; 4], trump: Suit, leader: u8, played: &[&str]) -> Game {
+        let cards =
+            |s: &str| -> Vec<Card> { s.split_whitespace().map(|c| c.parse().unwrap()).collect() };
+        let mut game = Game::new();
+        let seat = |n: u8| Seat::new(n).unwrap();
+        let mut events = vec![
+            Event::MatchStarted {
+                options: TableOptions::default(),
+                first_dealer: seat(3),
+            },
+            Event::HandStarted {
+                hand: 0,
+                dealer: seat(3),
+                hands: by_seat.iter().map(|h| cards(h)).collect(),
+            },
+            Event::AuctionWon {
+                seat: seat(leader),
+                bid: Bid::Points(50),
+            },
+            Event::TrumpNamed {
+                seat: seat(leader),
+                suit: trump,
+            },
+        ];
+        for (k, code) in played.iter().enumerate() {
+            events.push(Event::CardPlayed {
+                seat: seat(leader).offset(k),
+                card: code.parse().unwrap(),
+            });
+        }
+        events.iter().for_each(|e| game.apply(e));
+        game
+    }
+
+    fn heuristic_play(game: &Game) -> Card {
+        let seat = game.turn().unwrap();
+        match HeuristicBot::new(0).choose(&game.seat_view(seat)) {
+            Some(Command::PlayCard { card }) => card,
+            other => panic!("expected a card, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn gives_points_to_a_winning_partner_but_keeps_aces() {
+        // Seat 0 leads 8H, seat 1 wins it with the AH, seat 2 follows; seat 3 plays last
+        // behind its winning partner: it gives its TH rather than the 6H.
+        let game = in_play(
+            ["8H 5C", "AH 6C", "7H 7C", "TH 6H AS"],
+            Suit::Clubs,
+            0,
+            &["8H", "AH", "7H"],
+        );
+        assert_eq!(heuristic_play(&game).to_string(), "TH");
+    }
+
+    #[test]
+    fn wins_cheaply_when_not_last() {
+        // Seat 0 leads 9H; seat 1 holds QH and AH: the queen wins as well, for free.
+        let game = in_play(
+            ["9H 5C", "QH AH 6C", "7H 7C", "8H 6H"],
+            Suit::Clubs,
+            0,
+            &["9H"],
+        );
+        assert_eq!(heuristic_play(&game).to_string(), "QH");
+    }
+
+    #[test]
+    fn banks_points_when_winning_last() {
+        // Last to play against an opponent's 9H: the ace wins and banks 10 points.
+        let game = in_play(
+            ["9H 5C", "7H 6C", "8H 7C", "QH AH 6H"],
+            Suit::Clubs,
+            0,
+            &["9H", "7H", "8H"],
+        );
+        assert_eq!(heuristic_play(&game).to_string(), "AH");
+    }
+
+    #[test]
+    fn discards_low_cards_not_aces() {
+        // Void in hearts and trumps, cannot win: throw the 6D, not the AS or the TD.
+        let game = in_play(
+            ["9H 5C", "AS TD 6D", "8H 7C", "QH 6H"],
+            Suit::Clubs,
+            0,
+            &["9H"],
+        );
+        assert_eq!(heuristic_play(&game).to_string(), "6D");
+    }
+
+    #[test]
+    fn draws_trumps_with_the_master_trump() {
+        // Declarer on lead with the ace of trumps while trumps are out: lead it.
+        let game = in_play(
+            ["AC 7C AH 5D", "KC 9H", "8H 6D", "QC 6H"],
+            Suit::Clubs,
+            0,
+            &[],
+        );
+        assert_eq!(heuristic_play(&game).to_string(), "AC");
     }
 
     #[test]
