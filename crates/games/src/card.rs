@@ -485,6 +485,28 @@ impl<'de> Deserialize<'de> for CardSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any set of the 40 cards survives its wire form, in canonical order.
+        #[test]
+        fn card_sets_round_trip_through_json(mask in 0u64..(1 << 40)) {
+            let set = CardSet(mask);
+            let json = serde_json::to_string(&set).unwrap();
+            prop_assert_eq!(serde_json::from_str::<CardSet>(&json).unwrap(), set);
+            let ids: Vec<u8> = set.iter().map(Card::id).collect();
+            prop_assert!(ids.windows(2).all(|w| w[0] < w[1]));
+            prop_assert_eq!(ids.len(), set.len());
+        }
+
+        /// Code and id are a bijection on the 40 cards.
+        #[test]
+        fn codes_and_ids_are_a_bijection(id in 0u8..40) {
+            let card = Card::from_id(id).unwrap();
+            prop_assert_eq!(card.to_string().parse::<Card>().unwrap(), card);
+            prop_assert_eq!(Card::new(card.suit(), card.rank()), card);
+        }
+    }
 
     #[test]
     fn ids_follow_the_dix_canonical_order() {

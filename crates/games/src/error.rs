@@ -31,10 +31,10 @@ impl std::fmt::Display for Phase {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Phase::NotStarted => "the match has not started",
-            Phase::AwaitingDeal => "waiting for the next deal",
-            Phase::Auction => "the auction",
-            Phase::NamingTrump => "naming trump",
-            Phase::Playing => "the play of the cards",
+            Phase::AwaitingDeal => "the next hand has not been dealt",
+            Phase::Auction => "the auction is on",
+            Phase::NamingTrump => "trump is being named",
+            Phase::Playing => "the cards are being played",
             Phase::Finished => "the match is over",
         })
     }
@@ -114,7 +114,7 @@ pub enum RuleError {
         command: &'static str,
     },
     /// The command does not fit the current phase.
-    #[error("cannot {command} during {phase}")]
+    #[error("cannot {command} now: {phase}")]
     WrongPhase {
         /// The command's name.
         command: &'static str,

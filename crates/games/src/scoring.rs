@@ -100,7 +100,7 @@ pub fn score_hand(
         Mode::Purchase(how) => {
             deltas = points;
             if how == Purchase::Points {
-                deltas[d] -= i32::from(bid.points().unwrap_or(0));
+                deltas[d] = deltas[d].saturating_sub(i32::from(bid.points().unwrap_or(0)));
             }
             HandOutcome {
                 deltas,
@@ -120,7 +120,8 @@ pub fn score_hand(
                 if made {
                     deltas[d] = points[d];
                 } else {
-                    deltas[o] = amount + (amount - points[d]);
+                    // Saturating: the function is public and must be total on any numbers.
+                    deltas[o] = amount.saturating_add(amount.saturating_sub(points[d]));
                 }
             } else {
                 deltas[d] = if made { points[d] } else { -amount };
@@ -170,6 +171,32 @@ pub fn match_end(
 mod tests {
     use super::*;
     use crate::options::TableOptions;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Scoring is total: any numbers, any mode, no panic (no overflow).
+        #[test]
+        fn scoring_never_panics(
+            mode in 0usize..4,
+            game in any::<bool>(),
+            amount in any::<u16>(),
+            points in any::<[i32; 2]>(),
+            scores in any::<[i32; 2]>(),
+            bid_by_team in any::<[bool; 2]>(),
+        ) {
+            let r = rules(|o| match mode {
+                0 => {}
+                1 => o.made_or_nothing = true,
+                2 => o.purchase = Some(Purchase::Points),
+                _ => o.purchase = Some(Purchase::Budget),
+            });
+            let bid = if game { Bid::Game } else { Bid::Points(amount) };
+            let out = score_hand(&r, T0, bid, points, scores, bid_by_team);
+            let end = match_end(&r, T1, bid, out.contract_made, scores);
+            prop_assert!(game || out.contract_made.is_none() == (mode >= 2));
+            prop_assert_eq!(game, matches!(end, Some((_, MatchEnd::GameBidMade | MatchEnd::GameBidFailed))));
+        }
+    }
 
     const T0: Team = Team::ALL[0];
     const T1: Team = Team::ALL[1];

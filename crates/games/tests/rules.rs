@@ -853,6 +853,13 @@ fn error_messages_say_why() {
         "the game bid is not allowed with a negative score (-5)"
     );
     assert_eq!(
+        msg(RuleError::WrongPhase {
+            command: "play_card",
+            phase: Phase::Auction
+        }),
+        "cannot play_card now: the auction is on"
+    );
+    assert_eq!(
         msg(RuleError::BudgetExceeded { bid: 5, budget: 4 }),
         "price 5 exceeds the team's remaining budget of 4"
     );
