@@ -243,6 +243,7 @@ impl Game {
         self.hand.as_ref().map_or([CardSet::EMPTY; 2], |h| h.won)
     }
 
+    /// The current (or last) hand, for views.
     pub(crate) fn hand(&self) -> Option<&Hand> {
         self.hand.as_ref()
     }
