@@ -961,7 +961,7 @@ mod tests {
 
     /// The smallest `U` with `floor(U * n / 2^64) = k`.
     fn number_for(k: u64, n: u64) -> u64 {
-        let v = ((u128::from(k) << 64) + u128::from(n) - 1) / u128::from(n);
+        let v = (u128::from(k) << 64).div_ceil(u128::from(n));
         u64::try_from(v).unwrap()
     }
 
