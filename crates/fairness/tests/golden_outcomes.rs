@@ -5,6 +5,8 @@
 //! seeded ones through the raw-bytes path as well, so both agree with the Python reading
 //! of the SPEC. A second test regenerates the file and fails if it drifted from its script.
 
+#![allow(clippy::unwrap_used, clippy::print_stderr)]
+
 use fairdeal_fairness::Generator;
 use fairdeal_fairness::outcome::{Game, Options, Outcome, Round};
 use serde_json::Value;
