@@ -1,7 +1,7 @@
 //! `fairdeal duplicate`: Tarot duplicate selection (SPEC section 4) for one hand.
 //!
-//! Prints one JSON line: the accepted candidate (its index, salt, hands in the order their
-//! cards were received, chien, every seat's points and bid, the taker's examination) and
+//! Prints one JSON line: the accepted candidate (its index, salt, distribution number as a
+//! decimal string, hands in the order their cards were received, chien, every seat's points and bid, the taker's examination) and
 //! every rejected candidate before it with its salt, bids and typed reason, so a verifier
 //! can replay each rejection. With `--explain`, a walk-through instead.
 
@@ -47,6 +47,11 @@ pub(crate) fn run(args: DuplicateArgs, out: &mut dyn Write) -> Result<(), CliErr
     let mut line = candidate_json(accepted);
     if let Value::Object(map) = &mut line {
         map.insert("sequence".into(), json!(sequence));
+        // A decimal string: 78! has 116 digits, far beyond what JSON numbers carry.
+        map.insert(
+            "distribution_number".into(),
+            json!(accepted.deal.distribution_number().to_string()),
+        );
         map.insert(
             "hands".into(),
             json!(

@@ -272,6 +272,10 @@ fn duplicate_prints_the_accepted_deal_and_every_rejection() {
     assert_eq!(v["candidate"], accepted.index);
     assert_eq!(v["salt"], format!("{sequence}:dup:{}", accepted.index));
     assert!(v.get("reason").is_none());
+    assert_eq!(
+        v["distribution_number"],
+        accepted.deal.distribution_number().to_string()
+    );
     let hands: Vec<Vec<String>> = serde_json::from_value(v["hands"].clone()).unwrap();
     assert_eq!(hands.len(), 4);
     for (seat, hand) in hands.iter().enumerate() {

@@ -605,6 +605,10 @@ impl Selection {
                     "  key = SHA-256(server_seed \":\" salt) = {}",
                     hex::encode(key.key())
                 ));
+            e.line(format!(
+                "  distribution number: {}",
+                c.deal.distribution_number()
+            ));
             let j = &c.judgement;
             for (seat, hand) in c.deal.hands.iter().enumerate() {
                 let mut sorted = hand.clone();
