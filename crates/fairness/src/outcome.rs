@@ -307,7 +307,9 @@ pub enum Round {
     Overgo,
     /// The first `M` cells of the shuffle of the 25 cells.
     Mines(MineCount),
-    /// 10 rows, 4 of 5 positions drawn per row.
+    /// 10 rows, 4 of 5 positions drawn per row, each with `floor(u * remaining)`. (The
+    /// published reference code for this game forgets the multiplication by `remaining`;
+    /// this is the algorithm the SPEC describes.)
     Tower,
     /// `K` spins of 5 reels.
     Slot(Spins),
