@@ -3,7 +3,8 @@
 //! Everything an independent verifier needs to re-derive a deal or an outcome, bit-exact
 //! (see the project's SPEC, sections 1 to 4). The crate is pure: no IO, no async, no clock,
 //! and no panics on any input: every fallible step returns a typed error. The only impure
-//! function is [`commitment::new_server_seed`], which reads the OS CSPRNG.
+//! functions are [`commitment::new_server_seed`] and [`squaredeal::generate_session_key`],
+//! which read the OS CSPRNG.
 //!
 //! Layout, in the order a deal is computed:
 //! - [`generator`]: `SHA-256` key, `HMAC-SHA512` cursor blocks, numbers, `pick`.
