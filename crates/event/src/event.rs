@@ -337,7 +337,7 @@ fn system_time_micros_unchecked(time: SystemTime) -> i64 {
 }
 
 /// The protobuf Timestamp of `micros` since the epoch (`nanos` always in 0..1e9).
-pub(crate) fn timestamp_from_micros(micros: i64) -> prost_types::Timestamp {
+pub fn timestamp_from_micros(micros: i64) -> prost_types::Timestamp {
     prost_types::Timestamp {
         seconds: micros.div_euclid(1_000_000),
         // rem_euclid is in 0..1_000_000, so the product fits an i32.
