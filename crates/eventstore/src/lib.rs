@@ -10,11 +10,15 @@
 //! Layout:
 //! - [`store`]: the trait, [`ExpectedVersion`] and [`Appended`].
 //! - [`error`]: the [`StoreError`] enum.
+//! - `conformance` (feature `conformance`): the backend-independent test suite, with
+//!   PostgreSQL and SQLite test backends, reused by other crates.
 //! - The event types themselves ([`NewEvent`], [`RecordedEvent`], [`StreamId`], hashing) live
 //!   in the pure `fairdeal-event` crate and are re-exported here.
 #![forbid(unsafe_code)]
 
 mod codec;
+#[cfg(feature = "conformance")]
+pub mod conformance;
 pub mod error;
 pub mod postgres;
 pub mod sqlite;
