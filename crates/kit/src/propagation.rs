@@ -122,6 +122,17 @@ impl tonic::service::Interceptor for TraceContextInterceptor {
     }
 }
 
+/// A channel whose every call carries the current trace context: wrap once, then build any
+/// generated client on it (`TablesClient::new(traced(channel))`).
+pub fn traced(
+    channel: tonic::transport::Channel,
+) -> tonic::service::interceptor::InterceptedService<
+    tonic::transport::Channel,
+    TraceContextInterceptor,
+> {
+    tonic::service::interceptor::InterceptedService::new(channel, TraceContextInterceptor)
+}
+
 /// Server-side request span, for `tonic::transport::Server::trace_fn` (the kit's server
 /// installs it). Named `package.Service/Method` with OpenTelemetry RPC attributes, and a
 /// child of the caller's span when the request carries `traceparent`.
