@@ -616,7 +616,7 @@ impl Injected {
         let arg_text = match arg.get_action() {
             // Switches take no value: a true-ish value turns them on; false leaves the
             // default (off). Anything else is passed as a value so clap reports it.
-            ArgAction::SetTrue | ArgAction::SetFalse => match value.to_ascii_lowercase().as_str() {
+            ArgAction::SetTrue => match value.to_ascii_lowercase().as_str() {
                 "true" | "1" | "yes" | "on" => format!("--{long}"),
                 "false" | "0" | "no" | "off" | "" => return,
                 _ => format!("--{long}={value}"),

@@ -135,19 +135,33 @@ pub fn traced(
 
 /// Server-side request span, for `tonic::transport::Server::trace_fn` (the kit's server
 /// installs it). Named `package.Service/Method` with OpenTelemetry RPC attributes, and a
-/// child of the caller's span when the request carries `traceparent`.
+/// child of the caller's span when the request carries `traceparent`. Health and
+/// reflection calls get `debug` spans, everything else `info`.
 pub fn grpc_server_span(request: &http::Request<()>) -> Span {
     let path = request.uri().path();
     let name = path.trim_start_matches('/');
     let (service, method) = name.split_once('/').unwrap_or((name, ""));
-    let span = tracing::info_span!(
-        "grpc.request",
-        otel.name = name,
-        otel.kind = "server",
-        rpc.system = "grpc",
-        rpc.service = service,
-        rpc.method = method,
-    );
+    // Probes and tooling call health and reflection every few seconds; at `debug` their
+    // spans stay out of traces (the kit's tracer takes `info` and above) and logs.
+    let span = if service.starts_with("grpc.health.") || service.starts_with("grpc.reflection.") {
+        tracing::debug_span!(
+            "grpc.request",
+            otel.name = name,
+            otel.kind = "server",
+            rpc.system = "grpc",
+            rpc.service = service,
+            rpc.method = method,
+        )
+    } else {
+        tracing::info_span!(
+            "grpc.request",
+            otel.name = name,
+            otel.kind = "server",
+            rpc.system = "grpc",
+            rpc.service = service,
+            rpc.method = method,
+        )
+    };
     set_parent_context(&span, extract_headers(request.headers()));
     span
 }
