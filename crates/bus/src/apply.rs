@@ -24,11 +24,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use fairdeal_eventstore::RecordedEvent;
 use futures::FutureExt;
-use sqlx::{Acquire, Pool, Transaction};
+use sqlx::{Acquire, Transaction};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::db::{BusDatabase, DeadLetter};
+use crate::db::{BusDatabase, BusDb, DeadLetter};
 use crate::error::{BusError, HandlerError, error_chain};
 use crate::handler::{Handler, RetryPolicy};
 use crate::trace::handling_span;
@@ -76,7 +76,7 @@ struct BatchOutcome {
 #[derive(Debug)]
 pub(crate) struct Settler<DB: BusDatabase, H, S> {
     /// The database holding the bus tables and the handler's state.
-    pool: Pool<DB>,
+    db: BusDb<DB>,
     /// Durable consumer name: key of its position, processed ids and dead letters.
     consumer: String,
     /// The service's handler.
@@ -94,14 +94,14 @@ where
     S: DeadLetterSink,
 {
     pub(crate) fn new(
-        pool: Pool<DB>,
+        db: BusDb<DB>,
         consumer: String,
         handler: Arc<H>,
         retry: RetryPolicy,
         sink: S,
     ) -> Self {
         Self {
-            pool,
+            db,
             consumer,
             handler,
             retry,
@@ -111,8 +111,7 @@ where
 
     /// The consumer's committed position (0 before its first event).
     pub(crate) async fn load_position(&self) -> Result<i64, BusError> {
-        let mut conn = self.pool.acquire().await?;
-        Ok(DB::load_consumer_position(&mut conn, &self.consumer).await?)
+        self.db.consumer_position(&self.consumer).await
     }
 
     /// Settles `deliveries` in order and returns how many were settled from the front: all of
@@ -169,7 +168,7 @@ where
         deliveries: &[Delivery],
         retry_attempt: Option<u32>,
     ) -> Result<BatchOutcome, BusError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.db.pool().begin().await?;
         let mut settled = 0;
         let mut last_position = None;
         let mut failed_attempt = None;
@@ -192,7 +191,7 @@ where
             }
         }
         if let Some(position) = last_position {
-            DB::save_consumer_position(&mut tx, &self.consumer, position).await?;
+            DB::save_consumer_position(self.db.sql(), &mut tx, &self.consumer, position).await?;
         }
         // Announced before the commit: a crash in between re-runs the batch and the sink
         // deduplicates; announcing after could lose the announcement.
@@ -239,7 +238,7 @@ where
                     reason: format!("undecodable message: {reason}"),
                     payload: delivery.raw.as_deref().unwrap_or_default().to_vec(),
                 };
-                DB::insert_dead_letter(tx, &letter).await?;
+                DB::insert_dead_letter(self.db.sql(), tx, &letter).await?;
                 return Ok(Settled::Done(Some(letter)));
             }
         };
@@ -248,7 +247,14 @@ where
         }
 
         let mut savepoint = Acquire::begin(&mut *tx).await?;
-        if !DB::record_processed(&mut savepoint, &self.consumer, event.event_id).await? {
+        if !DB::record_processed(
+            self.db.sql(),
+            &mut savepoint,
+            &self.consumer,
+            event.event_id,
+        )
+        .await?
+        {
             // Settled by an earlier delivery whose acknowledgement was lost.
             savepoint.commit().await?;
             tracing::debug!(
@@ -295,8 +301,8 @@ where
         };
         // Recorded as processed too: "settled" covers given-up events, so a late duplicate
         // of a dead-lettered event is not tried again.
-        DB::record_processed(tx, &self.consumer, event.event_id).await?;
-        DB::insert_dead_letter(tx, &letter).await?;
+        DB::record_processed(self.db.sql(), tx, &self.consumer, event.event_id).await?;
+        DB::insert_dead_letter(self.db.sql(), tx, &letter).await?;
         Ok(Settled::Done(Some(letter)))
     }
 }

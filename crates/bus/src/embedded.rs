@@ -15,12 +15,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fairdeal_eventstore::EventStore;
-use sqlx::Pool;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use crate::apply::{DeadLetterSink, Delivery, Settler};
-use crate::db::{BusDatabase, DeadLetter};
+use crate::db::{BusDatabase, BusDb, DeadLetter};
 use crate::error::{BusError, error_chain};
 use crate::handler::{Handler, RetryPolicy};
 use crate::jetstream::validate_name;
@@ -36,7 +35,7 @@ pub struct EmbeddedBus<DB: BusDatabase> {
     /// The store wrapped to fire `signal` on every append; services append through it.
     store: Arc<dyn EventStore>,
     /// Where consumers keep positions, processed ids and dead letters (the store's database).
-    pool: Pool<DB>,
+    db: BusDb<DB>,
     /// Fired after each append.
     signal: AppendSignal,
     /// Dead letters of every consumer of this bus.
@@ -44,15 +43,15 @@ pub struct EmbeddedBus<DB: BusDatabase> {
 }
 
 impl<DB: BusDatabase> EmbeddedBus<DB> {
-    /// A bus over `store`, keeping consumer state in `pool` (the same database; run
-    /// [`crate::migrate`] on it first).
-    pub fn new(store: Arc<dyn EventStore>, pool: Pool<DB>) -> Self {
+    /// A bus over `store`, keeping consumer state in `db` (the store's database, migrated
+    /// with [`BusDb::migrate`]).
+    pub fn new(store: Arc<dyn EventStore>, db: BusDb<DB>) -> Self {
         let signal = AppendSignal::new();
         let store: Arc<dyn EventStore> = Arc::new(NotifyingEventStore::new(store, signal.clone()));
         let (dead_letters, _) = broadcast::channel(DEAD_LETTER_CHANNEL_CAPACITY);
         Self {
             store,
-            pool,
+            db,
             signal,
             dead_letters,
         }
@@ -88,7 +87,7 @@ impl<DB: BusDatabase> EmbeddedBus<DB> {
             store: Arc::clone(&self.store),
             waiter: self.signal.subscribe(),
             settler: Settler::new(
-                self.pool.clone(),
+                self.db.clone(),
                 config.name.clone(),
                 handler,
                 config.retry,

@@ -26,7 +26,8 @@
 //! Layout:
 //! - [`handler`]: the [`Handler`] trait and [`RetryPolicy`].
 //! - [`error`]: [`BusError`] and [`HandlerError`].
-//! - [`db`]: the bus tables behind [`BusDatabase`] (PostgreSQL and SQLite), migrations.
+//! - [`db`]: the bus tables ([`BusDb`]: migrations, positions, processed ids, dead letters)
+//!   and their statements per backend ([`BusDatabase`]: PostgreSQL and SQLite).
 //! - `apply` (private): the consumer core both backends share.
 //! - [`jetstream`]: subjects and headers, stream setup, the [`Relay`], [`JetStreamConsumer`].
 //! - [`embedded`]: [`EmbeddedBus`] and [`EmbeddedConsumer`].
@@ -43,7 +44,7 @@ pub mod jetstream;
 pub mod signal;
 pub mod trace;
 
-pub use db::{BusDatabase, DeadLetter, MIGRATIONS_TABLE};
+pub use db::{BusDatabase, BusDb, DeadLetter, MIGRATIONS_TABLE};
 pub use embedded::{EmbeddedBus, EmbeddedConsumer, EmbeddedConsumerConfig};
 pub use error::{BoxError, BusError, HandlerError};
 pub use handler::{Handler, RetryPolicy};
@@ -51,30 +52,3 @@ pub use jetstream::{
     JetStreamConfig, JetStreamConsumer, JetStreamConsumerConfig, Relay, RelayConfig, ensure_streams,
 };
 pub use signal::{AppendSignal, AppendWaiter, NotifyingEventStore};
-
-/// Runs the bus's migrations on `pool` (idempotent; run at start, after the store's own).
-///
-/// The bus's tables live in the same database as the event store so handlers, processed ids
-/// and positions share one transaction. Its migrations are numbered 2000-2999 and tracked in
-/// their own table ([`MIGRATIONS_TABLE`]), so they never interfere with the store's migrator.
-pub async fn migrate<DB: BusDatabase>(pool: &sqlx::Pool<DB>) -> Result<(), BusError> {
-    DB::migrate(pool).await.map_err(BusError::from)
-}
-
-/// The dead letters `consumer` recorded, oldest first.
-pub async fn dead_letters<DB: BusDatabase>(
-    pool: &sqlx::Pool<DB>,
-    consumer: &str,
-) -> Result<Vec<DeadLetter>, BusError> {
-    let mut conn = pool.acquire().await?;
-    Ok(DB::dead_letters(&mut conn, consumer).await?)
-}
-
-/// The event ids `consumer` settled (applied or dead-lettered).
-pub async fn processed_event_ids<DB: BusDatabase>(
-    pool: &sqlx::Pool<DB>,
-    consumer: &str,
-) -> Result<Vec<uuid::Uuid>, BusError> {
-    let mut conn = pool.acquire().await?;
-    Ok(DB::processed_event_ids(&mut conn, consumer).await?)
-}

@@ -23,7 +23,6 @@ use async_nats::jetstream::{self, consumer, stream};
 use bytes::Bytes;
 use fairdeal_eventstore::RecordedEvent;
 use futures::StreamExt;
-use sqlx::Pool;
 use tokio_util::sync::CancellationToken;
 
 use super::relay::header_u64;
@@ -33,7 +32,7 @@ use super::{
     JetStreamConfig, validate_name,
 };
 use crate::apply::{DeadLetterSink, Delivery, Settler};
-use crate::db::{BusDatabase, DeadLetter};
+use crate::db::{BusDatabase, BusDb, DeadLetter};
 use crate::error::{BusError, error_chain};
 use crate::handler::{Handler, RetryPolicy};
 
@@ -160,11 +159,11 @@ where
     H: Handler<DB>,
 {
     /// A consumer of the events stream of `streams`, applying events with `handler` in
-    /// `pool` (which must have the bus migrations applied: [`crate::migrate`]).
+    /// `db` (migrated with [`BusDb::migrate`]).
     pub fn new(
         js: jetstream::Context,
         streams: JetStreamConfig,
-        pool: Pool<DB>,
+        db: BusDb<DB>,
         handler: Arc<H>,
         config: JetStreamConsumerConfig,
     ) -> Result<Self, BusError> {
@@ -173,7 +172,7 @@ where
             js: js.clone(),
             subject: streams.dead_letter_subject(&config.name),
         };
-        let settler = Settler::new(pool, config.name.clone(), handler, config.retry, sink);
+        let settler = Settler::new(db, config.name.clone(), handler, config.retry, sink);
         Ok(Self {
             js,
             streams,

@@ -31,14 +31,13 @@ use async_nats::jetstream::context::PublishAckFuture;
 use async_nats::jetstream::message::PublishMessage;
 use async_nats::jetstream::{self, stream};
 use fairdeal_eventstore::{EventStore, RecordedEvent};
-use sqlx::Pool;
 use tokio_util::sync::CancellationToken;
 
 use super::{
     HEADER_EVENT_TYPE, HEADER_GLOBAL_POSITION, HEADER_STREAM_ID, HEADER_STREAM_VERSION,
     JetStreamConfig, validate_name,
 };
-use crate::db::BusDatabase;
+use crate::db::{BusDatabase, BusDb};
 use crate::error::{BusError, error_chain};
 use crate::signal::{AppendWaiter, Wake, wait_for_events};
 use crate::trace::{TRACEPARENT, TRACESTATE};
@@ -101,7 +100,7 @@ pub struct Relay<DB: BusDatabase> {
     /// The outbox.
     store: Arc<dyn EventStore>,
     /// Where the checkpoint lives (the store's database).
-    pool: Pool<DB>,
+    db: BusDb<DB>,
     /// JetStream context to publish through.
     js: jetstream::Context,
     /// Subjects and stream names.
@@ -113,11 +112,11 @@ pub struct Relay<DB: BusDatabase> {
 }
 
 impl<DB: BusDatabase> Relay<DB> {
-    /// A relay from `store` to the events stream of `streams`, checkpointing in `pool` (which
-    /// must have the bus migrations applied: [`crate::migrate`]).
+    /// A relay from `store` to the events stream of `streams`, checkpointing in `db` (the
+    /// store's database, migrated with [`BusDb::migrate`]).
     pub fn new(
         store: Arc<dyn EventStore>,
-        pool: Pool<DB>,
+        db: BusDb<DB>,
         js: jetstream::Context,
         streams: JetStreamConfig,
         config: RelayConfig,
@@ -125,7 +124,7 @@ impl<DB: BusDatabase> Relay<DB> {
         config.validate()?;
         Ok(Self {
             store,
-            pool,
+            db,
             js,
             streams,
             config,
@@ -141,8 +140,7 @@ impl<DB: BusDatabase> Relay<DB> {
 
     /// The relay's checkpoint: the last global position whose publish was acknowledged.
     pub async fn checkpoint(&self) -> Result<u64, BusError> {
-        let mut conn = self.pool.acquire().await?;
-        let position = DB::load_relay_checkpoint(&mut conn, &self.config.name).await?;
+        let position = self.db.relay_checkpoint(&self.config.name).await?;
         Ok(u64::try_from(position).unwrap_or(0))
     }
 
@@ -216,8 +214,9 @@ impl<DB: BusDatabase> Relay<DB> {
             let position = i64::try_from(tail.position).map_err(|_| {
                 BusError::Config(format!("global position {} exceeds i64", tail.position))
             })?;
-            let mut conn = self.pool.acquire().await?;
-            DB::save_relay_checkpoint(&mut conn, &self.config.name, position).await?;
+            let mut conn = self.db.pool().acquire().await?;
+            DB::save_relay_checkpoint(self.db.sql(), &mut conn, &self.config.name, position)
+                .await?;
         }
     }
 
@@ -246,15 +245,17 @@ impl<DB: BusDatabase> Relay<DB> {
                 }
             })?
         };
-        let mut conn = self.pool.acquire().await?;
-        let checkpoint = DB::load_relay_checkpoint(&mut conn, &self.config.name).await?;
+        let mut conn = self.db.pool().acquire().await?;
+        let checkpoint =
+            DB::load_relay_checkpoint(self.db.sql(), &mut conn, &self.config.name).await?;
         let checkpoint = u64::try_from(checkpoint).unwrap_or(0);
         if stream_position > checkpoint {
             // The previous run published beyond its last checkpoint before it stopped.
             let position = i64::try_from(stream_position).map_err(|_| {
                 BusError::Config(format!("global position {stream_position} exceeds i64"))
             })?;
-            DB::save_relay_checkpoint(&mut conn, &self.config.name, position).await?;
+            DB::save_relay_checkpoint(self.db.sql(), &mut conn, &self.config.name, position)
+                .await?;
         }
         Ok(Tail {
             position: stream_position.max(checkpoint),
