@@ -48,6 +48,8 @@ struct Life {
     )>,
     /// The trace of the first call.
     trace_id: opentelemetry::trace::TraceId,
+    /// First-attempt handler failures injected during this life.
+    injected_failures: u64,
 }
 
 /// One life of the service: start it, run `calls` (tally, amount) through gRPC, wait until
@@ -59,7 +61,7 @@ async fn run_service(common: &CommonConfig, calls: &[(&str, i64)], fail_once: Op
     if let Some(amount) = fail_once {
         projection.fail_once(amount);
     }
-    let Tally { app, db, streams } = tally::start(common, projection).await.unwrap();
+    let Tally { app, db, streams } = tally::start(common, Arc::clone(&projection)).await.unwrap();
     let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", app.local_addr()))
         .unwrap()
         .connect_lazy();
@@ -94,6 +96,7 @@ async fn run_service(common: &CommonConfig, calls: &[(&str, i64)], fail_once: Op
         db,
         streams,
         trace_id,
+        injected_failures: projection.injected_failures(),
     }
 }
 
@@ -114,6 +117,7 @@ async fn prove(common: CommonConfig) {
         db,
         streams,
         trace_id,
+        ..
     } = run_service(&common, &calls, None).await;
     assert_eq!(
         db.totals().await.unwrap(),
@@ -154,7 +158,7 @@ async fn prove(common: CommonConfig) {
     assert_eq!(processed.len(), 13);
     assert_eq!(processed.iter().collect::<HashSet<_>>().len(), 13);
     assert_eq!(life.db.dead_letters().await.unwrap(), 0);
-    drop(db);
+    assert_eq!(life.injected_failures, 1, "the retry path was taken");
 
     if let Some((js, config)) = streams {
         for name in [config.stream_name(), config.dead_letter_stream_name()] {

@@ -18,6 +18,7 @@ use std::collections::HashSet;
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
@@ -220,6 +221,8 @@ pub(crate) struct TallyProjection {
     /// Amounts whose first handling fails transiently (a retried handler must still apply
     /// exactly once). Keyed by amount because the test knows it before the event exists.
     fail_once: Mutex<HashSet<i64>>,
+    /// How many first-attempt failures were injected (the test checks the retry happened).
+    injected_failures: AtomicU64,
 }
 
 impl TallyProjection {
@@ -228,6 +231,7 @@ impl TallyProjection {
         Self {
             applied,
             fail_once: Mutex::new(HashSet::new()),
+            injected_failures: AtomicU64::new(0),
         }
     }
 
@@ -236,6 +240,11 @@ impl TallyProjection {
         if let Ok(mut amounts) = self.fail_once.lock() {
             amounts.insert(amount);
         }
+    }
+
+    /// First-attempt failures injected so far.
+    pub(crate) fn injected_failures(&self) -> u64 {
+        self.injected_failures.load(Ordering::Relaxed)
     }
 
     /// Decodes the event, failing the first attempt of listed events.
@@ -249,6 +258,7 @@ impl TallyProjection {
             .map(|mut amounts| amounts.remove(&recorded.amount))
             .unwrap_or(false);
         if first_attempt {
+            self.injected_failures.fetch_add(1, Ordering::Relaxed);
             return Err(HandlerError::Transient(
                 "injected first-attempt failure".into(),
             ));
