@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use fairdeal_e2e::{TestDatabase, nats_url, trace_recorder, unique_prefix};
 use fairdeal_kit::config::{CommonConfig, SecretUrl};
+use futures::FutureExt as _;
 use opentelemetry::trace::TraceContextExt as _;
 use tokio::sync::watch;
 use tracing::Instrument as _;
@@ -41,11 +42,6 @@ fn config(database_url: &str, nats: Option<String>, prefix: &str) -> CommonConfi
 struct Life {
     /// The database.
     db: TallyDb,
-    /// The JetStream streams, if any (deleted at the end).
-    streams: Option<(
-        async_nats::jetstream::Context,
-        fairdeal_bus::JetStreamConfig,
-    )>,
     /// The trace of the first call.
     trace_id: opentelemetry::trace::TraceId,
     /// First-attempt handler failures injected during this life.
@@ -61,7 +57,7 @@ async fn run_service(common: &CommonConfig, calls: &[(&str, i64)], fail_once: Op
     if let Some(amount) = fail_once {
         projection.fail_once(amount);
     }
-    let Tally { app, db, streams } = tally::start(common, Arc::clone(&projection)).await.unwrap();
+    let Tally { app, db } = tally::start(common, Arc::clone(&projection)).await.unwrap();
     let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", app.local_addr()))
         .unwrap()
         .connect_lazy();
@@ -94,7 +90,6 @@ async fn run_service(common: &CommonConfig, calls: &[(&str, i64)], fail_once: Op
         .expect("graceful shutdown within the grace period");
     Life {
         db,
-        streams,
         trace_id,
         injected_failures: projection.injected_failures(),
     }
@@ -113,12 +108,7 @@ async fn prove(common: CommonConfig) {
             )
         })
         .collect();
-    let Life {
-        db,
-        streams,
-        trace_id,
-        ..
-    } = run_service(&common, &calls, None).await;
+    let Life { db, trace_id, .. } = run_service(&common, &calls, None).await;
     assert_eq!(
         db.totals().await.unwrap(),
         vec![
@@ -159,11 +149,14 @@ async fn prove(common: CommonConfig) {
     assert_eq!(processed.iter().collect::<HashSet<_>>().len(), 13);
     assert_eq!(life.db.dead_letters().await.unwrap(), 0);
     assert_eq!(life.injected_failures, 1, "the retry path was taken");
+}
 
-    if let Some((js, config)) = streams {
-        for name in [config.stream_name(), config.dead_letter_stream_name()] {
-            js.delete_stream(name).await.unwrap();
-        }
+/// Runs `scenario` and cleans up whether or not it panicked, then re-raises its panic.
+async fn with_cleanup(scenario: impl Future<Output = ()>, cleanup: impl Future<Output = ()>) {
+    let outcome = std::panic::AssertUnwindSafe(scenario).catch_unwind().await;
+    cleanup.await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
     }
 }
 
@@ -180,11 +173,16 @@ async fn sqlite_with_the_in_process_bus() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_with_jetstream() {
     let database = TestDatabase::create().await.unwrap();
-    prove(config(
-        database.url(),
-        Some(nats_url()),
-        &unique_prefix("pg"),
-    ))
+    let prefix = unique_prefix("pg");
+    let common = config(database.url(), Some(nats_url()), &prefix);
+    with_cleanup(prove(common), async move {
+        let streams = fairdeal_bus::JetStreamConfig::new(&prefix).unwrap();
+        let js = async_nats::jetstream::new(async_nats::connect(nats_url()).await.unwrap());
+        for name in [streams.stream_name(), streams.dead_letter_stream_name()] {
+            // Absent when the scenario failed before creating them.
+            let _ = js.delete_stream(name).await;
+        }
+        database.drop().await.unwrap();
+    })
     .await;
-    database.drop().await.unwrap();
 }

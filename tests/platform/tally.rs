@@ -374,8 +374,6 @@ pub(crate) struct Tally {
     pub(crate) app: Application,
     /// The database, for checks.
     pub(crate) db: TallyDb,
-    /// The JetStream streams, when events go through NATS (for cleanup).
-    pub(crate) streams: Option<(async_nats::jetstream::Context, JetStreamConfig)>,
 }
 
 /// Wires the tally service from `common` as its `main` would, and binds the server.
@@ -416,7 +414,7 @@ pub(crate) async fn start(
         }
         other => anyhow::bail!("unsupported database scheme {other:?}"),
     };
-    let (append_store, streams) = match &db {
+    let append_store = match &db {
         TallyDb::Sqlite(bus_db) => {
             wire_bus(common, store, bus_db.clone(), projection, &shutdown).await?
         }
@@ -432,7 +430,7 @@ pub(crate) async fn start(
         })
         .build()
         .await?;
-    Ok(Tally { app, db, streams })
+    Ok(Tally { app, db })
 }
 
 /// Migrates the bus tables, then starts the relay and consumer on JetStream (when
@@ -444,10 +442,7 @@ async fn wire_bus<DB>(
     db: BusDb<DB>,
     projection: Arc<TallyProjection>,
     shutdown: &Shutdown,
-) -> anyhow::Result<(
-    Arc<dyn EventStore>,
-    Option<(async_nats::jetstream::Context, JetStreamConfig)>,
-)>
+) -> anyhow::Result<Arc<dyn EventStore>>
 where
     DB: BusDatabase,
     TallyProjection: Handler<DB>,
@@ -458,7 +453,7 @@ where
         let consumer = bus.consumer(projection, EmbeddedConsumerConfig::new(CONSUMER))?;
         let token = shutdown.token();
         shutdown.spawn("tally-projection", consumer.run(token));
-        return Ok((bus.store(), None));
+        return Ok(bus.store());
     };
     let client = async_nats::connect(nats_url.expose_secret())
         .await
@@ -487,6 +482,5 @@ where
     consumer.ensure().await?;
     shutdown.spawn("tally-relay", relay.run(shutdown.token()));
     shutdown.spawn("tally-projection", consumer.run(shutdown.token()));
-    let store: Arc<dyn EventStore> = Arc::new(NotifyingEventStore::new(store, signal));
-    Ok((store, Some((js, streams))))
+    Ok(Arc::new(NotifyingEventStore::new(store, signal)))
 }
