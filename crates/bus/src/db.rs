@@ -11,6 +11,7 @@
 //! (in the service's schema on PostgreSQL), so they never clash with the store's migrator
 //! (which tracks its own versions in `_fairdeal_eventstore_migrations`).
 
+use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -18,6 +19,7 @@ use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::sqlite::SqlitePool;
 use sqlx::{
     AssertSqlSafe, PgConnection, Pool, Postgres, Row, SqlSafeStr, SqlStr, Sqlite, SqliteConnection,
+    Transaction,
 };
 use uuid::Uuid;
 
@@ -104,6 +106,13 @@ pub trait BusDatabase: sqlx::Database + sealed::Sealed {
     /// The statements over the tables in `schema` (PostgreSQL) or the main database (SQLite).
     fn statements(schema: Option<&str>) -> BusSql;
 
+    /// Begins a consumer batch transaction. SQLite takes the write lock up front
+    /// (`BEGIN IMMEDIATE`): a deferred transaction that reads before it writes fails with
+    /// `SQLITE_BUSY` when another writer got in between, instead of waiting its turn.
+    fn begin_batch(
+        pool: &Pool<Self>,
+    ) -> impl Future<Output = Result<Transaction<'static, Self>, sqlx::Error>> + Send;
+
     /// Runs the bus's migrations (idempotent).
     fn migrate(
         pool: &Pool<Self>,
@@ -141,14 +150,15 @@ pub trait BusDatabase: sqlx::Database + sealed::Sealed {
         position: i64,
     ) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
 
-    /// Records that `consumer` settled `event_id`. Returns `false` when it was already recorded,
-    /// i.e. the event is a redelivery whose effects are already committed.
+    /// Records that `consumer` settles `event_ids` and returns those that were not recorded
+    /// yet; the others are redeliveries whose effects are already committed. One statement
+    /// on PostgreSQL whatever the batch size.
     fn record_processed(
         sql: &BusSql,
         conn: &mut Self::Connection,
         consumer: &str,
-        event_id: Uuid,
-    ) -> impl Future<Output = Result<bool, sqlx::Error>> + Send;
+        event_ids: &[Uuid],
+    ) -> impl Future<Output = Result<HashSet<Uuid>, sqlx::Error>> + Send;
 
     /// Whether `consumer` has settled `event_id`.
     fn is_processed(
@@ -321,7 +331,8 @@ impl BusDatabase for Postgres {
                 c = t.checkpoints
             )),
             record_processed: safe(format!(
-                "INSERT INTO {} (consumer, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                "INSERT INTO {} (consumer, event_id) SELECT $1, unnest($2::uuid[]) \
+                 ON CONFLICT DO NOTHING RETURNING event_id",
                 t.processed
             )),
             is_processed: safe(format!(
@@ -346,6 +357,10 @@ impl BusDatabase for Postgres {
                 t.dead_letters
             )),
         }
+    }
+
+    async fn begin_batch(pool: &PgPool) -> Result<Transaction<'static, Postgres>, sqlx::Error> {
+        pool.begin().await
     }
 
     async fn migrate(pool: &PgPool, schema: Option<&str>) -> Result<(), BusError> {
@@ -428,14 +443,17 @@ impl BusDatabase for Postgres {
         sql: &BusSql,
         conn: &mut PgConnection,
         consumer: &str,
-        event_id: Uuid,
-    ) -> Result<bool, sqlx::Error> {
-        let done = sqlx::query(sql.record_processed.clone())
+        event_ids: &[Uuid],
+    ) -> Result<HashSet<Uuid>, sqlx::Error> {
+        if event_ids.is_empty() {
+            return Ok(HashSet::new());
+        }
+        let new: Vec<Uuid> = sqlx::query_scalar(sql.record_processed.clone())
             .bind(consumer)
-            .bind(event_id)
-            .execute(&mut *conn)
+            .bind(event_ids)
+            .fetch_all(&mut *conn)
             .await?;
-        Ok(done.rows_affected() == 1)
+        Ok(new.into_iter().collect())
     }
 
     async fn is_processed(
@@ -568,6 +586,10 @@ impl BusDatabase for Sqlite {
         }
     }
 
+    async fn begin_batch(pool: &SqlitePool) -> Result<Transaction<'static, Sqlite>, sqlx::Error> {
+        pool.begin_with("BEGIN IMMEDIATE").await
+    }
+
     async fn migrate(pool: &SqlitePool, _schema: Option<&str>) -> Result<(), BusError> {
         let mut migrator = sqlx::migrate!("./migrations/sqlite");
         migrator.dangerous_set_table_name(MIGRATIONS_TABLE);
@@ -631,14 +653,21 @@ impl BusDatabase for Sqlite {
         sql: &BusSql,
         conn: &mut SqliteConnection,
         consumer: &str,
-        event_id: Uuid,
-    ) -> Result<bool, sqlx::Error> {
-        let done = sqlx::query(sql.record_processed.clone())
-            .bind(consumer)
-            .bind(event_id.hyphenated().to_string())
-            .execute(&mut *conn)
-            .await?;
-        Ok(done.rows_affected() == 1)
+        event_ids: &[Uuid],
+    ) -> Result<HashSet<Uuid>, sqlx::Error> {
+        // One statement per id: SQLite runs in-process, so there is no round trip to save.
+        let mut new = HashSet::with_capacity(event_ids.len());
+        for event_id in event_ids {
+            let done = sqlx::query(sql.record_processed.clone())
+                .bind(consumer)
+                .bind(event_id.hyphenated().to_string())
+                .execute(&mut *conn)
+                .await?;
+            if done.rows_affected() == 1 {
+                new.insert(*event_id);
+            }
+        }
+        Ok(new)
     }
 
     async fn is_processed(
