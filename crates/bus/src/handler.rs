@@ -29,17 +29,27 @@ use crate::error::HandlerError;
 ///
 /// Implement with `async fn`:
 ///
-/// ```ignore
-/// impl Handler<Sqlite> for SeatCounter {
+/// ```
+/// use fairdeal_bus::{Handler, HandlerError};
+/// use fairdeal_eventstore::RecordedEvent;
+/// use sqlx::{Sqlite, Transaction};
+///
+/// /// Counts events per stream in the service's own table.
+/// struct EventCounter;
+///
+/// impl Handler<Sqlite> for EventCounter {
 ///     async fn handle(
 ///         &self,
 ///         event: &RecordedEvent,
 ///         tx: &mut Transaction<'_, Sqlite>,
 ///     ) -> Result<(), HandlerError> {
-///         sqlx::query("UPDATE seats SET n = n + 1 WHERE table_id = ?1")
-///             .bind(event.stream_id.as_str())
-///             .execute(&mut **tx)
-///             .await?;
+///         sqlx::query(
+///             "INSERT INTO counts (stream_id, n) VALUES (?1, 1) \
+///              ON CONFLICT (stream_id) DO UPDATE SET n = n + 1",
+///         )
+///         .bind(event.stream_id.as_str())
+///         .execute(&mut **tx)
+///         .await?;
 ///         Ok(())
 ///     }
 /// }

@@ -23,6 +23,93 @@
 //!
 //! Everything stops on a `CancellationToken`, finishing the batch in hand first.
 //!
+//! Wiring a service on PostgreSQL + JetStream (run the store's migrations, then the bus's;
+//! streams and the durable consumer are created idempotently at start):
+//!
+//! ```no_run
+//! # use fairdeal_bus::{Handler, HandlerError};
+//! # struct Ratings;
+//! # impl Handler<sqlx::Postgres> for Ratings {
+//! #     async fn handle(
+//! #         &self,
+//! #         _: &fairdeal_eventstore::RecordedEvent,
+//! #         _: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+//! #     ) -> Result<(), HandlerError> {
+//! #         Ok(())
+//! #     }
+//! # }
+//! # async fn wire() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use fairdeal_bus::{
+//!     AppendSignal, BusDb, JetStreamConfig, JetStreamConsumer, JetStreamConsumerConfig,
+//!     NotifyingEventStore, Relay, RelayConfig, ensure_streams,
+//! };
+//! use fairdeal_eventstore::{EventStore, PgEventStore};
+//! use tokio_util::sync::CancellationToken;
+//!
+//! let store = PgEventStore::connect("postgres://postgres@127.0.0.1/fairdeal", "rating").await?;
+//! let db = BusDb::postgres(store.pool().clone(), "rating")?;
+//! db.migrate().await?;
+//! let js = async_nats::jetstream::new(async_nats::connect("127.0.0.1:4222").await?);
+//! let streams = JetStreamConfig::new("fairdeal.rating")?;
+//! ensure_streams(&js, &streams).await?;
+//!
+//! // The service appends through `events`, which wakes the relay at once.
+//! let signal = AppendSignal::new();
+//! let events: Arc<dyn EventStore> =
+//!     Arc::new(NotifyingEventStore::new(Arc::new(store.clone()), signal.clone()));
+//!
+//! let shutdown = CancellationToken::new();
+//! let relay = Relay::new(Arc::new(store), db.clone(), js.clone(), streams.clone(),
+//!     RelayConfig::new("rating"))?
+//!     .with_waiter(signal.subscribe());
+//! let relay = tokio::spawn(relay.run(shutdown.clone()));
+//! let consumer = JetStreamConsumer::new(js, streams, db, Arc::new(Ratings),
+//!     JetStreamConsumerConfig::new("ratings"))?;
+//! let consumer = tokio::spawn(consumer.run(shutdown.clone()));
+//!
+//! // On SIGTERM: both finish what they hold, then return.
+//! shutdown.cancel();
+//! relay.await??;
+//! consumer.await??;
+//! # let _ = events;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The embedded default, on one SQLite file:
+//!
+//! ```no_run
+//! # use fairdeal_bus::{Handler, HandlerError};
+//! # struct Ratings;
+//! # impl Handler<sqlx::Sqlite> for Ratings {
+//! #     async fn handle(
+//! #         &self,
+//! #         _: &fairdeal_eventstore::RecordedEvent,
+//! #         _: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+//! #     ) -> Result<(), HandlerError> {
+//! #         Ok(())
+//! #     }
+//! # }
+//! # async fn wire() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use fairdeal_bus::{BusDb, EmbeddedBus, EmbeddedConsumerConfig};
+//! use fairdeal_eventstore::SqliteEventStore;
+//! use tokio_util::sync::CancellationToken;
+//!
+//! let store = SqliteEventStore::open("fairdeal.db").await?;
+//! let db = BusDb::sqlite(store.pool().clone());
+//! db.migrate().await?;
+//! let bus = EmbeddedBus::new(Arc::new(store), db);
+//! let events = bus.store(); // append through this one: it wakes the consumers
+//! let shutdown = CancellationToken::new();
+//! let consumer = bus.consumer(Arc::new(Ratings), EmbeddedConsumerConfig::new("ratings"))?;
+//! tokio::spawn(consumer.run(shutdown.clone()));
+//! # let _ = events;
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! Layout:
 //! - [`handler`]: the [`Handler`] trait and [`RetryPolicy`].
 //! - [`error`]: [`BusError`] and [`HandlerError`].

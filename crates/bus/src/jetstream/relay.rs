@@ -18,13 +18,14 @@
 //! 3. **`Nats-Msg-Id` = event id.** JetStream's deduplication window turns any remaining
 //!    double publish (e.g. two relays racing on the same event) into a no-op.
 //!
-//! The checkpoint in `bus_relay_checkpoints` is written after the acks of each batch: it is
-//! the operator's view of relay progress (and the resume point if the stream were ever
-//! recreated empty), never ahead of what JetStream acknowledged.
+//! The checkpoint in `bus_relay_checkpoints` is written after the acks (at most every
+//! `checkpoint_interval` while busy, and whenever the relay catches up or stops): it is the
+//! operator's view of relay progress (and the resume point if the stream were ever recreated
+//! empty), never ahead of what JetStream acknowledged.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_nats::HeaderMap;
 use async_nats::jetstream::context::PublishAckFuture;
@@ -58,11 +59,15 @@ pub struct RelayConfig {
     pub initial_backoff: Duration,
     /// Longest wait between two attempts after errors.
     pub max_backoff: Duration,
+    /// Longest time the checkpoint may lag behind the acknowledged publishes while the relay
+    /// is busy (it is also written whenever the relay catches up or stops). Resuming never
+    /// depends on it: the stream's tail is authoritative.
+    pub checkpoint_interval: Duration,
 }
 
 impl RelayConfig {
     /// Defaults for a relay named `name`: batches of 512, 256 publishes in flight, a 100 ms
-    /// poll, backoff from 100 ms to 10 s.
+    /// poll, backoff from 100 ms to 10 s, the checkpoint written at least every 250 ms.
     pub fn new(name: impl Into<String>) -> Self {
         Self {
             name: name.into(),
@@ -71,6 +76,7 @@ impl RelayConfig {
             poll_interval: Duration::from_millis(100),
             initial_backoff: Duration::from_millis(100),
             max_backoff: Duration::from_secs(10),
+            checkpoint_interval: Duration::from_millis(250),
         }
     }
 
@@ -196,28 +202,49 @@ impl<DB: BusDatabase> Relay<DB> {
             sequence = tail.sequence,
             "relay resuming"
         );
+        // What the checkpoint row says, and when it was last written.
+        let mut saved = tail.position;
+        let mut saved_at = Instant::now();
         loop {
+            let from = tail.position.saturating_add(1);
+            let events = if shutdown.is_cancelled() {
+                Vec::new()
+            } else {
+                self.store.read_all(from, self.config.batch_size).await?
+            };
+            if !events.is_empty() {
+                tail = self.publish_batch(&events, tail).await?;
+            }
+            // Checkpoint after the acks, at most every `checkpoint_interval` while busy (a
+            // write per batch would double the database load of a quiet relay), and always
+            // before going idle or stopping.
+            let idle = events.len() < self.config.batch_size;
+            if tail.position > saved
+                && (idle || saved_at.elapsed() >= self.config.checkpoint_interval)
+            {
+                self.save_checkpoint(tail.position).await?;
+                saved = tail.position;
+                saved_at = Instant::now();
+            }
             if shutdown.is_cancelled() {
                 return Ok(());
             }
-            let from = tail.position.saturating_add(1);
-            let events = self.store.read_all(from, self.config.batch_size).await?;
-            if events.is_empty() {
-                if wait_for_events(self.waiter.as_mut(), self.config.poll_interval, shutdown).await
+            if events.is_empty()
+                && wait_for_events(self.waiter.as_mut(), self.config.poll_interval, shutdown).await
                     == Wake::Shutdown
-                {
-                    return Ok(());
-                }
-                continue;
+            {
+                return Ok(());
             }
-            tail = self.publish_batch(&events, tail).await?;
-            let position = i64::try_from(tail.position).map_err(|_| {
-                BusError::Config(format!("global position {} exceeds i64", tail.position))
-            })?;
-            let mut conn = self.db.pool().acquire().await?;
-            DB::save_relay_checkpoint(self.db.sql(), &mut conn, &self.config.name, position)
-                .await?;
         }
+    }
+
+    /// Writes the checkpoint (never moving it backwards).
+    async fn save_checkpoint(&self, position: u64) -> Result<(), BusError> {
+        let position = i64::try_from(position)
+            .map_err(|_| BusError::Config(format!("global position {position} exceeds i64")))?;
+        let mut conn = self.db.pool().acquire().await?;
+        DB::save_relay_checkpoint(self.db.sql(), &mut conn, &self.config.name, position).await?;
+        Ok(())
     }
 
     /// Where to resume: after the last event in the stream, or after the checkpoint if the
