@@ -22,8 +22,11 @@ use fairdeal_bus::{
     Relay, RelayConfig, RetryPolicy, ensure_streams,
 };
 use fairdeal_eventstore::conformance::{Backend, PgBackend, SqliteBackend};
-use fairdeal_eventstore::{EventStore, ExpectedVersion, NewEvent, RecordedEvent, StreamId};
+use fairdeal_eventstore::{
+    EventStore, ExpectedVersion, NewEvent, PgEventStore, RecordedEvent, StreamId,
+};
 use futures::{FutureExt, TryStreamExt};
+use sqlx::postgres::PgPool;
 use sqlx::{Postgres, Sqlite, Transaction};
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
@@ -48,6 +51,8 @@ pub(crate) fn quick_retry(max_attempts: u32) -> RetryPolicy {
 pub(crate) struct Running {
     shutdown: CancellationToken,
     handle: JoinHandle<Result<(), BusError>>,
+    /// The task's own connections ("its process's"), closed when it stops or is killed.
+    pool: Option<PgPool>,
 }
 
 impl Running {
@@ -58,7 +63,19 @@ impl Running {
     {
         let shutdown = CancellationToken::new();
         let handle = tokio::spawn(run(shutdown.clone()));
-        Self { shutdown, handle }
+        Self {
+            shutdown,
+            handle,
+            pool: None,
+        }
+    }
+
+    /// Gives the task its own pool, closed with it: a killed task then loses its connections
+    /// as a crashed process would, instead of handing a connection back to a shared pool in
+    /// the middle of a transaction.
+    fn with_pool(mut self, pool: PgPool) -> Self {
+        self.pool = Some(pool);
+        self
     }
 
     /// Graceful stop: cancels and waits; the task must end cleanly.
@@ -69,12 +86,18 @@ impl Running {
             .expect("task stops within 30s after shutdown")
             .expect("task did not panic");
         result.expect("task ended without error");
+        if let Some(pool) = self.pool {
+            pool.close().await;
+        }
     }
 
     /// Crash: the task is dropped wherever it is (mid-batch, mid-publish, mid-transaction).
     pub(crate) async fn abort(self) {
         self.handle.abort();
         let _ = self.handle.await;
+        if let Some(pool) = self.pool {
+            pool.close().await;
+        }
     }
 }
 
@@ -209,6 +232,23 @@ pub(crate) trait Harness: Send + Sync + 'static {
     async fn cleanup(&self);
 }
 
+/// Installs, once per test binary, a global subscriber with an OpenTelemetry layer (spans
+/// are built, not exported), as a service with tracing configured would have. Global rather
+/// than per-test: tracing caches per-callsite interest process-wide, so a thread-local
+/// subscriber in one test races with tests running without one.
+pub(crate) fn init_tracing() {
+    static INIT: std::sync::Once = std::sync::Once::new();
+    INIT.call_once(|| {
+        use opentelemetry::trace::TracerProvider as _;
+        use tracing_subscriber::layer::SubscriberExt;
+        let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
+        let subscriber = tracing_subscriber::registry().with(
+            tracing_opentelemetry::layer().with_tracer(provider.tracer("fairdeal-bus-tests")),
+        );
+        tracing::subscriber::set_global_default(subscriber).unwrap();
+    });
+}
+
 /// Creates a harness, runs `case` on it, and cleans up even if the case panics.
 pub(crate) async fn run<H, C, CF, F, Fut>(create: C, case: F)
 where
@@ -230,6 +270,7 @@ where
     F: FnOnce(Arc<H>) -> Fut,
     Fut: Future<Output = ()>,
 {
+    init_tracing();
     let harness = Arc::new(create().await);
     let outcome = AssertUnwindSafe(case(Arc::clone(&harness)))
         .catch_unwind()
@@ -302,7 +343,7 @@ impl JetStreamHarness {
         &self.db
     }
 
-    /// A relay with the test settings, not started.
+    /// A relay with the test settings, not started, on the shared pool.
     pub(crate) fn relay(&self) -> Relay<Postgres> {
         Relay::new(
             Arc::new(self.pg.pg_store().clone()),
@@ -312,6 +353,13 @@ impl JetStreamHarness {
             test_relay_config(),
         )
         .unwrap()
+    }
+
+    /// A pool of its own for one relay or consumer instance (see [`Running::with_pool`]).
+    fn instance_pool(&self) -> PgPool {
+        PgEventStore::pool_options()
+            .max_connections(4)
+            .connect_lazy_with(self.pg.connect_options())
     }
 }
 
@@ -333,23 +381,33 @@ impl Harness for JetStreamHarness {
     }
 
     fn start_relay(&self) -> Running {
-        let relay = self.relay().with_waiter(self.signal.subscribe());
-        Running::spawn(|shutdown| relay.run(shutdown))
+        let pool = self.instance_pool();
+        let relay = Relay::new(
+            Arc::new(PgEventStore::new(pool.clone(), SCHEMA).unwrap()),
+            BusDb::postgres(pool.clone(), SCHEMA).unwrap(),
+            self.js.clone(),
+            self.streams.clone(),
+            test_relay_config(),
+        )
+        .unwrap()
+        .with_waiter(self.signal.subscribe());
+        Running::spawn(|shutdown| relay.run(shutdown)).with_pool(pool)
     }
 
     fn start_consumer(&self, recorder: Arc<Recorder>, retry: RetryPolicy) -> Running {
         let mut config = JetStreamConsumerConfig::new(recorder.consumer.clone());
         config.batch_size = 64;
         config.retry = retry;
+        let pool = self.instance_pool();
         let consumer = JetStreamConsumer::new(
             self.js.clone(),
             self.streams.clone(),
-            self.db.clone(),
+            BusDb::postgres(pool.clone(), SCHEMA).unwrap(),
             recorder,
             config,
         )
         .unwrap();
-        Running::spawn(|shutdown| consumer.run(shutdown))
+        Running::spawn(|shutdown| consumer.run(shutdown)).with_pool(pool)
     }
 
     async fn applied(&self, consumer: &str) -> Vec<Uuid> {
@@ -576,14 +634,14 @@ pub(crate) async fn append_round_robin(
     }
 }
 
-/// All event ids in log order, once at least `at_least` are visible (PostgreSQL's read
+/// All events in log order, once at least `at_least` are visible (PostgreSQL's read
 /// horizon can lag behind other tests' open transactions for a moment).
-pub(crate) async fn log_ids(store: &dyn EventStore, at_least: usize) -> Vec<Uuid> {
+pub(crate) async fn log_events(store: &dyn EventStore, at_least: usize) -> Vec<RecordedEvent> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let events = store.read_all(1, usize::MAX).await.unwrap();
         if events.len() >= at_least {
-            return events.iter().map(|e| e.event_id).collect();
+            return events;
         }
         assert!(
             Instant::now() < deadline,
@@ -592,6 +650,15 @@ pub(crate) async fn log_ids(store: &dyn EventStore, at_least: usize) -> Vec<Uuid
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+/// All event ids in log order, once at least `at_least` are visible.
+pub(crate) async fn log_ids(store: &dyn EventStore, at_least: usize) -> Vec<Uuid> {
+    log_events(store, at_least)
+        .await
+        .iter()
+        .map(|e| e.event_id)
+        .collect()
 }
 
 /// Waits until `consumer` applied at least `count` events (bounded), returning them.

@@ -6,10 +6,9 @@ use std::time::Duration;
 
 use fairdeal_bus::{EmbeddedConsumerConfig, Handler, HandlerError};
 use fairdeal_eventstore::{ExpectedVersion, RecordedEvent};
-use opentelemetry::trace::{TraceContextExt, TracerProvider as _};
+use opentelemetry::trace::TraceContextExt;
 use sqlx::{Sqlite, Transaction};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
-use tracing_subscriber::layer::SubscriberExt;
 
 use crate::support::{EmbeddedHarness, Harness, event, run_with, stream, wait_for};
 
@@ -36,14 +35,10 @@ impl Handler<Sqlite> for TraceProbe {
     }
 }
 
-// current_thread: the subscriber set with `set_default` covers the spawned consumer task.
-#[tokio::test(flavor = "current_thread")]
+/// The test binary's global subscriber carries an OpenTelemetry layer
+/// (`support::init_tracing`), as a service's would.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handling_span_continues_the_appending_trace() {
-    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
-    let subscriber = tracing_subscriber::registry()
-        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("bus-test")));
-    let _guard = tracing::subscriber::set_default(subscriber);
-
     run_with(EmbeddedHarness::create, |h| async move {
         h.store()
             .append(&stream("table"), ExpectedVersion::NoStream, vec![event(0)])
