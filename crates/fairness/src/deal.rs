@@ -8,7 +8,27 @@
 
 use crate::deck::Deck;
 use crate::generator::{Generator, NumberSource};
-use crate::shuffle::{Shuffle, ShuffleError, order_from_indices, shuffle};
+use crate::number::{self, BigUint, NumberError};
+use crate::shuffle::{Shuffle, ShuffleError, indices_from_order, order_from_indices, shuffle};
+
+/// Why a list of card codes is not a dealt order of a deck.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OrderError {
+    /// A code that is not a card of the deck.
+    #[error("unknown card {code:?} (not a card of the {deck} deck)")]
+    UnknownCard {
+        /// The code as given (at most 16 characters of it).
+        code: String,
+        /// The deck it was checked against.
+        deck: Deck,
+    },
+    /// A card listed twice.
+    #[error("card {0} appears more than once")]
+    RepeatedCard(&'static str),
+    /// Cards of the deck that are not listed.
+    #[error("missing card{}: {}", if .0.len() == 1 { "" } else { "s" }, .0.join(" "))]
+    MissingCards(Vec<&'static str>),
+}
 
 /// One deal: the dealt order and how it was split.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,6 +95,77 @@ impl Deal {
             hands,
             chien,
         })
+    }
+
+    /// The deal whose dealt order is `order` (canonical indices, first card dealt first);
+    /// `None` unless it is a permutation of the deck.
+    pub fn from_order(deck: Deck, order: &[u8]) -> Option<Deal> {
+        if order.len() != deck.len() {
+            return None;
+        }
+        let indices = indices_from_order(order)?;
+        let (hands, chien) = split(deck, order);
+        Some(Deal {
+            deck,
+            order: order.to_vec(),
+            indices,
+            hands,
+            chien,
+        })
+    }
+
+    /// The deal whose dealt order is written as card codes, first card dealt first.
+    ///
+    /// Every card of the deck must appear exactly once; the error names the first unknown
+    /// or repeated code, or every missing card.
+    pub fn from_codes<'a>(
+        deck: Deck,
+        codes: impl IntoIterator<Item = &'a str>,
+    ) -> Result<Deal, OrderError> {
+        let mut order = Vec::with_capacity(deck.len());
+        let mut seen = [false; 256];
+        for code in codes {
+            let card = deck.index_of(code).ok_or_else(|| OrderError::UnknownCard {
+                // Codes are short; keep a pasted wall of text out of the message.
+                code: code.chars().take(16).collect(),
+                deck,
+            })?;
+            let slot = &mut seen[usize::from(card)];
+            if *slot {
+                return Err(OrderError::RepeatedCard(
+                    deck.code(card).unwrap_or_default(),
+                ));
+            }
+            *slot = true;
+            order.push(card);
+        }
+        let missing: Vec<&'static str> = deck
+            .codes()
+            .iter()
+            .zip(seen)
+            .filter(|(_, seen)| !seen)
+            .map(|(code, _)| *code)
+            .collect();
+        if !missing.is_empty() {
+            return Err(OrderError::MissingCards(missing));
+        }
+        // Every card exactly once: a permutation, so `from_order` succeeds.
+        Deal::from_order(deck, &order).ok_or(OrderError::MissingCards(Vec::new()))
+    }
+
+    /// The deal numbered `number` (see [`crate::number`]); an error if `number >= n!`.
+    pub fn from_number(deck: Deck, number: &BigUint) -> Result<Deal, NumberError> {
+        let indices = number::to_indices(number, deck.len())?;
+        // `to_indices` only returns valid picks of the right length.
+        Deal::from_indices(deck, &indices).ok_or(NumberError::NotAnOrder(deck.len()))
+    }
+
+    /// The distribution number of this deal: the rank of its dealt order, in `[0, n!)`.
+    ///
+    /// Computed from `indices` (one chunked Horner pass, no validation: every constructor
+    /// produces valid picks; for altered fields it is the formula's value as is).
+    pub fn distribution_number(&self) -> BigUint {
+        number::mixed_radix(&self.indices)
     }
 
     /// Card codes of a list of canonical indices.
@@ -163,6 +254,45 @@ mod tests {
                 assert_eq!(hands.iter().map(Vec::len).sum::<usize>() + chien.len(), len);
             }
         }
+    }
+
+    #[test]
+    fn numbers_and_codes_round_trip() {
+        for deck in Deck::ALL {
+            let deal = Deal::from_seeds(deck, "server", "client", "1");
+            let number = deal.distribution_number();
+            assert_eq!(number::from_order(&deal.order), Ok(number.clone()));
+            assert_eq!(Deal::from_number(deck, &number), Ok(deal.clone()));
+            assert_eq!(Deal::from_order(deck, &deal.order).as_ref(), Some(&deal));
+            let codes = deal.codes(&deal.order);
+            assert_eq!(Deal::from_codes(deck, codes.iter().copied()), Ok(deal));
+        }
+        assert_eq!(
+            Deal::from_number(Deck::Dix, &number::factorial(40)),
+            Err(NumberError::TooLarge { n: 40 })
+        );
+        assert_eq!(Deal::from_order(Deck::Dix, &[0, 1]), None);
+    }
+
+    #[test]
+    fn bad_code_lists_name_the_card() {
+        let dix = Deck::Dix.codes();
+        let unknown = Deal::from_codes(Deck::Dix, ["AS", "6X"]).unwrap_err();
+        assert_eq!(
+            unknown.to_string(),
+            "unknown card \"6X\" (not a card of the dix deck)"
+        );
+        let repeated = Deal::from_codes(Deck::Dix, ["AS", "KS", "AS"]).unwrap_err();
+        assert_eq!(repeated, OrderError::RepeatedCard("AS"));
+        let missing = Deal::from_codes(Deck::Dix, dix[1..].iter().copied()).unwrap_err();
+        assert_eq!(missing.to_string(), "missing card: AS");
+        let missing = Deal::from_codes(Deck::Dix, dix[..37].iter().copied()).unwrap_err();
+        assert_eq!(missing.to_string(), "missing cards: 7C 6C 5C");
+        // A six is not a Ruff card.
+        assert!(matches!(
+            Deal::from_codes(Deck::Ruff, ["6S"]),
+            Err(OrderError::UnknownCard { .. })
+        ));
     }
 
     #[test]

@@ -1,0 +1,317 @@
+//! `fairdeal outcome` and `fairdeal duplicate`, run as a user runs them: the real binary,
+//! its stdout, stderr and exit status.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::{Command, Output};
+
+use fairdeal_fairness::Generator;
+use fairdeal_fairness::duplicate::select;
+use fairdeal_fairness::outcome::{Game, Options, Round};
+use serde_json::Value;
+
+fn fairdeal(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fairdeal"))
+        .args(args)
+        .output()
+        .expect("run fairdeal")
+}
+
+/// Runs a command that must succeed with exactly one JSON line.
+fn json_line(args: &[&str]) -> Value {
+    let out = fairdeal(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    serde_json::from_str(&stdout).unwrap()
+}
+
+/// Runs a command that must fail with status 2 and one stderr line; returns that line.
+fn error_line(args: &[&str]) -> String {
+    let out = fairdeal(args);
+    assert_eq!(out.status.code(), Some(2), "{args:?}");
+    assert!(out.stdout.is_empty(), "{args:?}");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    stderr.trim_end().to_owned()
+}
+
+fn raw_hex(server: &str, client: &str, salt: &str, cursors: u64) -> String {
+    let g = Generator::new(server, client, salt);
+    let bytes: Vec<u8> = (0..cursors).flat_map(|c| g.block(c)).collect();
+    hex::encode(bytes)
+}
+
+const SEEDS: [&str; 6] = [
+    "--server-seed",
+    "9f2c41d8",
+    "--client-seed",
+    "player-1",
+    "--salt",
+    "42",
+];
+
+#[test]
+fn every_game_prints_the_library_result_from_seeds_and_from_bytes() {
+    let cases: [(&str, &[&str], Options); 10] = [
+        ("dice", &[], Options::default()),
+        ("double", &[], Options::default()),
+        ("x50", &[], Options::default()),
+        (
+            "jackpot",
+            &["--tickets", "250"],
+            Options {
+                tickets: Some(250),
+                ..Options::default()
+            },
+        ),
+        ("crash", &[], Options::default()),
+        ("overgo", &[], Options::default()),
+        (
+            "mines",
+            &["--mines", "5"],
+            Options {
+                mines: Some(5),
+                ..Options::default()
+            },
+        ),
+        ("tower", &[], Options::default()),
+        (
+            "slot",
+            &["--spins", "3"],
+            Options {
+                spins: Some(3),
+                ..Options::default()
+            },
+        ),
+        (
+            "plinko",
+            &["--pins", "14"],
+            Options {
+                pins: Some(14),
+                ..Options::default()
+            },
+        ),
+    ];
+    for (game, extra, options) in cases {
+        let round = Round::new(game.parse::<Game>().unwrap(), &options).unwrap();
+        let expected =
+            serde_json::to_value(round.from_seeds("9f2c41d8", "player-1", "42")).unwrap();
+
+        let mut args = vec!["outcome", game];
+        args.extend(SEEDS);
+        args.extend(extra);
+        assert_eq!(json_line(&args), expected, "{game} from seeds");
+
+        let hex = raw_hex("9f2c41d8", "player-1", "42", round.cursors() as u64);
+        let mut args = vec!["outcome", game, "--bytes", &hex];
+        args.extend(extra);
+        assert_eq!(json_line(&args), expected, "{game} from bytes");
+    }
+}
+
+#[test]
+fn dice_result_is_a_two_decimal_string() {
+    // All-zero bytes roll 0.00; all-ones roll 100.00.
+    let zeros = "00".repeat(64);
+    let v = json_line(&["outcome", "dice", "--bytes", &zeros]);
+    assert_eq!(v, serde_json::json!({"game": "dice", "result": "0.00"}));
+    let ones = "ff".repeat(64);
+    let v = json_line(&["outcome", "dice", "--bytes", &ones]);
+    assert_eq!(v["result"], "100.00");
+}
+
+#[test]
+fn explain_walks_through_every_number() {
+    let mut args = vec!["outcome", "plinko", "--pins", "10", "--explain"];
+    args.extend(SEEDS);
+    let out = fairdeal(&args);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("key = SHA-256(server_seed \":\" salt) = "),
+        "{text}"
+    );
+    assert!(text.contains("HMAC-SHA512(key, \"player-1:1\")"), "{text}");
+    assert!(text.contains("pin 9: floor(U[9] * 2)"), "{text}");
+    let drop = Round::new(
+        Game::Plinko,
+        &Options {
+            pins: Some(10),
+            ..Options::default()
+        },
+    )
+    .unwrap()
+    .from_seeds("9f2c41d8", "player-1", "42");
+    assert!(text.ends_with(&format!("result: {drop}\n")), "{text}");
+
+    let hex = raw_hex("a", "b", "c", 1);
+    let out = fairdeal(&["outcome", "crash", "--bytes", &hex, "--explain"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("cursor 0: bytes "), "{text}");
+    assert!(text.contains("rounded half-up"), "{text}");
+}
+
+#[test]
+fn errors_are_one_line_naming_the_problem() {
+    let block = "00".repeat(64);
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["outcome", "roulette", "--bytes", &block],
+            "unknown game \"roulette\"",
+        ),
+        (vec!["outcome", "dice", "--bytes", "0g"], "--bytes: not hex"),
+        (
+            vec!["outcome", "dice", "--bytes", "abc"],
+            "--bytes: not hex",
+        ),
+        (
+            vec!["outcome", "dice", "--bytes", "0000"],
+            "whole 64-byte cursor blocks, got 2 bytes",
+        ),
+        (
+            vec!["outcome", "mines", "--mines", "3", "--bytes", &block],
+            "--bytes: mines needs 192 bytes of generator output, got 64",
+        ),
+        (
+            vec!["outcome", "mines", "--mines", "25", "--bytes", &block],
+            "--mines: 25 is out of range",
+        ),
+        (
+            vec!["outcome", "mines", "--mines", "0", "--bytes", &block],
+            "--mines: 0 is out of range",
+        ),
+        (
+            vec!["outcome", "mines", "--mines", "-2", "--bytes", &block],
+            "--mines: \"-2\" is not",
+        ),
+        (
+            vec!["outcome", "mines", "--bytes", &block],
+            "--mines: required by mines",
+        ),
+        (
+            vec!["outcome", "jackpot", "--tickets", "0", "--bytes", &block],
+            "--tickets: 0 is out of range",
+        ),
+        (
+            vec!["outcome", "plinko", "--pins", "7", "--bytes", &block],
+            "--pins: 7 is out of range",
+        ),
+        (
+            vec!["outcome", "plinko", "--pins", "17", "--bytes", &block],
+            "--pins: 17 is out of range",
+        ),
+        (
+            vec!["outcome", "slot", "--spins", "0", "--bytes", &block],
+            "--spins: 0 is out of range",
+        ),
+        (
+            vec!["outcome", "slot", "--spins", "1001", "--bytes", &block],
+            "--spins: 1001 is out of range",
+        ),
+        (
+            vec!["outcome", "dice", "--pins", "8", "--bytes", &block],
+            "--pins: not a parameter of dice",
+        ),
+        (vec!["outcome", "dice"], "give the seeds"),
+        (
+            vec!["outcome", "dice", "--server-seed", "s", "--salt", "1"],
+            "--client-seed: required",
+        ),
+        (
+            vec!["outcome", "dice", "--salt", "1", "--bytes", &block],
+            "--bytes: give either --bytes or the seeds",
+        ),
+        (
+            vec![
+                "duplicate",
+                "--server-seed",
+                "s",
+                "--client-seed",
+                "c",
+                "--sequence",
+                "x",
+            ],
+            "--sequence: \"x\" is not a non-negative integer",
+        ),
+    ];
+    for (args, expected) in cases {
+        let line = error_line(&args);
+        assert!(line.starts_with("error: "), "{line}");
+        assert!(line.contains(expected), "{args:?}: {line}");
+    }
+}
+
+#[test]
+fn duplicate_prints_the_accepted_deal_and_every_rejection() {
+    // Find a sequence with at least one rejection so both parts are exercised.
+    let sequence = (0..50u64)
+        .find(|&q| {
+            !select("table-secret", "players", q)
+                .unwrap()
+                .rejected
+                .is_empty()
+        })
+        .unwrap();
+    let selection = select("table-secret", "players", sequence).unwrap();
+    let q = sequence.to_string();
+    let v = json_line(&[
+        "duplicate",
+        "--server-seed",
+        "table-secret",
+        "--client-seed",
+        "players",
+        "--sequence",
+        &q,
+    ]);
+    let accepted = &selection.accepted;
+    assert_eq!(v["sequence"], sequence);
+    assert_eq!(v["candidate"], accepted.index);
+    assert_eq!(v["salt"], format!("{sequence}:dup:{}", accepted.index));
+    assert!(v.get("reason").is_none());
+    assert_eq!(
+        v["distribution_number"],
+        accepted.deal.distribution_number().to_string()
+    );
+    let hands: Vec<Vec<String>> = serde_json::from_value(v["hands"].clone()).unwrap();
+    assert_eq!(hands.len(), 4);
+    for (seat, hand) in hands.iter().enumerate() {
+        assert_eq!(hand, &accepted.deal.codes(&accepted.deal.hands[seat]));
+    }
+    assert_eq!(v["chien"].as_array().unwrap().len(), 6);
+    let taker = accepted.judgement.examination.as_ref().unwrap();
+    assert_eq!(v["taker"], taker.taker);
+    assert_eq!(v["bid"], taker.bid.name());
+
+    let rejected = v["rejected"].as_array().unwrap();
+    assert_eq!(rejected.len(), selection.rejected.len());
+    for (r, c) in rejected.iter().zip(&selection.rejected) {
+        assert_eq!(r["salt"], c.salt);
+        assert_eq!(r["candidate"], c.index);
+        let reason = serde_json::to_value(c.judgement.rejection.unwrap()).unwrap();
+        assert_eq!(r["reason"], reason);
+        assert!(r["reason"]["reason"].is_string());
+    }
+
+    let out = fairdeal(&[
+        "duplicate",
+        "--server-seed",
+        "table-secret",
+        "--client-seed",
+        "players",
+        "--sequence",
+        &q,
+        "--explain",
+    ]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains(&format!("candidate 0 (salt {sequence}:dup:0)")),
+        "{text}"
+    );
+    assert!(text.contains("rejected: "), "{text}");
+    assert!(text.trim_end().ends_with("accepted"), "{text}");
+}
