@@ -64,17 +64,30 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
     }
 }
 
+/// The first paragraph of a clap error on one line: clap puts the names of missing
+/// arguments on lines of their own, and usage and tips after a blank line.
+fn one_line(rendered: &str) -> String {
+    let first = rendered.split("\n\n").next().unwrap_or_default();
+    first
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
+        Err(e) if e.use_stderr() => {
+            // Usage errors: one line naming the problem, exit 2 (as every other error).
+            let _ = writeln!(std::io::stderr(), "{}", one_line(&e.render().to_string()));
+            return ExitCode::from(2);
+        }
         Err(e) => {
-            // Help and version go to stdout with success; usage errors exit 2 (clap's own).
+            // Help and version go to stdout with success.
             let _ = e.print();
-            return if e.use_stderr() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::SUCCESS
-            };
+            return ExitCode::SUCCESS;
         }
     };
     let stdout = std::io::stdout();

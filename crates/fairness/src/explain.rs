@@ -2,10 +2,13 @@
 //!
 //! A computation reads its numbers through a [`Recorder`]; afterwards [`Explanation`]
 //! writes the key, every cursor's bytes and numbers, and the steps the caller adds (each
-//! pick with the list it picked from). Everything here is pure text building.
+//! pick with the list it picked from). [`Explanation::shuffle`], [`Explanation::picks`] and
+//! [`Explanation::deal`] write the steps of a deal. Everything here is pure text building.
 
 use std::fmt::Write as _;
 
+use crate::deal::Deal;
+use crate::deck::Deck;
 use crate::generator::{Exhausted, NumberSource, pick};
 
 /// A [`NumberSource`] that remembers every number read through it.
@@ -108,6 +111,107 @@ impl Explanation {
         self.line(line)
     }
 
+    /// Walks the shuffle of `codes` (canonical order) with `numbers`: one line per pick with
+    /// the list it picked from, then the last card. Numbers beyond the `n - 1` a shuffle
+    /// reads are ignored; missing numbers end the walk early with a note.
+    pub fn shuffle(&mut self, codes: &[&str], numbers: &[u64]) -> &mut Self {
+        let mut remaining: Vec<&str> = codes.to_vec();
+        self.line(format!(
+            "shuffle: {} picks, index = floor(U * remaining) = (U * remaining) >> 64; the card \
+             leaves the list for the end of the dealt order",
+            codes.len().saturating_sub(1)
+        ));
+        let mut step = 0;
+        while remaining.len() > 1 {
+            let Some(&number) = numbers.get(step) else {
+                self.line(format!("(no number U[{step}]: the walk stops here)"));
+                return self;
+            };
+            self.pick(step, number, &remaining);
+            let i = pick(number, remaining.len() as u64) as usize;
+            // `pick` is below the list length.
+            if i < remaining.len() {
+                remaining.remove(i);
+            }
+            step += 1;
+        }
+        if let Some(last) = remaining.first() {
+            self.line(format!("step {step}: the last card -> {last}"));
+        }
+        if numbers.len() > step {
+            self.line(format!(
+                "(numbers U[{step}] and after are not used by the shuffle)"
+            ));
+        }
+        self
+    }
+
+    /// Walks a shuffle given by its picks `i_k` (for a deal rebuilt from its distribution
+    /// number): one line per pick with the list it picked from.
+    pub fn picks(&mut self, codes: &[&str], indices: &[u8]) -> &mut Self {
+        let mut remaining: Vec<&str> = codes.to_vec();
+        for (step, &i) in indices.iter().enumerate() {
+            let i = usize::from(i);
+            if i >= remaining.len() {
+                self.line(format!(
+                    "step {step}: pick {i} is outside the {} remaining cards",
+                    remaining.len()
+                ));
+                return self;
+            }
+            let list = remaining.join(" ");
+            let card = remaining.remove(i);
+            self.line(format!("step {step}: i = {i} -> {card}   from [{list}]"));
+        }
+        self
+    }
+
+    /// The digits of a distribution number: `N = sum i_k * (n - 1 - k)!`, from the most
+    /// significant, and the number itself.
+    pub fn distribution_number(&mut self, deal: &Deal) -> &mut Self {
+        let n = deal.indices.len();
+        let terms: Vec<String> = deal
+            .indices
+            .iter()
+            .enumerate()
+            .map(|(k, i)| format!("{i}*{}!", n - 1 - k))
+            .collect();
+        self.line(format!(
+            "distribution number N = sum i_k * (n-1-k)! = {}",
+            terms.join(" + ")
+        ))
+        .line(format!("  N = {}", deal.distribution_number()))
+    }
+
+    /// The hands (hand 0 first: the dealer's left) and the chien of a deal.
+    pub fn deal(&mut self, deal: &Deal) -> &mut Self {
+        let codes = |cards: &[u8]| deal.codes(cards).join(" ");
+        self.line(format!("dealt order: {}", codes(&deal.order)));
+        if deal.deck.is_tarot() {
+            self.line(format!(
+                "dealing: packets of 3 from hand 0; after each packet but the first, one card \
+                 to the chien until it holds {}",
+                deal.deck.chien_len()
+            ));
+        } else {
+            self.line("dealing: one card at a time, card k to hand k mod 4");
+        }
+        for (h, hand) in deal.hands.iter().enumerate() {
+            let seat = match (deal.deck, h) {
+                (Deck::Bridge, 0) => " (N)",
+                (Deck::Bridge, 1) => " (E)",
+                (Deck::Bridge, 2) => " (S)",
+                (Deck::Bridge, 3) => " (W)",
+                _ => "",
+            };
+            self.line(format!("hand {h}{seat}: {}", codes(hand)));
+        }
+        if deal.deck.is_tarot() {
+            self.line(format!("chien: {}", codes(&deal.chien)));
+        }
+        self
+    }
+
     /// The finished text.
     pub fn finish(&self) -> &str {
         &self.text
@@ -127,6 +231,47 @@ mod tests {
         let a = rec.next_number().unwrap();
         let b = rec.next_number().unwrap();
         assert_eq!(rec.read, vec![a, b]);
+    }
+
+    #[test]
+    fn deal_walkthrough_has_every_step() {
+        let g = Generator::new("s", "c", "0");
+        let numbers: Vec<u64> = g.numbers().take(40).collect();
+        let deal = Deal::from_seeds(Deck::Dix, "s", "c", "0");
+        let codes = Deck::Dix.codes();
+        let mut e = Explanation::new();
+        e.shuffle(codes, &numbers)
+            .deal(&deal)
+            .distribution_number(&deal);
+        let text = e.finish();
+        assert_eq!(text.matches("\nstep ").count(), 40, "{text}");
+        assert!(text.contains("step 39: the last card"));
+        assert!(text.contains("U[39] and after are not used"));
+        let first = deal.codes(&deal.order[..1])[0];
+        assert!(text.contains(&format!(
+            "step 0: floor(U[0] * 40) = {} -> {first}",
+            deal.indices[0]
+        )));
+        assert!(text.contains(&format!("hand 3: {}", deal.codes(&deal.hands[3]).join(" "))));
+        assert!(text.contains(&format!("N = {}", deal.distribution_number())));
+
+        // The same walk from the picks alone.
+        let mut e = Explanation::new();
+        e.picks(codes, &deal.indices);
+        assert_eq!(e.finish().lines().count(), 40);
+        assert!(
+            e.finish()
+                .starts_with(&format!("step 0: i = {} -> {first}", deal.indices[0]))
+        );
+    }
+
+    #[test]
+    fn short_inputs_do_not_panic() {
+        let mut e = Explanation::new();
+        e.shuffle(Deck::Dix.codes(), &[1, 2])
+            .picks(&["AS", "KS"], &[5]);
+        assert!(e.finish().contains("no number U[2]"));
+        assert!(e.finish().contains("outside the 2 remaining"));
     }
 
     #[test]

@@ -51,10 +51,11 @@ pub struct Generator {
     /// `SHA-256(server_seed ":" salt)`: kept for explanations; it is derived from the
     /// server seed, so it is as secret as the seed until the reveal.
     key: [u8; 32],
-    /// HMAC state already keyed with `key`, cloned for each cursor.
+    /// HMAC state keyed with `key` that has already absorbed `client_seed ":"`, the
+    /// constant prefix of every message; cloned for each cursor, so the prefix is copied
+    /// (and, for client seeds of 128 bytes or more, compressed) once per round, not once
+    /// per cursor.
     keyed: HmacSha512,
-    /// `client_seed ":"`, the constant prefix of every HMAC message.
-    prefix: Vec<u8>,
 }
 
 impl std::fmt::Debug for Generator {
@@ -72,15 +73,14 @@ impl Generator {
         hasher.update(b":");
         hasher.update(salt.as_bytes());
         let key: [u8; 32] = hasher.finalize().into();
-        let keyed = match HmacSha512::new_from_slice(&key) {
+        let mut keyed = match HmacSha512::new_from_slice(&key) {
             Ok(mac) => mac,
             // HMAC accepts keys of any length; this arm cannot be reached.
             Err(_) => unreachable_hmac_key(),
         };
-        let mut prefix = Vec::with_capacity(client_seed.len() + 1);
-        prefix.extend_from_slice(client_seed.as_bytes());
-        prefix.push(b':');
-        Generator { key, keyed, prefix }
+        keyed.update(client_seed.as_bytes());
+        keyed.update(b":");
+        Generator { key, keyed }
     }
 
     /// The HMAC key, `SHA-256(server_seed ":" salt)`.
@@ -91,7 +91,6 @@ impl Generator {
     /// The 64 bytes of one cursor.
     pub fn block(&self, cursor: u64) -> [u8; BLOCK_LEN] {
         let mut mac = self.keyed.clone();
-        mac.update(&self.prefix);
         let mut digits = [0u8; 20];
         mac.update(decimal(cursor, &mut digits));
         mac.finalize().into_bytes().into()

@@ -113,13 +113,23 @@ fn chunks(n: usize, limit: u64) -> impl Iterator<Item = (usize, u64)> {
     })
 }
 
+/// Limbs (64-bit) of the largest value [`mixed_radix`] can produce: even with every digit
+/// 255, 256 digits stay below `255 * 2 * 255! < 2^1685`, i.e. 27 limbs.
+const MAX_LIMBS: usize = 27;
+
 /// The value of the formula `sum_k indices[k] * (n - 1 - k)!` for `n = indices.len()`, with
 /// no checks: for valid picks it is the distribution number; for invalid ones it is still
 /// the formula's exact value (possibly `>= n!`). Use [`from_indices`] to validate.
+///
+/// Inputs longer than [`MAX_ITEMS`] are truncated to their first [`MAX_ITEMS`] digits.
 pub fn mixed_radix(indices: &[u8]) -> BigUint {
-    // Chunk boundaries depend on n, which is at most a few hundred: compute them on the
-    // fly from the most significant radix down, accumulating each chunk in a u64.
-    let mut acc = BigUint::ZERO;
+    let indices = &indices[..indices.len().min(MAX_ITEMS)];
+    // Horner's scheme over fixed little-endian limbs on the stack, one u64 multiply-add
+    // per limb and chunk, and a single allocation for the result: num-bigint's in-place
+    // scalar ops grow their digit vector three times on the way to 78!, which costs more
+    // than the arithmetic.
+    let mut limbs = [0u64; MAX_LIMBS];
+    let mut used = 0usize;
     let mut rest = indices;
     for (len, product) in chunks(indices.len(), RANK_CHUNK_LIMIT) {
         let (chunk, tail) = rest.split_at(len.min(rest.len()));
@@ -129,11 +139,28 @@ pub fn mixed_radix(indices: &[u8]) -> BigUint {
             value = value * radix + u64::from(digit);
             radix -= 1;
         }
-        acc *= product;
-        acc += value;
+        // limbs = limbs * product + value; each step's result is below 2^128.
+        let mut carry = u128::from(value);
+        for limb in &mut limbs[..used] {
+            let t = u128::from(*limb) * u128::from(product) + carry;
+            *limb = t as u64;
+            carry = t >> 64;
+        }
+        // `MAX_LIMBS` holds every value the formula can reach, so the slot always exists.
+        if carry != 0
+            && let Some(limb) = limbs.get_mut(used)
+        {
+            *limb = carry as u64;
+            used += 1;
+        }
         rest = tail;
     }
-    acc
+    let mut digits = [0u32; 2 * MAX_LIMBS];
+    for (pair, limb) in digits.chunks_exact_mut(2).zip(&limbs[..used]) {
+        pair[0] = *limb as u32;
+        pair[1] = (*limb >> 32) as u32;
+    }
+    BigUint::from_slice(&digits[..2 * used])
 }
 
 /// The distribution number of a shuffle's picks `i_k` (one per card, the last one 0).
@@ -351,9 +378,16 @@ mod tests {
         );
         assert_eq!(from_order(&[0, 0]), Err(NumberError::NotAnOrder(2)));
         assert_eq!(from_indices(&[0; 257]), Err(NumberError::TooManyCards(257)));
-        // The unchecked formula is still exact for out-of-range digits.
-        let wild = [255u8; 78];
-        assert_eq!(mixed_radix(&wild), naive(&wild));
+        // The unchecked formula is still exact for out-of-range digits, up to the largest
+        // value it can produce.
+        for n in [78, MAX_ITEMS] {
+            let wild = vec![255u8; n];
+            assert_eq!(mixed_radix(&wild), naive(&wild));
+        }
+        let reversed: Vec<u8> = (0..=255).rev().collect();
+        let max = factorial(MAX_ITEMS) - 1u8;
+        assert_eq!(from_order(&reversed), Ok(max.clone()));
+        assert_eq!(to_order(&max, MAX_ITEMS), Ok(reversed));
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! Golden vectors: every field of `golden/deals.json`, produced by the independent Python
 //! implementation `golden/generate_deals.py`, must be reproduced bit for bit.
+// Test helpers outside #[test] functions may fail loudly too.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use fairdeal_fairness::deal::Deal;
 use fairdeal_fairness::number::{self, BigUint};

@@ -12,6 +12,8 @@
 //! dealer fails a given check with probability about 1e-4; the fixed seeds make that one
 //! draw, and a real bias of a few percent on any cell or pattern pushes the statistic far
 //! past the bound (see `a_biased_dealer_is_caught`).
+// Test helpers outside #[test] functions may fail loudly too.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use fairdeal_fairness::deal::Deal;
 use fairdeal_fairness::generator::{Exhausted, NumberSource};
