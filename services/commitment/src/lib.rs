@@ -8,7 +8,19 @@
 //! Layout:
 //! - [`domain`]: the pure state machines (commands -> events, events -> state).
 //! - [`vault`]: server seeds sealed at rest (XChaCha20-Poly1305, key id kept for rotation).
+//! - [`seeds`]: the `sealed_seeds` table beside the event store (PostgreSQL or SQLite).
+//! - [`events`]: domain events <-> stored protobuf events (`fairdeal.commitment.v1`).
+//! - [`service`]: the use cases (load, decide, append with optimistic concurrency).
+//! - [`grpc`]: the tonic adapter with authorization.
+//! - [`startup`]: settings, backends and the [`Application`] on the platform kit.
 #![forbid(unsafe_code)]
 
 pub mod domain;
 pub mod vault;
+pub mod events;
+pub mod seeds;
+pub mod service;
+pub mod grpc;
+pub mod startup;
+
+pub use startup::{Application, CommitmentSettings};
