@@ -168,7 +168,7 @@ where
         deliveries: &[Delivery],
         retry_attempt: Option<u32>,
     ) -> Result<BatchOutcome, BusError> {
-        let mut tx = self.db.pool().begin().await?;
+        let mut tx = DB::begin_batch(self.db.pool()).await?;
         let mut settled = 0;
         let mut last_position = None;
         let mut failed_attempt = None;

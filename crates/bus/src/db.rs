@@ -18,6 +18,7 @@ use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::sqlite::SqlitePool;
 use sqlx::{
     AssertSqlSafe, PgConnection, Pool, Postgres, Row, SqlSafeStr, SqlStr, Sqlite, SqliteConnection,
+    Transaction,
 };
 use uuid::Uuid;
 
@@ -103,6 +104,13 @@ mod sealed {
 pub trait BusDatabase: sqlx::Database + sealed::Sealed {
     /// The statements over the tables in `schema` (PostgreSQL) or the main database (SQLite).
     fn statements(schema: Option<&str>) -> BusSql;
+
+    /// Begins a consumer batch transaction. SQLite takes the write lock up front
+    /// (`BEGIN IMMEDIATE`): a deferred transaction that reads before it writes fails with
+    /// `SQLITE_BUSY` when another writer got in between, instead of waiting its turn.
+    fn begin_batch(
+        pool: &Pool<Self>,
+    ) -> impl Future<Output = Result<Transaction<'static, Self>, sqlx::Error>> + Send;
 
     /// Runs the bus's migrations (idempotent).
     fn migrate(
@@ -348,6 +356,10 @@ impl BusDatabase for Postgres {
         }
     }
 
+    async fn begin_batch(pool: &PgPool) -> Result<Transaction<'static, Postgres>, sqlx::Error> {
+        pool.begin().await
+    }
+
     async fn migrate(pool: &PgPool, schema: Option<&str>) -> Result<(), BusError> {
         let mut migrator = sqlx::migrate!("./migrations/postgres");
         let Some(schema) = schema else {
@@ -566,6 +578,10 @@ impl BusDatabase for Sqlite {
                 t.dead_letters
             )),
         }
+    }
+
+    async fn begin_batch(pool: &SqlitePool) -> Result<Transaction<'static, Sqlite>, sqlx::Error> {
+        pool.begin_with("BEGIN IMMEDIATE").await
     }
 
     async fn migrate(pool: &SqlitePool, _schema: Option<&str>) -> Result<(), BusError> {
