@@ -7,6 +7,7 @@ use std::sync::Arc;
 use fairdeal_authn::{
     AuthLayer, Authenticator, AuthenticatorOptions, KeyId, KeySet, PublicKey, StaticKeySource,
 };
+use fairdeal_bus::{BusDb, JetStreamConfig, Relay, RelayConfig, ensure_streams};
 use fairdeal_eventstore::{EventStore, PgEventStore, SqliteEventStore};
 use fairdeal_kit::config::{Config, ConfigError, Secret, Section};
 use fairdeal_kit::{CommonConfig, ServeError};
@@ -132,6 +133,48 @@ pub struct Backend {
     pub schema: String,
 }
 
+/// Starts the relay publishing this service's committed events to NATS JetStream (stream
+/// prefix `<subject_prefix>.<service>`), when `nats_url` is set; with no NATS the events
+/// stay in the store, where the embedded in-process bus of any consumer tails them. The
+/// relay runs on `shutdown` and stops with it.
+pub async fn start_relay(
+    common: &CommonConfig,
+    backend: &Backend,
+    service: &str,
+    shutdown: &fairdeal_kit::Shutdown,
+) -> Result<(), StartError> {
+    let Some(url) = &common.nats_url else {
+        return Ok(());
+    };
+    let bus = |e: fairdeal_bus::BusError| StartError::Database(format!("bus: {e}"));
+    let client = async_nats::connect(url.expose_secret())
+        .await
+        .map_err(|e| StartError::Database(format!("NATS: {e}")))?;
+    let js = async_nats::jetstream::new(client);
+    let streams = JetStreamConfig::new(format!("{}.{service}", common.subject_prefix))
+        .and_then(|c| c.with_replicas(usize::from(common.jetstream_replicas)))
+        .map_err(bus)?;
+    ensure_streams(&js, &streams).await.map_err(bus)?;
+    let config = RelayConfig::new(service);
+    let token = shutdown.token();
+    match (&backend.postgres, &backend.sqlite) {
+        (Some(pool), _) => {
+            let db = BusDb::postgres(pool.clone(), &backend.schema).map_err(bus)?;
+            db.migrate().await.map_err(bus)?;
+            let relay = Relay::new(backend.store.clone(), db, js, streams, config).map_err(bus)?;
+            shutdown.spawn("relay", relay.run(token));
+        }
+        (None, Some(pool)) => {
+            let db = BusDb::sqlite(pool.clone());
+            db.migrate().await.map_err(bus)?;
+            let relay = Relay::new(backend.store.clone(), db, js, streams, config).map_err(bus)?;
+            shutdown.spawn("relay", relay.run(token));
+        }
+        (None, None) => return Err(StartError::Config("no database pool".into())),
+    }
+    Ok(())
+}
+
 /// The running commitment service.
 #[derive(Debug)]
 pub struct Application {
@@ -180,7 +223,10 @@ impl Application {
         for path in PUBLIC_METHODS {
             layer = layer.allow_anonymous(path);
         }
+        let shutdown = fairdeal_kit::Shutdown::new();
+        start_relay(common, &backend, "commitment", &shutdown).await?;
         let app = fairdeal_kit::Application::builder(common)
+            .with_shutdown(shutdown)
             .add_service(layer.wrap(CommitmentServiceServer::new(CommitmentApi::new(service))))
             .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET)
             .build()

@@ -1,7 +1,9 @@
 //! Settings and wiring of the dealing service on the platform kit.
 
 use fairdeal_authn::{AccessToken, AuthLayer, Authenticator};
-use fairdeal_commitment::startup::{Backend, StartError, authenticator, open_store, parse_public_keys};
+use fairdeal_commitment::startup::{
+    Backend, StartError, authenticator, open_store, parse_public_keys, start_relay,
+};
 use fairdeal_kit::config::{Config, ConfigError, Secret, Section};
 use fairdeal_kit::{CommonConfig, ServeError};
 use fairdeal_proto::fairdeal::dealing::v1::dealing_service_server::DealingServiceServer;
@@ -79,12 +81,15 @@ impl Application {
         let channel = Endpoint::from_shared(commitment_url.to_owned())
             .map_err(|e| StartError::Config(format!("commitment_url: {e}")))?
             .connect_lazy();
-        let dealer = Dealer::new(backend.store, channel, token);
+        let dealer = Dealer::new(backend.store.clone(), channel, token);
         let mut layer = AuthLayer::new(authn);
         for path in PUBLIC_METHODS {
             layer = layer.allow_anonymous(path);
         }
+        let shutdown = fairdeal_kit::Shutdown::new();
+        start_relay(common, &backend, "dealing", &shutdown).await?;
         let app = fairdeal_kit::Application::builder(common)
+            .with_shutdown(shutdown)
             .add_service(layer.wrap(DealingServiceServer::new(DealingApi::new(dealer))))
             .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET)
             .build()

@@ -154,6 +154,7 @@ async fn pair_flow(db: Db) {
     assert_eq!(nonces[59], (0, 59));
     assert_eq!(nonces[60], (1, 0));
     assert_eq!(nonces[99], (2, 14));
+    app.assert_relayed().await;
     app.stop().await;
 }
 

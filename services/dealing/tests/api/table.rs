@@ -211,6 +211,7 @@ async fn table_flow(db: Db) {
     assert!(v.commitment_matches);
     assert_eq!(v.deal, dealt[3].deal);
     assert!(!v.explanation.is_empty());
+    app.assert_relayed().await;
     app.stop().await;
 }
 

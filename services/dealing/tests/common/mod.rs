@@ -37,6 +37,8 @@ pub struct TestApp {
     signing: SigningKey,
     shutdowns: Vec<fairdeal_kit::Shutdown>,
     database: Option<String>,
+    /// Unique NATS subject prefix (PostgreSQL runs relay to JetStream).
+    prefix: Option<String>,
     _dir: tempfile::TempDir,
 }
 
@@ -47,9 +49,15 @@ fn now() -> i64 {
         .as_secs() as i64
 }
 
-fn common(name: &str) -> CommonConfig {
+pub const NATS: &str = "nats://127.0.0.1:4222";
+
+fn common(name: &str, prefix: Option<&str>) -> CommonConfig {
     let mut c = CommonConfig::with_defaults(name).unwrap();
     c.listen_addr = "127.0.0.1:0".parse().unwrap();
+    if let Some(prefix) = prefix {
+        c.nats_url = Some(fairdeal_kit::config::SecretUrl::new(NATS));
+        c.subject_prefix = prefix.to_owned();
+    }
     c
 }
 
@@ -73,13 +81,16 @@ impl TestApp {
                 None,
             ),
         };
+        let prefix = database
+            .is_some()
+            .then(|| format!("fairsvc{}", Uuid::now_v7().simple()));
         let signing = SigningKey::generate().unwrap();
         let keys = || KeySet::new([signing.public_key()]);
         let commitment_backend = open_store(&commitment_url, "commitment").await.unwrap();
         let dealing_backend = open_store(&dealing_url, "dealing").await.unwrap();
 
         let commitment_app = fairdeal_commitment::Application::build_with(
-            &common("commitment"),
+            &common("commitment", prefix.as_deref()),
             commitment_backend.clone(),
             KeyRing::generate("test").unwrap(),
             authenticator(keys()),
@@ -91,7 +102,7 @@ impl TestApp {
             .sign(&Claims::service("dealing", now(), 3600))
             .unwrap();
         let dealing_app = fairdeal_dealing::Application::build_with(
-            &common("dealing"),
+            &common("dealing", prefix.as_deref()),
             dealing_backend.clone(),
             &format!("http://127.0.0.1:{commitment_port}"),
             dealing_token,
@@ -116,6 +127,7 @@ impl TestApp {
             signing,
             shutdowns,
             database,
+            prefix,
             _dir: dir,
         }
     }
@@ -130,10 +142,43 @@ impl TestApp {
             .unwrap()
     }
 
-    /// Stops both services and drops the PostgreSQL database.
+    /// With NATS: waits until each service's JetStream events stream holds exactly the
+    /// events of its store (the relay delivered everything, nothing twice).
+    pub async fn assert_relayed(&self) {
+        let Some(prefix) = &self.prefix else { return };
+        let js = async_nats::jetstream::new(async_nats::connect(NATS).await.unwrap());
+        for (service, backend) in [
+            ("commitment", &self.commitment_backend),
+            ("dealing", &self.dealing_backend),
+        ] {
+            let stored = backend.store.read_all(1, 1_000_000).await.unwrap().len() as u64;
+            assert!(stored > 0);
+            let config = fairdeal_bus::JetStreamConfig::new(format!("{prefix}.{service}")).unwrap();
+            let mut relayed = 0;
+            for _ in 0..200 {
+                let mut stream = js.get_stream(config.stream_name()).await.unwrap();
+                relayed = stream.info().await.unwrap().state.messages;
+                if relayed >= stored {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            assert_eq!(relayed, stored, "{service}: events on JetStream vs in the store");
+        }
+    }
+
+    /// Stops both services, deletes the JetStream streams and drops the PostgreSQL database.
     pub async fn stop(self) {
         for s in &self.shutdowns {
             s.trigger();
+        }
+        if let Some(prefix) = &self.prefix {
+            let js = async_nats::jetstream::new(async_nats::connect(NATS).await.unwrap());
+            for service in ["commitment", "dealing"] {
+                let c = fairdeal_bus::JetStreamConfig::new(format!("{prefix}.{service}")).unwrap();
+                let _ = js.delete_stream(c.stream_name()).await;
+                let _ = js.delete_stream(c.dead_letter_stream_name()).await;
+            }
         }
         if let Some(name) = &self.database {
             self.commitment_backend
