@@ -50,8 +50,7 @@ fn status(error: CommitmentError) -> Status {
 }
 
 fn parse_uuid(field: &str, value: &str) -> Result<Uuid, Status> {
-    Uuid::parse_str(value)
-        .map_err(|_| Status::invalid_argument(format!("{field} must be a UUID")))
+    Uuid::parse_str(value).map_err(|_| Status::invalid_argument(format!("{field} must be a UUID")))
 }
 
 fn domain<T>(result: Result<T, crate::domain::DomainError>) -> Result<T, Status> {

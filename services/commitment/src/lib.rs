@@ -16,11 +16,11 @@
 #![forbid(unsafe_code)]
 
 pub mod domain;
-pub mod vault;
 pub mod events;
+pub mod grpc;
 pub mod seeds;
 pub mod service;
-pub mod grpc;
 pub mod startup;
+pub mod vault;
 
 pub use startup::{Application, CommitmentSettings};

@@ -94,36 +94,33 @@ impl SeedStore {
     /// Reads a sealed seed (`None` if absent).
     pub async fn get(&self, seed_id: Uuid) -> Result<Option<SealedSeed>, sqlx::Error> {
         let row = match self {
-            SeedStore::Postgres { pool, schema } => {
-                sqlx::query(AssertSqlSafe(format!(
-                    "SELECT key_id, nonce, ciphertext FROM \"{schema}\".sealed_seeds \
+            SeedStore::Postgres { pool, schema } => sqlx::query(AssertSqlSafe(format!(
+                "SELECT key_id, nonce, ciphertext FROM \"{schema}\".sealed_seeds \
                      WHERE seed_id = $1"
-                )))
-                .bind(seed_id)
-                .fetch_optional(pool)
-                .await?
-                .map(|row| -> Result<_, sqlx::Error> {
-                    Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?))
-                })
-            }
-            SeedStore::Sqlite { pool } => sqlx::query(
-                "SELECT key_id, nonce, ciphertext FROM sealed_seeds WHERE seed_id = ?1",
-            )
-            .bind(seed_id.to_string())
+            )))
+            .bind(seed_id)
             .fetch_optional(pool)
             .await?
             .map(|row| -> Result<_, sqlx::Error> {
                 Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?))
             }),
+            SeedStore::Sqlite { pool } => {
+                sqlx::query("SELECT key_id, nonce, ciphertext FROM sealed_seeds WHERE seed_id = ?1")
+                    .bind(seed_id.to_string())
+                    .fetch_optional(pool)
+                    .await?
+                    .map(|row| -> Result<_, sqlx::Error> {
+                        Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?))
+                    })
+            }
         };
-        row.transpose()
-            .map(|found| {
-                found.map(|(key_id, nonce, ciphertext)| SealedSeed {
-                    seed_id,
-                    key_id,
-                    nonce,
-                    ciphertext,
-                })
+        row.transpose().map(|found| {
+            found.map(|(key_id, nonce, ciphertext)| SealedSeed {
+                seed_id,
+                key_id,
+                nonce,
+                ciphertext,
             })
+        })
     }
 }

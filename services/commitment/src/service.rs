@@ -177,7 +177,10 @@ impl Commitments {
         &self,
         id: Uuid,
         seed_of: impl Fn(&A) -> Option<Uuid>,
-        mut decide: impl FnMut(Option<&A>, Option<&ServerSeed>) -> Result<(Vec<A::Event>, R), CommitmentError>,
+        mut decide: impl FnMut(
+            Option<&A>,
+            Option<&ServerSeed>,
+        ) -> Result<(Vec<A::Event>, R), CommitmentError>,
     ) -> Result<(R, Option<A>), CommitmentError>
     where
         A: Aggregate,
@@ -225,7 +228,12 @@ impl Commitments {
         table_id: Uuid,
         delayed_source: Option<DelayedSource>,
     ) -> Result<TableState, CommitmentError> {
-        if self.load::<TableCommitment>(table_id).await?.state.is_some() {
+        if self
+            .load::<TableCommitment>(table_id)
+            .await?
+            .state
+            .is_some()
+        {
             return Err(DomainError::AlreadyExists("the table's commitment").into());
         }
         let (seed_id, seed) = self.new_seed().await?;
@@ -257,7 +265,8 @@ impl Commitments {
         mut decide: impl FnMut(
             &TableCommitment,
             Option<&ServerSeed>,
-        ) -> Result<Vec<crate::domain::table::TableEvent>, CommitmentError>,
+        )
+            -> Result<Vec<crate::domain::table::TableEvent>, CommitmentError>,
     ) -> Result<TableState, CommitmentError> {
         let ((), state) = self
             .execute::<TableCommitment, ()>(
@@ -456,7 +465,11 @@ impl Commitments {
                 },
             )
             .await?;
-        Ok((bet, seed, state.ok_or(DomainError::NotFound("the seed pair"))?))
+        Ok((
+            bet,
+            seed,
+            state.ok_or(DomainError::NotFound("the seed pair"))?,
+        ))
     }
 
     // ---- Tournaments ----
@@ -469,7 +482,12 @@ impl Commitments {
         deck: Deck,
         delayed_source: DelayedSource,
     ) -> Result<TournamentSet, CommitmentError> {
-        if self.load::<TournamentSet>(tournament_id).await?.state.is_some() {
+        if self
+            .load::<TournamentSet>(tournament_id)
+            .await?
+            .state
+            .is_some()
+        {
             return Err(DomainError::AlreadyExists("the tournament").into());
         }
         let (seed_id, seed) = self.new_seed().await?;
@@ -507,7 +525,10 @@ impl Commitments {
                 |state, seed| decide(state.ok_or(DomainError::NotFound("the tournament"))?, seed),
             )
             .await?;
-        Ok((result, state.ok_or(DomainError::NotFound("the tournament"))?))
+        Ok((
+            result,
+            state.ok_or(DomainError::NotFound("the tournament"))?,
+        ))
     }
 
     /// Binds the tournament's delayed value.

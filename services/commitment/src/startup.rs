@@ -88,13 +88,12 @@ pub fn authenticator(keys: KeySet) -> Authenticator {
 
 /// The event store named by `database_url` (`postgres://` in `schema`, or `sqlite://path`),
 /// migrated.
-pub async fn open_store(
-    database_url: &str,
-    schema: &str,
-) -> Result<Backend, StartError> {
+pub async fn open_store(database_url: &str, schema: &str) -> Result<Backend, StartError> {
     let db = |e: fairdeal_eventstore::StoreError| StartError::Database(e.to_string());
     if database_url.starts_with("postgres://") || database_url.starts_with("postgresql://") {
-        let store = PgEventStore::connect(database_url, schema).await.map_err(db)?;
+        let store = PgEventStore::connect(database_url, schema)
+            .await
+            .map_err(db)?;
         let pool = store.pool().clone();
         Ok(Backend {
             store: Arc::new(store),
@@ -191,8 +190,8 @@ impl Application {
             .seed_keys
             .as_ref()
             .ok_or_else(|| StartError::Config("seed_keys is required".into()))?;
-        let ring = KeyRing::parse(keys.expose_secret())
-            .map_err(|e| StartError::Config(e.to_string()))?;
+        let ring =
+            KeyRing::parse(keys.expose_secret()).map_err(|e| StartError::Config(e.to_string()))?;
         let public_keys =
             parse_public_keys(&settings.auth_public_keys).map_err(StartError::Config)?;
         let backend = open_store(common.database_url.expose_secret(), SCHEMA).await?;

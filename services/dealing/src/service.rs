@@ -20,11 +20,11 @@ use fairdeal_fairness::Deck;
 use fairdeal_fairness::deal::Deal;
 use fairdeal_fairness::outcome::{Outcome, Round};
 use fairdeal_kit::ServiceError;
+use fairdeal_kit::propagation::{TraceContextInterceptor, traced as traced_channel};
 use fairdeal_proto::fairdeal::commitment::v1 as cpb;
 use fairdeal_proto::fairdeal::commitment::v1::commitment_service_client::CommitmentServiceClient;
 use fairdeal_proto::fairdeal::dealing::v1 as pb;
 use prost::{Message, Name};
-use fairdeal_kit::propagation::{TraceContextInterceptor, traced as traced_channel};
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 use tonic::{Code, Request, Status};
@@ -197,9 +197,11 @@ impl Dealer {
         hand: u64,
     ) -> Result<DealtHand, DealingError> {
         self.deal_with(table_id, Deck::Tarot4, hand, |seeds| {
-            let selection =
-                verify::select_duplicate(&seeds.server_seed, &seeds.client_seed, hand)?;
-            let candidates = selection.candidates().map(verify::candidate_message).collect();
+            let selection = verify::select_duplicate(&seeds.server_seed, &seeds.client_seed, hand)?;
+            let candidates = selection
+                .candidates()
+                .map(verify::candidate_message)
+                .collect();
             Ok((selection.accepted.deal, selection.accepted.salt, candidates))
         })
         .await
@@ -251,7 +253,8 @@ impl Dealer {
                 }
                 return Ok(result);
             }
-            let rejected = u32::try_from(result.candidates.len().saturating_sub(1)).unwrap_or(u32::MAX);
+            let rejected =
+                u32::try_from(result.candidates.len().saturating_sub(1)).unwrap_or(u32::MAX);
             let event = pb::HandDealt {
                 table_id: table_id.to_string(),
                 hand,

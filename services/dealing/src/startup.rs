@@ -64,8 +64,14 @@ impl Application {
             .ok_or_else(|| StartError::Config("service_token is required".into()))?;
         let keys = parse_public_keys(&settings.auth_public_keys).map_err(StartError::Config)?;
         let backend = open_store(common.database_url.expose_secret(), SCHEMA).await?;
-        Self::build_with(&common, backend, &settings.commitment_url, token, authenticator(keys))
-            .await
+        Self::build_with(
+            &common,
+            backend,
+            &settings.commitment_url,
+            token,
+            authenticator(keys),
+        )
+        .await
     }
 
     /// Wires an already opened backend.

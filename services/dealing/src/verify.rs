@@ -36,7 +36,10 @@ pub fn deck(name: &str) -> Result<Deck, VerifyError> {
 /// Validates a game and its options into a round.
 pub fn round(options: Option<&pb::GameOptions>) -> Result<Round, VerifyError> {
     let options = options.ok_or_else(|| invalid("options", "required"))?;
-    let game: Game = options.game.parse().map_err(|e| invalid("options.game", e))?;
+    let game: Game = options
+        .game
+        .parse()
+        .map_err(|e| invalid("options.game", e))?;
     Round::new(
         game,
         &Options {
@@ -74,7 +77,13 @@ pub fn outcome_json(outcome: &Outcome) -> Result<String, VerifyError> {
 
 /// A step-by-step walk-through of a seeded deal (key, cursor bytes, each pick, the hands
 /// and the distribution number).
-pub fn explain_deal(deck: Deck, server_seed: &str, client_seed: &str, salt: &str, deal: &Deal) -> String {
+pub fn explain_deal(
+    deck: Deck,
+    server_seed: &str,
+    client_seed: &str,
+    salt: &str,
+    deal: &Deal,
+) -> String {
     let generator = Generator::new(server_seed, client_seed, salt);
     // Every number of the cursors the shuffle reads, so each cursor shows its 64 bytes.
     let cursors = deck.len().saturating_sub(1).div_ceil(8);
@@ -97,10 +106,21 @@ pub fn explain_deal(deck: Deck, server_seed: &str, client_seed: &str, salt: &str
 /// `VerifyDeal`.
 pub fn verify_deal(request: &pb::VerifyDealRequest) -> Result<pb::VerifyDealResponse, VerifyError> {
     let deck = deck(&request.deck)?;
-    let deal = Deal::from_seeds(deck, &request.server_seed, &request.client_seed, &request.salt);
+    let deal = Deal::from_seeds(
+        deck,
+        &request.server_seed,
+        &request.client_seed,
+        &request.salt,
+    );
     let commitment = Commitment::of(&request.server_seed).to_hex();
     let explanation = if request.explain {
-        explain_deal(deck, &request.server_seed, &request.client_seed, &request.salt, &deal)
+        explain_deal(
+            deck,
+            &request.server_seed,
+            &request.client_seed,
+            &request.salt,
+            &deal,
+        )
     } else {
         String::new()
     };
@@ -223,7 +243,11 @@ mod tests {
         let deal = Deal::from_seeds(Deck::Tarot4, "s", "c", "3");
         assert_eq!(response.deal, Some(deal_message(&deal)));
         assert!(response.commitment_matches);
-        assert!(response.explanation.contains(&deal.distribution_number().to_string()));
+        assert!(
+            response
+                .explanation
+                .contains(&deal.distribution_number().to_string())
+        );
         assert_eq!(response.deal.unwrap().chien.len(), 6);
     }
 

@@ -72,10 +72,19 @@ async fn all_events(app: &TestApp, dealing: bool) -> String {
 
 fn assert_absent(seed: &str, haystack: &str, what: &str) {
     assert_eq!(seed.len(), 64);
-    assert!(!haystack.contains(seed), "the server seed appears in {what}");
+    assert!(
+        !haystack.contains(seed),
+        "the server seed appears in {what}"
+    );
     // Also no half of it (a truncated or split leak).
-    assert!(!haystack.contains(&seed[..32]), "half the seed appears in {what}");
-    assert!(!haystack.contains(&seed[32..]), "half the seed appears in {what}");
+    assert!(
+        !haystack.contains(&seed[..32]),
+        "half the seed appears in {what}"
+    );
+    assert!(
+        !haystack.contains(&seed[32..]),
+        "half the seed appears in {what}"
+    );
 }
 
 #[tokio::test]
@@ -121,7 +130,12 @@ async fn the_server_seed_never_appears_before_its_reveal() {
         deck: "bridge".into(),
         hand,
     };
-    errors.push(app.dealing.deal_hand(with(&tables, deal(0))).await.unwrap_err());
+    errors.push(
+        app.dealing
+            .deal_hand(with(&tables, deal(0)))
+            .await
+            .unwrap_err(),
+    );
     app.commitment
         .bind_table_delayed_value(with(
             &tables,
@@ -133,15 +147,25 @@ async fn the_server_seed_never_appears_before_its_reveal() {
         .await
         .unwrap();
     for hand in 0..4 {
-        app.dealing.deal_hand(with(&tables, deal(hand))).await.unwrap();
+        app.dealing
+            .deal_hand(with(&tables, deal(hand)))
+            .await
+            .unwrap();
     }
     // Failures of every kind along the way.
-    errors.push(app.dealing.deal_hand(with(&tables, deal(9))).await.unwrap_err());
+    errors.push(
+        app.dealing
+            .deal_hand(with(&tables, deal(9)))
+            .await
+            .unwrap_err(),
+    );
     errors.push(
         app.commitment
             .get_table_dealing_seeds(with(
                 &tables,
-                cpb::GetTableDealingSeedsRequest { table_id: t.clone() },
+                cpb::GetTableDealingSeedsRequest {
+                    table_id: t.clone(),
+                },
             ))
             .await
             .unwrap_err(),

@@ -26,7 +26,9 @@ async fn players_cannot_read_seeds_or_deal() {
         .await
         .unwrap();
 
-    let seeds = || cpb::GetTableDealingSeedsRequest { table_id: t.clone() };
+    let seeds = || cpb::GetTableDealingSeedsRequest {
+        table_id: t.clone(),
+    };
     // A player token: refused.
     let e = app
         .commitment
@@ -142,7 +144,9 @@ async fn players_cannot_read_seeds_or_deal() {
     // Public reads need no token and show no seed before the reveal.
     let public = app
         .commitment
-        .get_table_commitment(cpb::GetTableCommitmentRequest { table_id: t.clone() })
+        .get_table_commitment(cpb::GetTableCommitmentRequest {
+            table_id: t.clone(),
+        })
         .await
         .unwrap()
         .into_inner()
@@ -173,7 +177,9 @@ async fn players_cannot_read_seeds_or_deal() {
     assert_eq!(e.code(), Code::FailedPrecondition);
     let unchanged = app
         .commitment
-        .get_table_commitment(cpb::GetTableCommitmentRequest { table_id: t.clone() })
+        .get_table_commitment(cpb::GetTableCommitmentRequest {
+            table_id: t.clone(),
+        })
         .await
         .unwrap()
         .into_inner()

@@ -130,7 +130,9 @@ async fn table_flow(db: Db) {
 
     let before = app
         .commitment
-        .get_table_commitment(cpb::GetTableCommitmentRequest { table_id: t.clone() })
+        .get_table_commitment(cpb::GetTableCommitmentRequest {
+            table_id: t.clone(),
+        })
         .await
         .unwrap()
         .into_inner()
@@ -189,7 +191,10 @@ async fn table_flow(db: Db) {
         let hands: Vec<Vec<String>> = serde_json::from_value(line["hands"].clone()).unwrap();
         assert_eq!(
             hands,
-            deal.hands.iter().map(|h| h.cards.clone()).collect::<Vec<_>>()
+            deal.hands
+                .iter()
+                .map(|h| h.cards.clone())
+                .collect::<Vec<_>>()
         );
         let chien: Vec<String> = serde_json::from_value(line["chien"].clone()).unwrap();
         assert_eq!(chien, deal.chien);

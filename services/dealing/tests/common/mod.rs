@@ -133,7 +133,9 @@ impl TestApp {
     }
 
     pub fn player_token(&self, user: Uuid) -> AccessToken {
-        self.signing.sign(&Claims::player(user, now(), 3600)).unwrap()
+        self.signing
+            .sign(&Claims::player(user, now(), 3600))
+            .unwrap()
     }
 
     pub fn service_token(&self, name: &str) -> AccessToken {
@@ -163,7 +165,10 @@ impl TestApp {
                 }
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
             }
-            assert_eq!(relayed, stored, "{service}: events on JetStream vs in the store");
+            assert_eq!(
+                relayed, stored,
+                "{service}: events on JetStream vs in the store"
+            );
         }
     }
 
@@ -187,7 +192,12 @@ impl TestApp {
                 .unwrap()
                 .close()
                 .await;
-            self.dealing_backend.postgres.as_ref().unwrap().close().await;
+            self.dealing_backend
+                .postgres
+                .as_ref()
+                .unwrap()
+                .close()
+                .await;
             let mut admin = sqlx::PgConnection::connect(PG_ADMIN).await.unwrap();
             sqlx::query(sqlx::AssertSqlSafe(format!(
                 "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
