@@ -449,7 +449,20 @@ impl Commitments {
         &self,
         user_id: Uuid,
     ) -> Result<(BetSeeds, ServerSeed, SeedPairs), CommitmentError> {
-        self.pair(user_id).await?;
+        match self.reserve_on_existing_pair(user_id).await {
+            // The first bet of a user opens their pair (one extra read only then).
+            Err(CommitmentError::Domain(DomainError::NotFound(_))) => {
+                self.pair(user_id).await?;
+                self.reserve_on_existing_pair(user_id).await
+            }
+            other => other,
+        }
+    }
+
+    async fn reserve_on_existing_pair(
+        &self,
+        user_id: Uuid,
+    ) -> Result<(BetSeeds, ServerSeed, SeedPairs), CommitmentError> {
         let ((bet, seed), state) = self
             .execute::<SeedPairs, _>(
                 user_id,
