@@ -12,13 +12,13 @@
 //! migrator sharing the file.
 
 use crate::codec::{
-    COLUMNS, Row, check_distinct_ids, limit_i64, occurred_at_us, to_i64, trace_context_json,
-    verify_stream_rows,
+    COLUMNS, Row, check_distinct_ids, limit_i64, link_hash, occurred_at_us, to_i64,
+    trace_context_json, verify_stream_rows,
 };
 use crate::error::StoreError;
 use crate::store::{Appended, EventStore, ExpectedVersion};
 use async_trait::async_trait;
-use fairdeal_event::{GENESIS_PREV_HASH, Hash, NewEvent, RecordedEvent, StreamId, seal};
+use fairdeal_event::{Hash, NewEvent, RecordedEvent, StreamId, seal};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
     SqliteSynchronous,
@@ -182,10 +182,10 @@ async fn append_on(
         .await?;
     let mut position = u64::try_from(last_position).unwrap_or(0);
 
-    let mut prev: Hash = match &head {
-        Some((_, bytes)) => Hash::try_from(bytes.as_slice()).unwrap_or(GENESIS_PREV_HASH),
-        None => GENESIS_PREV_HASH,
-    };
+    let mut prev: Hash = link_hash(
+        stream_id,
+        head.as_ref().map(|(_, bytes)| (current, bytes.as_slice())),
+    )?;
     let mut sealed = Vec::with_capacity(events.len());
     for (version, event) in (current + 1..).zip(events) {
         let mut recorded =

@@ -53,7 +53,7 @@ pub struct Appended {
 ///
 /// Services hold an `Arc<dyn EventStore>`; the backends are [`crate::PgEventStore`] (the
 /// store of record) and [`crate::SqliteEventStore`] (the embedded default). Both pass the
-/// same conformance suite ([`crate::conformance`], feature `conformance`).
+/// same conformance suite (module `conformance`, feature `conformance`).
 ///
 /// Every method that returns events verifies them: each event's fields are validated and its
 /// hash recomputed, a version-1 event must link to 32 zero bytes, and `read_stream` also

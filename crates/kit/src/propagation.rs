@@ -151,6 +151,7 @@ pub fn grpc_server_span(request: &http::Request<()>) -> Span {
             rpc.system = "grpc",
             rpc.service = service,
             rpc.method = method,
+            trace_id = tracing::field::Empty,
         )
     } else {
         tracing::info_span!(
@@ -160,9 +161,18 @@ pub fn grpc_server_span(request: &http::Request<()>) -> Span {
             rpc.system = "grpc",
             rpc.service = service,
             rpc.method = method,
+            trace_id = tracing::field::Empty,
         )
     };
     set_parent_context(&span, extract_headers(request.headers()));
+    // The trace id as a plain field, so every log line of the request (JSON logs list the
+    // span stack) can be joined with its trace.
+    let cx = span.context();
+    let span_ref = cx.span();
+    let span_context = span_ref.span_context();
+    if span_context.is_valid() {
+        span.record("trace_id", tracing::field::display(span_context.trace_id()));
+    }
     span
 }
 

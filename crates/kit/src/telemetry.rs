@@ -92,8 +92,10 @@ pub fn init(common: &CommonConfig) -> Result<TelemetryGuard, TelemetryError> {
     let fmt = match common.log_format {
         LogFormat::Json => tracing_subscriber::fmt::layer()
             .json()
-            .with_current_span(true)
-            .with_span_list(false)
+            .with_current_span(false)
+            // The whole span stack, so fields of outer spans (the request's `trace_id`,
+            // `rpc.method`) are on every line.
+            .with_span_list(true)
             .boxed(),
         LogFormat::Pretty => tracing_subscriber::fmt::layer().pretty().boxed(),
     };
