@@ -153,11 +153,20 @@ impl TestApp {
             ("commitment", &self.commitment_backend),
             ("dealing", &self.dealing_backend),
         ] {
-            let stored = backend.store.read_all(1, 1_000_000).await.unwrap().len() as u64;
+            // Every committed row (read_all would hold back events behind any open
+            // transaction of the cluster, possibly another test's).
+            let stored: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                "SELECT count(*) FROM \"{}\".events",
+                backend.schema
+            )))
+            .fetch_one(backend.postgres.as_ref().unwrap())
+            .await
+            .unwrap();
+            let stored = stored as u64;
             assert!(stored > 0);
             let config = fairdeal_bus::JetStreamConfig::new(format!("{prefix}.{service}")).unwrap();
             let mut relayed = 0;
-            for _ in 0..200 {
+            for _ in 0..600 {
                 let mut stream = js.get_stream(config.stream_name()).await.unwrap();
                 relayed = stream.info().await.unwrap().state.messages;
                 if relayed >= stored {
@@ -221,13 +230,15 @@ pub fn cli() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
     let bin = dir.join("fairdeal");
-    if !bin.exists() {
+    // Built (or found up to date) once per test process, so a stale binary is never used.
+    static BUILT: std::sync::Once = std::sync::Once::new();
+    BUILT.call_once(|| {
         let status = Command::new(env!("CARGO"))
             .args(["build", "-q", "-p", "fairdeal-cli", "--bin", "fairdeal"])
             .status()
             .unwrap();
         assert!(status.success());
-    }
+    });
     bin
 }
 
