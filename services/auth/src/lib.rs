@@ -1,0 +1,3 @@
+//! placeholder during bring-up
+#![forbid(unsafe_code)]
+pub mod domain;

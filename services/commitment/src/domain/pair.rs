@@ -1,0 +1,314 @@
+//! A player's single-player seed pairs (SPEC section 4, "Single-player").
+//!
+//! One stream per user. Pair `k` (0, 1, ...) has a server seed shown only as its commitment,
+//! the user's client seed (changeable at any time) and a bet counter: bet `n` of pair `k`
+//! uses salt `n` (decimal), n = 0, 1, ... The counter is reserved in this stream
+//! ([`PairEvent::NonceConsumed`]) so bets and rotations are serialised: once a rotation is
+//! recorded no bet can use the revealed seed. The counter does not reset when the client
+//! seed changes (so `(server seed, nonce)` never repeats); a rotation starts the new pair at
+//! 0.
+
+use fairdeal_fairness::commitment::{Commitment, ServerSeed};
+use uuid::Uuid;
+
+use super::{DomainError, client_seed};
+
+/// Longest accepted client seed, in bytes.
+pub const MAX_CLIENT_SEED_BYTES: usize = 128;
+
+/// A player's client seed: 1 to 128 bytes of UTF-8 without control characters. Public.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientSeed(String);
+
+impl ClientSeed {
+    /// Validates a client seed.
+    pub fn parse(value: &str) -> Result<Self, DomainError> {
+        // Same text rules as table contributions, under this field's name and limit.
+        client_seed::Contribution::parse(value)
+            .map_err(|e| match e {
+                DomainError::InvalidText { reason, .. } => DomainError::InvalidText {
+                    field: "client_seed",
+                    reason,
+                },
+                other => other,
+            })
+            .and_then(|_| {
+                if value.len() > MAX_CLIENT_SEED_BYTES {
+                    Err(DomainError::InvalidText {
+                        field: "client_seed",
+                        reason: format!(
+                            "is {} bytes, at most {MAX_CLIENT_SEED_BYTES} allowed",
+                            value.len()
+                        ),
+                    })
+                } else {
+                    Ok(ClientSeed(value.to_owned()))
+                }
+            })
+    }
+
+    /// The seed's text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Everything that can happen to a user's seed pairs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PairEvent {
+    /// Pair `index` starts: a new server seed committed.
+    Committed {
+        /// The user.
+        user_id: Uuid,
+        /// 0 for the first pair, then +1 per rotation.
+        index: u64,
+        /// Where the sealed seed is kept.
+        seed_id: Uuid,
+        /// SHA-256 of the seed.
+        commitment: Commitment,
+        /// The client seed in force.
+        client_seed: ClientSeed,
+    },
+    /// The user changed their client seed.
+    ClientSeedChanged {
+        /// The pair.
+        index: u64,
+        /// The new client seed.
+        client_seed: ClientSeed,
+    },
+    /// A bet reserved the next counter value.
+    NonceConsumed {
+        /// The pair.
+        index: u64,
+        /// The counter value (the bet's salt).
+        nonce: u64,
+        /// The client seed the bet uses.
+        client_seed: ClientSeed,
+    },
+    /// Pair `index` ended: its seed is revealed (a `Committed` for the next pair follows).
+    Rotated {
+        /// The pair.
+        index: u64,
+        /// The revealed seed (public from here; Debug redacts it all the same).
+        server_seed: ServerSeed,
+        /// How many bets the pair served (nonces 0..bets).
+        bets: u64,
+    },
+}
+
+/// The active pair of a user.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SeedPairs {
+    /// The user.
+    pub user_id: Uuid,
+    /// The active pair's index.
+    pub index: u64,
+    /// The active seed's sealed-seed id.
+    pub seed_id: Uuid,
+    /// The active commitment.
+    pub commitment: Commitment,
+    /// The client seed in force.
+    pub client_seed: ClientSeed,
+    /// The next bet's counter value.
+    pub next_nonce: u64,
+}
+
+/// The seeds a bet uses, returned by [`SeedPairs::consume_nonce`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BetSeeds {
+    /// The pair.
+    pub index: u64,
+    /// The counter value.
+    pub nonce: u64,
+    /// The client seed.
+    pub client_seed: ClientSeed,
+}
+
+impl SeedPairs {
+    /// The first pair of a user.
+    pub fn open(
+        user_id: Uuid,
+        seed_id: Uuid,
+        seed: &ServerSeed,
+        client_seed: ClientSeed,
+    ) -> PairEvent {
+        PairEvent::Committed {
+            user_id,
+            index: 0,
+            seed_id,
+            commitment: seed.commitment(),
+            client_seed,
+        }
+    }
+
+    /// Folds a stream; `None` for an empty one.
+    pub fn replay<'a>(
+        events: impl IntoIterator<Item = &'a PairEvent>,
+    ) -> Result<Option<Self>, DomainError> {
+        let mut state: Option<Self> = None;
+        for event in events {
+            state = match (state, event) {
+                (
+                    _,
+                    PairEvent::Committed {
+                        user_id,
+                        index,
+                        seed_id,
+                        commitment,
+                        client_seed,
+                    },
+                ) => Some(SeedPairs {
+                    user_id: *user_id,
+                    index: *index,
+                    seed_id: *seed_id,
+                    commitment: *commitment,
+                    client_seed: client_seed.clone(),
+                    next_nonce: 0,
+                }),
+                (None, _) => {
+                    return Err(DomainError::Corrupt(
+                        "pair stream must start with Committed",
+                    ));
+                }
+                (Some(mut s), PairEvent::ClientSeedChanged { client_seed, .. }) => {
+                    s.client_seed = client_seed.clone();
+                    Some(s)
+                }
+                (Some(mut s), PairEvent::NonceConsumed { nonce, .. }) => {
+                    s.next_nonce = nonce
+                        .checked_add(1)
+                        .ok_or(DomainError::Corrupt("nonce overflow"))?;
+                    Some(s)
+                }
+                // The Committed event that always follows makes the new pair active.
+                (Some(s), PairEvent::Rotated { .. }) => Some(s),
+            };
+        }
+        Ok(state)
+    }
+
+    /// Changes the client seed; the counter goes on.
+    pub fn change_client_seed(&self, client_seed: ClientSeed) -> PairEvent {
+        PairEvent::ClientSeedChanged {
+            index: self.index,
+            client_seed,
+        }
+    }
+
+    /// Reserves the next counter value for a bet.
+    pub fn consume_nonce(&self) -> Result<(BetSeeds, PairEvent), DomainError> {
+        // u64::MAX stays unused so `next_nonce` can always be represented after the bet.
+        if self.next_nonce == u64::MAX {
+            return Err(DomainError::NonceExhausted);
+        }
+        let seeds = BetSeeds {
+            index: self.index,
+            nonce: self.next_nonce,
+            client_seed: self.client_seed.clone(),
+        };
+        let event = PairEvent::NonceConsumed {
+            index: self.index,
+            nonce: self.next_nonce,
+            client_seed: self.client_seed.clone(),
+        };
+        Ok((seeds, event))
+    }
+
+    /// Reveals the active seed (`old_seed`, decrypted and checked against the commitment)
+    /// and commits `new_seed`; the client seed carries over.
+    pub fn rotate(
+        &self,
+        old_seed: &ServerSeed,
+        new_seed_id: Uuid,
+        new_seed: &ServerSeed,
+    ) -> Result<[PairEvent; 2], DomainError> {
+        if old_seed.commitment() != self.commitment {
+            return Err(DomainError::SeedMismatch);
+        }
+        let next = self
+            .index
+            .checked_add(1)
+            .ok_or(DomainError::Corrupt("pair index overflow"))?;
+        Ok([
+            PairEvent::Rotated {
+                index: self.index,
+                server_seed: old_seed.clone(),
+                bets: self.next_nonce,
+            },
+            PairEvent::Committed {
+                user_id: self.user_id,
+                index: next,
+                seed_id: new_seed_id,
+                commitment: new_seed.commitment(),
+                client_seed: self.client_seed.clone(),
+            },
+        ])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bets_rotation_and_client_seed_changes() {
+        let user = Uuid::now_v7();
+        let s0 = ServerSeed::new("s0");
+        let mut events = vec![SeedPairs::open(
+            user,
+            Uuid::now_v7(),
+            &s0,
+            ClientSeed::parse("mine").unwrap(),
+        )];
+        let state = |e: &[PairEvent]| SeedPairs::replay(e).unwrap().unwrap();
+        for n in 0..3 {
+            let (bet, e) = state(&events).consume_nonce().unwrap();
+            assert_eq!((bet.index, bet.nonce), (0, n));
+            events.push(e);
+        }
+        events.push(state(&events).change_client_seed(ClientSeed::parse("new").unwrap()));
+        let (bet, e) = state(&events).consume_nonce().unwrap();
+        assert_eq!((bet.nonce, bet.client_seed.as_str()), (3, "new"));
+        events.push(e);
+        let s1 = ServerSeed::new("s1");
+        assert_eq!(
+            state(&events).rotate(&ServerSeed::new("wrong"), Uuid::now_v7(), &s1),
+            Err(DomainError::SeedMismatch)
+        );
+        let rotated = state(&events).rotate(&s0, Uuid::now_v7(), &s1).unwrap();
+        assert!(matches!(
+            rotated[0],
+            PairEvent::Rotated {
+                bets: 4,
+                index: 0,
+                ..
+            }
+        ));
+        events.extend(rotated);
+        let s = state(&events);
+        assert_eq!((s.index, s.next_nonce), (1, 0));
+        assert_eq!(s.commitment, s1.commitment());
+        assert_eq!(s.client_seed.as_str(), "new");
+    }
+
+    #[test]
+    fn counter_exhaustion_is_an_error() {
+        let s = SeedPairs {
+            user_id: Uuid::nil(),
+            index: 0,
+            seed_id: Uuid::nil(),
+            commitment: Commitment::of("x"),
+            client_seed: ClientSeed::parse("c").unwrap(),
+            next_nonce: u64::MAX,
+        };
+        assert_eq!(s.consume_nonce().unwrap_err(), DomainError::NonceExhausted);
+    }
+
+    #[test]
+    fn client_seed_rules_name_the_field() {
+        let err = ClientSeed::parse(&"x".repeat(129)).unwrap_err().to_string();
+        assert!(err.starts_with("client_seed"), "{err}");
+        let err = ClientSeed::parse("").unwrap_err().to_string();
+        assert!(err.starts_with("client_seed"), "{err}");
+    }
+}

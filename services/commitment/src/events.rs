@@ -1,0 +1,415 @@
+//! Domain events <-> stored events (protobuf payloads of `fairdeal.commitment.v1`).
+//!
+//! Each aggregate implements [`Aggregate`]: its stream name, how its events encode into a
+//! [`NewEvent`] (type = the payload's full protobuf name, correlation id = the table, user
+//! or tournament) and decode back. Decoding re-validates every field through the domain
+//! parsers, so a stored stream that no longer parses is reported, not trusted.
+
+use fairdeal_eventstore::{NewEvent, RecordedEvent, StreamId};
+use fairdeal_fairness::commitment::{Commitment, ServerSeed};
+use fairdeal_fairness::deck::Deck;
+use fairdeal_proto::fairdeal::commitment::v1 as pb;
+use prost::{Message, Name};
+use uuid::Uuid;
+
+use crate::domain::client_seed::{Contribution, DelayedSource, DelayedValue};
+use crate::domain::pair::{ClientSeed, PairEvent, SeedPairs};
+use crate::domain::table::{TableCommitment, TableEvent};
+use crate::domain::tournament::{TournamentEvent, TournamentSet};
+use crate::domain::{DomainError, RevealReason};
+
+/// A stored event that does not decode into its aggregate's events.
+#[derive(Debug, thiserror::Error)]
+#[error("stored event {event_id} ({event_type}) does not decode: {reason}")]
+pub struct DecodeError {
+    /// The event.
+    pub event_id: Uuid,
+    /// Its type.
+    pub event_type: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+/// An event-sourced aggregate of this service.
+pub trait Aggregate: Sized {
+    /// Its events.
+    type Event;
+    /// Stream category (`<category>-<id>`).
+    const CATEGORY: &'static str;
+    /// Encodes one event for `id`.
+    fn encode(id: Uuid, event: &Self::Event) -> NewEvent;
+    /// Decodes one stored event.
+    fn decode(event: &RecordedEvent) -> Result<Self::Event, DecodeError>;
+    /// Folds events into the state.
+    fn replay(events: &[Self::Event]) -> Result<Option<Self>, DomainError>;
+}
+
+/// The stream of aggregate `A` with id `id`: `<category>-<uuid>`.
+pub fn stream_of<A: Aggregate>(id: Uuid) -> Result<StreamId, fairdeal_eventstore::EventError> {
+    StreamId::of(A::CATEGORY, id)
+}
+
+fn new_event<M: Name>(message: &M, correlation: Uuid) -> NewEvent {
+    NewEvent::from_message(message).with_correlation_id(correlation.to_string())
+}
+
+fn bad(event: &RecordedEvent, reason: impl std::fmt::Display) -> DecodeError {
+    DecodeError {
+        event_id: event.event_id,
+        event_type: event.event_type.clone(),
+        reason: reason.to_string(),
+    }
+}
+
+fn payload<M: Message + Default>(event: &RecordedEvent) -> Result<M, DecodeError> {
+    M::decode(event.payload.as_slice()).map_err(|e| bad(event, e))
+}
+
+fn uuid(event: &RecordedEvent, field: &str, value: &str) -> Result<Uuid, DecodeError> {
+    Uuid::parse_str(value).map_err(|_| bad(event, format!("{field} is not a UUID")))
+}
+
+fn commitment(event: &RecordedEvent, value: &str) -> Result<Commitment, DecodeError> {
+    value.parse().map_err(|e| bad(event, e))
+}
+
+fn domain<T>(event: &RecordedEvent, result: Result<T, DomainError>) -> Result<T, DecodeError> {
+    result.map_err(|e| bad(event, e))
+}
+
+fn optional_source(
+    event: &RecordedEvent,
+    value: &str,
+) -> Result<Option<DelayedSource>, DecodeError> {
+    if value.is_empty() {
+        Ok(None)
+    } else {
+        domain(event, DelayedSource::parse(value)).map(Some)
+    }
+}
+
+impl Aggregate for TableCommitment {
+    type Event = TableEvent;
+    const CATEGORY: &'static str = "commitmenttable";
+
+    fn encode(id: Uuid, event: &TableEvent) -> NewEvent {
+        let table_id = id.to_string();
+        match event {
+            TableEvent::Published {
+                seed_id,
+                commitment,
+                delayed_source,
+                ..
+            } => new_event(
+                &pb::TableCommitmentPublished {
+                    table_id,
+                    seed_id: seed_id.to_string(),
+                    commitment: commitment.to_hex(),
+                    delayed_source: delayed_source
+                        .as_ref()
+                        .map(|s| s.as_str().to_owned())
+                        .unwrap_or_default(),
+                },
+                id,
+            ),
+            TableEvent::Contributed {
+                seat,
+                player_id,
+                contribution,
+            } => new_event(
+                &pb::SeedContributed {
+                    table_id,
+                    seat: *seat,
+                    player_id: player_id.to_string(),
+                    contribution: contribution.as_str().to_owned(),
+                },
+                id,
+            ),
+            TableEvent::DelayedValueBound { value } => new_event(
+                &pb::DelayedValueBound {
+                    subject_id: table_id,
+                    value: value.as_str().to_owned(),
+                },
+                id,
+            ),
+            TableEvent::ClientSeedFixed {
+                client_seed,
+                contributions_hash,
+            } => new_event(
+                &pb::ClientSeedFixed {
+                    table_id,
+                    client_seed: client_seed.clone(),
+                    contributions_hash: contributions_hash.clone(),
+                },
+                id,
+            ),
+            TableEvent::Revealed {
+                server_seed,
+                reason,
+            } => {
+                let (operator, justification) = match reason {
+                    RevealReason::Finished => (String::new(), String::new()),
+                    RevealReason::Operator {
+                        operator,
+                        justification,
+                    } => (operator.clone(), justification.clone()),
+                };
+                new_event(
+                    &pb::TableSeedRevealed {
+                        table_id,
+                        // Revealed: this is the moment the seed becomes public.
+                        server_seed: server_seed.expose_secret().to_owned(),
+                        commitment: server_seed.commitment().to_hex(),
+                        operator,
+                        justification,
+                    },
+                    id,
+                )
+            }
+        }
+    }
+
+    fn decode(event: &RecordedEvent) -> Result<TableEvent, DecodeError> {
+        let t = event.event_type.as_str();
+        Ok(if t == pb::TableCommitmentPublished::full_name() {
+            let m: pb::TableCommitmentPublished = payload(event)?;
+            TableEvent::Published {
+                table_id: uuid(event, "table_id", &m.table_id)?,
+                seed_id: uuid(event, "seed_id", &m.seed_id)?,
+                commitment: commitment(event, &m.commitment)?,
+                delayed_source: optional_source(event, &m.delayed_source)?,
+            }
+        } else if t == pb::SeedContributed::full_name() {
+            let m: pb::SeedContributed = payload(event)?;
+            TableEvent::Contributed {
+                seat: m.seat,
+                player_id: uuid(event, "player_id", &m.player_id)?,
+                contribution: domain(event, Contribution::parse(&m.contribution))?,
+            }
+        } else if t == pb::DelayedValueBound::full_name() {
+            let m: pb::DelayedValueBound = payload(event)?;
+            TableEvent::DelayedValueBound {
+                value: domain(event, DelayedValue::parse(&m.value))?,
+            }
+        } else if t == pb::ClientSeedFixed::full_name() {
+            let m: pb::ClientSeedFixed = payload(event)?;
+            TableEvent::ClientSeedFixed {
+                client_seed: m.client_seed,
+                contributions_hash: m.contributions_hash,
+            }
+        } else if t == pb::TableSeedRevealed::full_name() {
+            let m: pb::TableSeedRevealed = payload(event)?;
+            let reason = if m.operator.is_empty() {
+                RevealReason::Finished
+            } else {
+                domain(event, RevealReason::operator(&m.operator, &m.justification))?
+            };
+            TableEvent::Revealed {
+                server_seed: ServerSeed::new(m.server_seed),
+                reason,
+            }
+        } else {
+            return Err(bad(event, "not a table commitment event"));
+        })
+    }
+
+    fn replay(events: &[TableEvent]) -> Result<Option<Self>, DomainError> {
+        TableCommitment::replay(events)
+    }
+}
+
+impl Aggregate for SeedPairs {
+    type Event = PairEvent;
+    const CATEGORY: &'static str = "seedpair";
+
+    fn encode(id: Uuid, event: &PairEvent) -> NewEvent {
+        let user_id = id.to_string();
+        match event {
+            PairEvent::Committed {
+                index,
+                seed_id,
+                commitment,
+                client_seed,
+                ..
+            } => new_event(
+                &pb::SeedPairCommitted {
+                    user_id,
+                    index: *index,
+                    seed_id: seed_id.to_string(),
+                    commitment: commitment.to_hex(),
+                    client_seed: client_seed.as_str().to_owned(),
+                },
+                id,
+            ),
+            PairEvent::ClientSeedChanged { index, client_seed } => new_event(
+                &pb::ClientSeedChanged {
+                    user_id,
+                    index: *index,
+                    client_seed: client_seed.as_str().to_owned(),
+                },
+                id,
+            ),
+            PairEvent::NonceConsumed {
+                index,
+                nonce,
+                client_seed,
+            } => new_event(
+                &pb::BetNonceConsumed {
+                    user_id,
+                    index: *index,
+                    nonce: *nonce,
+                    client_seed: client_seed.as_str().to_owned(),
+                },
+                id,
+            ),
+            PairEvent::Rotated {
+                index,
+                server_seed,
+                bets,
+            } => new_event(
+                &pb::SeedPairRotated {
+                    user_id,
+                    index: *index,
+                    // Revealed by the rotation.
+                    server_seed: server_seed.expose_secret().to_owned(),
+                    commitment: server_seed.commitment().to_hex(),
+                    bets: *bets,
+                },
+                id,
+            ),
+        }
+    }
+
+    fn decode(event: &RecordedEvent) -> Result<PairEvent, DecodeError> {
+        let t = event.event_type.as_str();
+        let client_seed = |v: &str| domain(event, ClientSeed::parse(v));
+        Ok(if t == pb::SeedPairCommitted::full_name() {
+            let m: pb::SeedPairCommitted = payload(event)?;
+            PairEvent::Committed {
+                user_id: uuid(event, "user_id", &m.user_id)?,
+                index: m.index,
+                seed_id: uuid(event, "seed_id", &m.seed_id)?,
+                commitment: commitment(event, &m.commitment)?,
+                client_seed: client_seed(&m.client_seed)?,
+            }
+        } else if t == pb::ClientSeedChanged::full_name() {
+            let m: pb::ClientSeedChanged = payload(event)?;
+            PairEvent::ClientSeedChanged {
+                index: m.index,
+                client_seed: client_seed(&m.client_seed)?,
+            }
+        } else if t == pb::BetNonceConsumed::full_name() {
+            let m: pb::BetNonceConsumed = payload(event)?;
+            PairEvent::NonceConsumed {
+                index: m.index,
+                nonce: m.nonce,
+                client_seed: client_seed(&m.client_seed)?,
+            }
+        } else if t == pb::SeedPairRotated::full_name() {
+            let m: pb::SeedPairRotated = payload(event)?;
+            PairEvent::Rotated {
+                index: m.index,
+                server_seed: ServerSeed::new(m.server_seed),
+                bets: m.bets,
+            }
+        } else {
+            return Err(bad(event, "not a seed pair event"));
+        })
+    }
+
+    fn replay(events: &[PairEvent]) -> Result<Option<Self>, DomainError> {
+        SeedPairs::replay(events)
+    }
+}
+
+impl Aggregate for TournamentSet {
+    type Event = TournamentEvent;
+    const CATEGORY: &'static str = "tournament";
+
+    fn encode(id: Uuid, event: &TournamentEvent) -> NewEvent {
+        let tournament_id = id.to_string();
+        match event {
+            TournamentEvent::Committed {
+                seed_id,
+                commitment,
+                delayed_source,
+                deck,
+                ..
+            } => new_event(
+                &pb::TournamentCommitted {
+                    tournament_id,
+                    seed_id: seed_id.to_string(),
+                    commitment: commitment.to_hex(),
+                    delayed_source: delayed_source.as_str().to_owned(),
+                    deck: deck.name().to_owned(),
+                },
+                id,
+            ),
+            TournamentEvent::DelayedValueBound { value } => new_event(
+                &pb::DelayedValueBound {
+                    subject_id: tournament_id,
+                    value: value.as_str().to_owned(),
+                },
+                id,
+            ),
+            TournamentEvent::BoardsGenerated {
+                session,
+                first_board,
+                numbers,
+            } => new_event(
+                &pb::BoardsGenerated {
+                    tournament_id,
+                    session: *session,
+                    first_board: *first_board,
+                    numbers: numbers.clone(),
+                },
+                id,
+            ),
+            TournamentEvent::Revealed { secret } => new_event(
+                &pb::TournamentRevealed {
+                    tournament_id,
+                    secret: secret.expose_secret().to_owned(),
+                    commitment: secret.commitment().to_hex(),
+                },
+                id,
+            ),
+        }
+    }
+
+    fn decode(event: &RecordedEvent) -> Result<TournamentEvent, DecodeError> {
+        let t = event.event_type.as_str();
+        Ok(if t == pb::TournamentCommitted::full_name() {
+            let m: pb::TournamentCommitted = payload(event)?;
+            TournamentEvent::Committed {
+                tournament_id: uuid(event, "tournament_id", &m.tournament_id)?,
+                seed_id: uuid(event, "seed_id", &m.seed_id)?,
+                commitment: commitment(event, &m.commitment)?,
+                delayed_source: domain(event, DelayedSource::parse(&m.delayed_source))?,
+                deck: m.deck.parse::<Deck>().map_err(|e| bad(event, e))?,
+            }
+        } else if t == pb::DelayedValueBound::full_name() {
+            let m: pb::DelayedValueBound = payload(event)?;
+            TournamentEvent::DelayedValueBound {
+                value: domain(event, DelayedValue::parse(&m.value))?,
+            }
+        } else if t == pb::BoardsGenerated::full_name() {
+            let m: pb::BoardsGenerated = payload(event)?;
+            TournamentEvent::BoardsGenerated {
+                session: m.session,
+                first_board: m.first_board,
+                numbers: m.numbers,
+            }
+        } else if t == pb::TournamentRevealed::full_name() {
+            let m: pb::TournamentRevealed = payload(event)?;
+            TournamentEvent::Revealed {
+                secret: ServerSeed::new(m.secret),
+            }
+        } else {
+            return Err(bad(event, "not a tournament event"));
+        })
+    }
+
+    fn replay(events: &[TournamentEvent]) -> Result<Option<Self>, DomainError> {
+        TournamentSet::replay(events)
+    }
+}

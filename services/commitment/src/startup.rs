@@ -1,0 +1,250 @@
+//! Configuration and wiring: settings, backends (PostgreSQL or the embedded SQLite) and the
+//! gRPC application on the platform kit. `main.rs` only calls [`Application::build`] and
+//! [`Application::run_until_stopped`]; tests do the same on port 0.
+
+use std::sync::Arc;
+
+use fairdeal_authn::{
+    AuthLayer, Authenticator, AuthenticatorOptions, KeyId, KeySet, PublicKey, StaticKeySource,
+};
+use fairdeal_bus::{BusDb, JetStreamConfig, Relay, RelayConfig, ensure_streams};
+use fairdeal_eventstore::{EventStore, PgEventStore, SqliteEventStore};
+use fairdeal_kit::config::{Config, ConfigError, Secret, Section};
+use fairdeal_kit::{CommonConfig, ServeError};
+use fairdeal_proto::fairdeal::commitment::v1::commitment_service_server::CommitmentServiceServer;
+use serde::Serialize;
+
+use crate::grpc::{CommitmentApi, PUBLIC_METHODS};
+use crate::seeds::SeedStore;
+use crate::service::Commitments;
+use crate::vault::KeyRing;
+
+/// PostgreSQL schema of this service's tables.
+pub const SCHEMA: &str = "commitment";
+
+/// The commitment service's own settings.
+#[derive(Debug, Clone, clap::Args, Serialize)]
+#[command(next_help_heading = "Commitment settings")]
+pub struct CommitmentSettings {
+    /// Keys sealing server seeds at rest: `kid:64hex[,kid:64hex...]`, the first one active
+    /// (rotate by putting a new key first and keeping the old ones).
+    #[arg(long, value_name = "KEYS")]
+    pub seed_keys: Option<Secret>,
+    /// Public keys of the auth service that sign access tokens: `kid:64hex[,...]`.
+    #[arg(long, value_name = "KEYS", default_value = "")]
+    pub auth_public_keys: String,
+}
+
+impl Section for CommitmentSettings {
+    fn validate(&self) -> Result<(), ConfigError> {
+        let keys = self
+            .seed_keys
+            .as_ref()
+            .ok_or_else(|| ConfigError::invalid("seed_keys", "is required"))?;
+        KeyRing::parse(keys.expose_secret())
+            .map_err(|e| ConfigError::invalid("seed_keys", e.to_string()))?;
+        parse_public_keys(&self.auth_public_keys)
+            .map_err(|e| ConfigError::invalid("auth_public_keys", e))?;
+        Ok(())
+    }
+}
+
+/// Startup failures.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// A setting is invalid.
+    #[error("configuration: {0}")]
+    Config(String),
+    /// The database could not be opened or migrated.
+    #[error("database: {0}")]
+    Database(String),
+    /// The server could not bind.
+    #[error(transparent)]
+    Serve(#[from] ServeError),
+}
+
+/// Parses `kid:64hex[,kid:64hex...]` into the auth service's public keys (empty: none, so
+/// only anonymous methods work).
+pub fn parse_public_keys(text: &str) -> Result<KeySet, String> {
+    let mut keys = Vec::new();
+    for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (kid, hex_key) = entry
+            .split_once(':')
+            .ok_or_else(|| "each key is kid:64hex".to_owned())?;
+        let kid = KeyId::parse(kid).map_err(|e| e.to_string())?;
+        let bytes = hex::decode(hex_key).map_err(|_| format!("key {kid:?} is not hex"))?;
+        keys.push(PublicKey::from_bytes(kid, &bytes).map_err(|e| e.to_string())?);
+    }
+    Ok(KeySet::new(keys))
+}
+
+/// An authenticator trusting `keys`.
+pub fn authenticator(keys: KeySet) -> Authenticator {
+    Authenticator::new(
+        Arc::new(StaticKeySource::new(keys)),
+        AuthenticatorOptions::default(),
+    )
+}
+
+/// The event store named by `database_url` (`postgres://` in `schema`, or `sqlite://path`),
+/// migrated.
+pub async fn open_store(database_url: &str, schema: &str) -> Result<Backend, StartError> {
+    let db = |e: fairdeal_eventstore::StoreError| StartError::Database(e.to_string());
+    if database_url.starts_with("postgres://") || database_url.starts_with("postgresql://") {
+        let store = PgEventStore::connect(database_url, schema)
+            .await
+            .map_err(db)?;
+        let pool = store.pool().clone();
+        Ok(Backend {
+            store: Arc::new(store),
+            postgres: Some(pool),
+            sqlite: None,
+            schema: schema.to_owned(),
+        })
+    } else if let Some(rest) = database_url.strip_prefix("sqlite://") {
+        // `sqlite://path?mode=rwc`: the store creates the file; options are its own.
+        let path = rest.split('?').next().unwrap_or(rest);
+        let store = SqliteEventStore::open(path).await.map_err(db)?;
+        let pool = store.pool().clone();
+        Ok(Backend {
+            store: Arc::new(store),
+            postgres: None,
+            sqlite: Some(pool),
+            schema: schema.to_owned(),
+        })
+    } else {
+        Err(StartError::Config(
+            "database_url must start with postgres:// or sqlite://".into(),
+        ))
+    }
+}
+
+/// An opened event store with the pool of its backend (for the service's own tables).
+#[derive(Debug, Clone)]
+pub struct Backend {
+    /// The event store.
+    pub store: Arc<dyn EventStore>,
+    /// The PostgreSQL pool, when on PostgreSQL.
+    pub postgres: Option<sqlx::PgPool>,
+    /// The SQLite pool, when embedded.
+    pub sqlite: Option<sqlx::SqlitePool>,
+    /// The PostgreSQL schema.
+    pub schema: String,
+}
+
+/// Starts the relay publishing this service's committed events to NATS JetStream (stream
+/// prefix `<subject_prefix>.<service>`), when `nats_url` is set; with no NATS the events
+/// stay in the store, where the embedded in-process bus of any consumer tails them. The
+/// relay runs on `shutdown` and stops with it.
+pub async fn start_relay(
+    common: &CommonConfig,
+    backend: &Backend,
+    service: &str,
+    shutdown: &fairdeal_kit::Shutdown,
+) -> Result<(), StartError> {
+    let Some(url) = &common.nats_url else {
+        return Ok(());
+    };
+    let bus = |e: fairdeal_bus::BusError| StartError::Database(format!("bus: {e}"));
+    let client = async_nats::connect(url.expose_secret())
+        .await
+        .map_err(|e| StartError::Database(format!("NATS: {e}")))?;
+    let js = async_nats::jetstream::new(client);
+    let streams = JetStreamConfig::new(format!("{}.{service}", common.subject_prefix))
+        .and_then(|c| c.with_replicas(usize::from(common.jetstream_replicas)))
+        .map_err(bus)?;
+    ensure_streams(&js, &streams).await.map_err(bus)?;
+    let config = RelayConfig::new(service);
+    let token = shutdown.token();
+    match (&backend.postgres, &backend.sqlite) {
+        (Some(pool), _) => {
+            let db = BusDb::postgres(pool.clone(), &backend.schema).map_err(bus)?;
+            db.migrate().await.map_err(bus)?;
+            let relay = Relay::new(backend.store.clone(), db, js, streams, config).map_err(bus)?;
+            shutdown.spawn("relay", relay.run(token));
+        }
+        (None, Some(pool)) => {
+            let db = BusDb::sqlite(pool.clone());
+            db.migrate().await.map_err(bus)?;
+            let relay = Relay::new(backend.store.clone(), db, js, streams, config).map_err(bus)?;
+            shutdown.spawn("relay", relay.run(token));
+        }
+        (None, None) => return Err(StartError::Config("no database pool".into())),
+    }
+    Ok(())
+}
+
+/// The running commitment service.
+#[derive(Debug)]
+pub struct Application {
+    /// The kit's server.
+    app: fairdeal_kit::Application,
+}
+
+impl Application {
+    /// Opens the backend, runs migrations and binds the listener.
+    pub async fn build(config: Config<CommitmentSettings>) -> Result<Self, StartError> {
+        let common = config.common;
+        let settings = config.service;
+        let keys = settings
+            .seed_keys
+            .as_ref()
+            .ok_or_else(|| StartError::Config("seed_keys is required".into()))?;
+        let ring =
+            KeyRing::parse(keys.expose_secret()).map_err(|e| StartError::Config(e.to_string()))?;
+        let public_keys =
+            parse_public_keys(&settings.auth_public_keys).map_err(StartError::Config)?;
+        let backend = open_store(common.database_url.expose_secret(), SCHEMA).await?;
+        Self::build_with(&common, backend, ring, authenticator(public_keys)).await
+    }
+
+    /// Wires an already opened backend (tests share one with their assertions).
+    pub async fn build_with(
+        common: &CommonConfig,
+        backend: Backend,
+        ring: KeyRing,
+        authn: Authenticator,
+    ) -> Result<Self, StartError> {
+        let seeds = match (&backend.postgres, &backend.sqlite) {
+            (Some(pool), _) => SeedStore::Postgres {
+                pool: pool.clone(),
+                schema: backend.schema.clone(),
+            },
+            (None, Some(pool)) => SeedStore::Sqlite { pool: pool.clone() },
+            (None, None) => return Err(StartError::Config("no database pool".into())),
+        };
+        seeds
+            .migrate()
+            .await
+            .map_err(|e| StartError::Database(e.to_string()))?;
+        let service = Commitments::new(backend.store.clone(), seeds, ring);
+        let mut layer = AuthLayer::new(authn);
+        for path in PUBLIC_METHODS {
+            layer = layer.allow_anonymous(path);
+        }
+        let shutdown = fairdeal_kit::Shutdown::new();
+        start_relay(common, &backend, "commitment", &shutdown).await?;
+        let app = fairdeal_kit::Application::builder(common)
+            .with_shutdown(shutdown)
+            .add_service(layer.wrap(CommitmentServiceServer::new(CommitmentApi::new(service))))
+            .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET)
+            .build()
+            .await?;
+        Ok(Application { app })
+    }
+
+    /// The bound port.
+    pub fn port(&self) -> u16 {
+        self.app.port()
+    }
+
+    /// The shutdown handle.
+    pub fn shutdown(&self) -> fairdeal_kit::Shutdown {
+        self.app.shutdown()
+    }
+
+    /// Serves until stopped (signal or shutdown handle), then drains.
+    pub async fn run_until_stopped(self) -> Result<(), ServeError> {
+        self.app.run_until_stopped().await
+    }
+}

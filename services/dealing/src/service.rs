@@ -1,0 +1,335 @@
+//! The dealing use cases: table hands (plain and Tarot duplicate) and single-player bets,
+//! each recorded as an event in this service's own log.
+//!
+//! Seeds come from the commitment service's internal methods, called with this service's
+//! token; they live only in local variables for the length of one request and never reach
+//! an event, a log field or an error.
+//!
+//! Hands of a table are dealt in order: stream `deals-<table>` holds one `HandDealt` per
+//! hand, so hand `h` is event version `h + 1`. Asking for a dealt hand again returns the
+//! same deal (recomputed and checked against the recorded distribution number); asking for
+//! a hand beyond the next is refused.
+
+use std::sync::Arc;
+
+use fairdeal_authn::{AccessToken, attach_bearer};
+use fairdeal_eventstore::{
+    EventError, EventStore, ExpectedVersion, NewEvent, StoreError, StreamId,
+};
+use fairdeal_fairness::Deck;
+use fairdeal_fairness::deal::Deal;
+use fairdeal_fairness::outcome::{Outcome, Round};
+use fairdeal_kit::ServiceError;
+use fairdeal_kit::propagation::{TraceContextInterceptor, traced as traced_channel};
+use fairdeal_proto::fairdeal::commitment::v1 as cpb;
+use fairdeal_proto::fairdeal::commitment::v1::commitment_service_client::CommitmentServiceClient;
+use fairdeal_proto::fairdeal::dealing::v1 as pb;
+use prost::{Message, Name};
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::Channel;
+use tonic::{Code, Request, Status};
+use uuid::Uuid;
+
+use crate::verify::{self, VerifyError};
+
+/// Attempts at a deal that keeps losing optimistic-concurrency races.
+const MAX_ATTEMPTS: usize = 5;
+
+/// Everything a dealing use case can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum DealingError {
+    /// A request field is invalid.
+    #[error(transparent)]
+    Invalid(#[from] VerifyError),
+    /// The state does not allow the request.
+    #[error("{0}")]
+    FailedPrecondition(String),
+    /// The commitment service refused or failed.
+    #[error("commitment service: {}", .0.message())]
+    Upstream(Status),
+    /// The event store failed.
+    #[error("event store: {0}")]
+    Store(#[from] StoreError),
+    /// A stream id could not be formed.
+    #[error("stream id: {0}")]
+    Stream(#[from] EventError),
+    /// A recorded event does not decode or disagrees with the recomputation.
+    #[error("recorded deal inconsistent: {0}")]
+    Corrupt(String),
+    /// The access token could not be attached.
+    #[error("service token unusable")]
+    Token,
+    /// Concurrent writers kept winning.
+    #[error("too many concurrent deals on this table; retry")]
+    Contended,
+}
+
+impl From<DealingError> for ServiceError {
+    fn from(error: DealingError) -> Self {
+        match error {
+            DealingError::Invalid(e) => ServiceError::InvalidArgument(e.to_string()),
+            DealingError::FailedPrecondition(m) => ServiceError::FailedPrecondition(m),
+            DealingError::Upstream(status) => match status.code() {
+                // The commitment service's verdicts pass through unchanged.
+                Code::InvalidArgument => ServiceError::InvalidArgument(status.message().into()),
+                Code::NotFound => ServiceError::NotFound(status.message().into()),
+                Code::FailedPrecondition => {
+                    ServiceError::FailedPrecondition(status.message().into())
+                }
+                Code::Aborted => ServiceError::Conflict(status.message().into()),
+                _ => ServiceError::Unavailable {
+                    message: "commitment service unavailable".into(),
+                    cause: Some(Box::new(DealingError::Upstream(status))),
+                },
+            },
+            DealingError::Store(e) if e.is_conflict() => ServiceError::Conflict(e.to_string()),
+            DealingError::Contended => ServiceError::Conflict(DealingError::Contended.to_string()),
+            DealingError::Store(StoreError::Database(e)) => {
+                ServiceError::unavailable("database unavailable", e)
+            }
+            other => ServiceError::internal(other),
+        }
+    }
+}
+
+/// A dealt table hand.
+#[derive(Debug, Clone)]
+pub struct DealtHand {
+    /// The deal.
+    pub deal: Deal,
+    /// The commitment of the server seed used.
+    pub commitment: String,
+    /// The client seed used.
+    pub client_seed: String,
+    /// For duplicate deals, every candidate (the accepted one last).
+    pub candidates: Vec<pb::Candidate>,
+}
+
+/// An issued single-player outcome.
+#[derive(Debug, Clone)]
+pub struct IssuedOutcome {
+    /// The seed pair and counter used.
+    pub pair_index: u64,
+    /// The counter value (salt).
+    pub nonce: u64,
+    /// The server seed's commitment.
+    pub commitment: String,
+    /// The client seed.
+    pub client_seed: String,
+    /// The result.
+    pub outcome: Outcome,
+}
+
+/// The dealing use cases.
+#[derive(Clone, Debug)]
+pub struct Dealer {
+    /// This service's event log.
+    store: Arc<dyn EventStore>,
+    /// The commitment service.
+    commitment: CommitmentServiceClient<InterceptedService<Channel, TraceContextInterceptor>>,
+    /// This service's access token (role service, name `dealing`).
+    token: Arc<AccessToken>,
+}
+
+/// Seeds of one table hand, from the commitment service. Not Debug: it holds the seed.
+struct TableSeeds {
+    server_seed: String,
+    client_seed: String,
+    commitment: String,
+}
+
+impl Dealer {
+    /// Use cases over `store`, calling the commitment service on `channel` with `token`.
+    pub fn new(store: Arc<dyn EventStore>, channel: Channel, token: AccessToken) -> Self {
+        Dealer {
+            store,
+            // Every call carries the trace context, so one trace spans both services.
+            commitment: CommitmentServiceClient::new(traced_channel(channel)),
+            token: Arc::new(token),
+        }
+    }
+
+    fn request<T>(&self, message: T) -> Result<Request<T>, DealingError> {
+        let mut request = Request::new(message);
+        attach_bearer(&mut request, &self.token).map_err(|_| DealingError::Token)?;
+        Ok(request)
+    }
+
+    async fn table_seeds(&self, table_id: Uuid) -> Result<TableSeeds, DealingError> {
+        let request = self.request(cpb::GetTableDealingSeedsRequest {
+            table_id: table_id.to_string(),
+        })?;
+        let r = self
+            .commitment
+            .clone()
+            .get_table_dealing_seeds(request)
+            .await
+            .map_err(DealingError::Upstream)?
+            .into_inner();
+        Ok(TableSeeds {
+            server_seed: r.server_seed,
+            client_seed: r.client_seed,
+            commitment: r.commitment,
+        })
+    }
+
+    /// Deals hand `hand` of `table_id` with `deck` (salt = hand).
+    #[tracing::instrument(skip(self), fields(table_id = %table_id, deck = %deck, hand))]
+    pub async fn deal_hand(
+        &self,
+        table_id: Uuid,
+        deck: Deck,
+        hand: u64,
+    ) -> Result<DealtHand, DealingError> {
+        self.deal_with(table_id, deck, hand, |seeds| {
+            let salt = hand.to_string();
+            let deal = Deal::from_seeds(deck, &seeds.server_seed, &seeds.client_seed, &salt);
+            Ok((deal, salt, Vec::new()))
+        })
+        .await
+    }
+
+    /// Tarot duplicate selection for hand `hand` (deck tarot4).
+    #[tracing::instrument(skip(self), fields(table_id = %table_id, hand))]
+    pub async fn deal_duplicate(
+        &self,
+        table_id: Uuid,
+        hand: u64,
+    ) -> Result<DealtHand, DealingError> {
+        self.deal_with(table_id, Deck::Tarot4, hand, |seeds| {
+            let selection = verify::select_duplicate(&seeds.server_seed, &seeds.client_seed, hand)?;
+            let candidates = selection
+                .candidates()
+                .map(verify::candidate_message)
+                .collect();
+            Ok((selection.accepted.deal, selection.accepted.salt, candidates))
+        })
+        .await
+    }
+
+    async fn deal_with(
+        &self,
+        table_id: Uuid,
+        deck: Deck,
+        hand: u64,
+        compute: impl Fn(&TableSeeds) -> Result<(Deal, String, Vec<pb::Candidate>), DealingError>,
+    ) -> Result<DealtHand, DealingError> {
+        let stream = StreamId::of("deals", table_id)?;
+        for _ in 0..MAX_ATTEMPTS {
+            let dealt = self.store.stream_version(&stream).await?;
+            if hand > dealt {
+                return Err(DealingError::FailedPrecondition(format!(
+                    "hand {hand} cannot be dealt before hand {dealt}"
+                )));
+            }
+            // Fixes the client seed on the table's first deal; refused after the reveal.
+            let seeds = self.table_seeds(table_id).await?;
+            let (deal, salt, candidates) = compute(&seeds)?;
+            let number = deal.distribution_number().to_string();
+            let result = DealtHand {
+                deal,
+                commitment: seeds.commitment.clone(),
+                client_seed: seeds.client_seed.clone(),
+                candidates,
+            };
+            if hand < dealt {
+                // Already dealt: the recorded hand must be this very deal.
+                let recorded = self.store.read_stream(&stream, hand + 1, 1).await?;
+                let event = recorded
+                    .first()
+                    .ok_or_else(|| DealingError::Corrupt(format!("hand {hand} missing")))?;
+                let m = pb::HandDealt::decode(event.payload.as_slice())
+                    .map_err(|e| DealingError::Corrupt(e.to_string()))?;
+                if m.deck != deck.name() {
+                    return Err(DealingError::FailedPrecondition(format!(
+                        "hand {hand} was dealt as {}, not {deck}",
+                        m.deck
+                    )));
+                }
+                if m.distribution_number != number {
+                    return Err(DealingError::Corrupt(format!(
+                        "hand {hand} recomputes to another deal"
+                    )));
+                }
+                return Ok(result);
+            }
+            let rejected =
+                u32::try_from(result.candidates.len().saturating_sub(1)).unwrap_or(u32::MAX);
+            let event = pb::HandDealt {
+                table_id: table_id.to_string(),
+                hand,
+                deck: deck.name().to_owned(),
+                salt: hand.to_string(),
+                commitment: seeds.commitment,
+                client_seed: seeds.client_seed,
+                distribution_number: number,
+                rejected_candidates: rejected,
+                candidate_salt: salt,
+            };
+            let expected = if dealt == 0 {
+                ExpectedVersion::NoStream
+            } else {
+                ExpectedVersion::Exact(dealt)
+            };
+            match self
+                .store
+                .append(&stream, expected, vec![traced(&event, table_id)])
+                .await
+            {
+                Ok(_) => return Ok(result),
+                Err(e) if e.is_conflict() => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(DealingError::Contended)
+    }
+
+    /// Plays `round` for `user_id` with the next nonce of their seed pair.
+    #[tracing::instrument(skip(self, round), fields(user_id = %user_id, game = %round.game()))]
+    pub async fn place_bet(
+        &self,
+        user_id: Uuid,
+        round: Round,
+    ) -> Result<IssuedOutcome, DealingError> {
+        let request = self.request(cpb::ReserveBetRequest {
+            user_id: user_id.to_string(),
+        })?;
+        let bet = self
+            .commitment
+            .clone()
+            .reserve_bet(request)
+            .await
+            .map_err(DealingError::Upstream)?
+            .into_inner();
+        let outcome = round.from_seeds(&bet.server_seed, &bet.client_seed, &bet.nonce.to_string());
+        let event = pb::OutcomeIssued {
+            user_id: user_id.to_string(),
+            pair_index: bet.index,
+            nonce: bet.nonce,
+            commitment: bet.commitment.clone(),
+            client_seed: bet.client_seed.clone(),
+            game: round.game().name().to_owned(),
+            result_json: verify::outcome_json(&outcome)?,
+        };
+        let stream = StreamId::of("outcomes", user_id)?;
+        self.store
+            .append(&stream, ExpectedVersion::Any, vec![traced(&event, user_id)])
+            .await?;
+        Ok(IssuedOutcome {
+            pair_index: bet.index,
+            nonce: bet.nonce,
+            commitment: bet.commitment,
+            client_seed: bet.client_seed,
+            outcome,
+        })
+    }
+}
+
+/// An event of `message`, correlated to `correlation`, carrying the current trace context.
+fn traced<M: Name>(message: &M, correlation: Uuid) -> NewEvent {
+    let mut trace = std::collections::BTreeMap::new();
+    fairdeal_kit::propagation::inject_current(&mut trace);
+    NewEvent::from_message(message)
+        .with_correlation_id(correlation.to_string())
+        .with_trace_context(trace)
+}

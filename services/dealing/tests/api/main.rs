@@ -1,0 +1,11 @@
+//! End-to-end tests of the commitment and dealing services over gRPC, on PostgreSQL and on
+//! the embedded SQLite default, with every deal and outcome re-derived by the `fairdeal` CLI.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod authz;
+mod pair;
+mod table;
+mod tournament;

@@ -1,0 +1,258 @@
+//! Test harness: both services on port 0 over a fresh backend (a unique PostgreSQL database
+//! or temporary SQLite files), signed test tokens, gRPC clients, and the `fairdeal` CLI.
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use fairdeal_authn::{AccessToken, Claims, KeySet, SigningKey, attach_bearer};
+use fairdeal_commitment::startup::{Backend, authenticator, open_store};
+use fairdeal_commitment::vault::KeyRing;
+use fairdeal_kit::CommonConfig;
+use fairdeal_proto::fairdeal::commitment::v1::commitment_service_client::CommitmentServiceClient;
+use fairdeal_proto::fairdeal::dealing::v1::dealing_service_client::DealingServiceClient;
+use sqlx::Connection;
+use tonic::Request;
+use tonic::transport::Channel;
+use uuid::Uuid;
+
+/// Where the services keep their events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Db {
+    /// A unique PostgreSQL database, dropped at the end.
+    Postgres,
+    /// Temporary SQLite files (the embedded default).
+    Sqlite,
+}
+
+pub const PG_ADMIN: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+/// A running pair of services.
+pub struct TestApp {
+    pub commitment: CommitmentServiceClient<Channel>,
+    pub dealing: DealingServiceClient<Channel>,
+    pub commitment_backend: Backend,
+    pub dealing_backend: Backend,
+    signing: SigningKey,
+    shutdowns: Vec<fairdeal_kit::Shutdown>,
+    database: Option<String>,
+    /// Unique NATS subject prefix (PostgreSQL runs relay to JetStream).
+    prefix: Option<String>,
+    _dir: tempfile::TempDir,
+}
+
+fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+pub const NATS: &str = "nats://127.0.0.1:4222";
+
+fn common(name: &str, prefix: Option<&str>) -> CommonConfig {
+    let mut c = CommonConfig::with_defaults(name).unwrap();
+    c.listen_addr = "127.0.0.1:0".parse().unwrap();
+    if let Some(prefix) = prefix {
+        c.nats_url = Some(fairdeal_kit::config::SecretUrl::new(NATS));
+        c.subject_prefix = prefix.to_owned();
+    }
+    c
+}
+
+impl TestApp {
+    pub async fn spawn(db: Db) -> TestApp {
+        let dir = tempfile::tempdir().unwrap();
+        let (commitment_url, dealing_url, database) = match db {
+            Db::Postgres => {
+                let name = format!("fairsvc_{}", Uuid::now_v7().simple());
+                let mut admin = sqlx::PgConnection::connect(PG_ADMIN).await.unwrap();
+                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
+                    .execute(&mut admin)
+                    .await
+                    .unwrap();
+                let url = format!("postgres://postgres@127.0.0.1:5432/{name}");
+                (url.clone(), url, Some(name))
+            }
+            Db::Sqlite => (
+                format!("sqlite://{}", dir.path().join("commitment.db").display()),
+                format!("sqlite://{}", dir.path().join("dealing.db").display()),
+                None,
+            ),
+        };
+        let prefix = database
+            .is_some()
+            .then(|| format!("fairsvc{}", Uuid::now_v7().simple()));
+        let signing = SigningKey::generate().unwrap();
+        let keys = || KeySet::new([signing.public_key()]);
+        let commitment_backend = open_store(&commitment_url, "commitment").await.unwrap();
+        let dealing_backend = open_store(&dealing_url, "dealing").await.unwrap();
+
+        let commitment_app = fairdeal_commitment::Application::build_with(
+            &common("commitment", prefix.as_deref()),
+            commitment_backend.clone(),
+            KeyRing::generate("test").unwrap(),
+            authenticator(keys()),
+        )
+        .await
+        .unwrap();
+        let commitment_port = commitment_app.port();
+        let dealing_token = signing
+            .sign(&Claims::service("dealing", now(), 3600))
+            .unwrap();
+        let dealing_app = fairdeal_dealing::Application::build_with(
+            &common("dealing", prefix.as_deref()),
+            dealing_backend.clone(),
+            &format!("http://127.0.0.1:{commitment_port}"),
+            dealing_token,
+            authenticator(keys()),
+        )
+        .await
+        .unwrap();
+        let dealing_port = dealing_app.port();
+        let shutdowns = vec![commitment_app.shutdown(), dealing_app.shutdown()];
+        tokio::spawn(commitment_app.run_until_stopped());
+        tokio::spawn(dealing_app.run_until_stopped());
+        let channel = |port: u16| {
+            Channel::from_shared(format!("http://127.0.0.1:{port}"))
+                .unwrap()
+                .connect_lazy()
+        };
+        TestApp {
+            commitment: CommitmentServiceClient::new(channel(commitment_port)),
+            dealing: DealingServiceClient::new(channel(dealing_port)),
+            commitment_backend,
+            dealing_backend,
+            signing,
+            shutdowns,
+            database,
+            prefix,
+            _dir: dir,
+        }
+    }
+
+    pub fn player_token(&self, user: Uuid) -> AccessToken {
+        self.signing
+            .sign(&Claims::player(user, now(), 3600))
+            .unwrap()
+    }
+
+    pub fn service_token(&self, name: &str) -> AccessToken {
+        self.signing
+            .sign(&Claims::service(name, now(), 3600))
+            .unwrap()
+    }
+
+    /// With NATS: waits until each service's JetStream events stream holds exactly the
+    /// events of its store (the relay delivered everything, nothing twice).
+    pub async fn assert_relayed(&self) {
+        let Some(prefix) = &self.prefix else { return };
+        let js = async_nats::jetstream::new(async_nats::connect(NATS).await.unwrap());
+        for (service, backend) in [
+            ("commitment", &self.commitment_backend),
+            ("dealing", &self.dealing_backend),
+        ] {
+            // Every committed row (read_all would hold back events behind any open
+            // transaction of the cluster, possibly another test's).
+            let stored: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                "SELECT count(*) FROM \"{}\".events",
+                backend.schema
+            )))
+            .fetch_one(backend.postgres.as_ref().unwrap())
+            .await
+            .unwrap();
+            let stored = stored as u64;
+            assert!(stored > 0);
+            let config = fairdeal_bus::JetStreamConfig::new(format!("{prefix}.{service}")).unwrap();
+            let mut relayed = 0;
+            for _ in 0..600 {
+                let mut stream = js.get_stream(config.stream_name()).await.unwrap();
+                relayed = stream.info().await.unwrap().state.messages;
+                if relayed >= stored {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            assert_eq!(
+                relayed, stored,
+                "{service}: events on JetStream vs in the store"
+            );
+        }
+    }
+
+    /// Stops both services, deletes the JetStream streams and drops the PostgreSQL database.
+    pub async fn stop(self) {
+        for s in &self.shutdowns {
+            s.trigger();
+        }
+        if let Some(prefix) = &self.prefix {
+            let js = async_nats::jetstream::new(async_nats::connect(NATS).await.unwrap());
+            for service in ["commitment", "dealing"] {
+                let c = fairdeal_bus::JetStreamConfig::new(format!("{prefix}.{service}")).unwrap();
+                let _ = js.delete_stream(c.stream_name()).await;
+                let _ = js.delete_stream(c.dead_letter_stream_name()).await;
+            }
+        }
+        if let Some(name) = &self.database {
+            self.commitment_backend
+                .postgres
+                .as_ref()
+                .unwrap()
+                .close()
+                .await;
+            self.dealing_backend
+                .postgres
+                .as_ref()
+                .unwrap()
+                .close()
+                .await;
+            let mut admin = sqlx::PgConnection::connect(PG_ADMIN).await.unwrap();
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
+            )))
+            .execute(&mut admin)
+            .await
+            .unwrap();
+        }
+    }
+}
+
+/// `message` with `token` as its bearer.
+pub fn with<T>(token: &AccessToken, message: T) -> Request<T> {
+    let mut r = Request::new(message);
+    attach_bearer(&mut r, token).unwrap();
+    r
+}
+
+/// The `fairdeal` CLI binary, built on first use.
+pub fn cli() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
+    let bin = dir.join("fairdeal");
+    // Built (or found up to date) once per test process, so a stale binary is never used.
+    static BUILT: std::sync::Once = std::sync::Once::new();
+    BUILT.call_once(|| {
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "-q", "-p", "fairdeal-cli", "--bin", "fairdeal"])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    });
+    bin
+}
+
+/// Runs the CLI and parses each stdout line as JSON.
+pub fn cli_json(args: &[&str]) -> Vec<serde_json::Value> {
+    let out = Command::new(cli()).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "fairdeal {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
