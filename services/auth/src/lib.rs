@@ -1,3 +1,4 @@
 //! placeholder during bring-up
 #![forbid(unsafe_code)]
 pub mod domain;
+pub mod limits;
