@@ -1,0 +1,41 @@
+//! fairdeal-kit: the bootstrap every fairdeal service stands on, so that the six services
+//! (auth, commitment, dealing, tables, chat, rating) and the all-in-one binary start,
+//! log, trace, serve and stop the same way.
+//!
+//! Layout (one concern per module):
+//! - [`config`]: typed settings from defaults, a TOML file, `FAIRDEAL_*` environment and
+//!   flags; validation; `--dump-config` with secrets redacted.
+//! - [`telemetry`]: JSON logs and OpenTelemetry traces (OTLP export when
+//!   `OTEL_EXPORTER_OTLP_ENDPOINT` is set), flushed by a guard.
+//! - [`propagation`]: W3C trace context across gRPC metadata, event envelopes and NATS
+//!   headers.
+//! - [`server`]: the gRPC server (`Application::builder(..).build().await?` binds, then
+//!   `run_until_stopped()`), with health, reflection, request spans and graceful drain.
+//! - [`shutdown`]: the shutdown handle and task tracker background tasks hang on.
+//! - [`status`]: the one mapping from service errors to `tonic::Status`.
+//!
+//! A service's `main` is a few lines:
+//!
+//! ```ignore
+//! #[tokio::main]
+//! async fn main() -> anyhow::Result<()> {
+//!     let config = fairdeal_kit::config::load_or_exit::<TablesSettings>("tables");
+//!     let _telemetry = fairdeal_kit::telemetry::init(&config.common)?;
+//!     let app = tables::Application::build(config).await?; // uses kit::server inside
+//!     app.run_until_stopped().await?;
+//!     Ok(())
+//! }
+//! ```
+#![forbid(unsafe_code)]
+
+pub mod config;
+pub mod propagation;
+pub mod server;
+pub mod shutdown;
+pub mod status;
+pub mod telemetry;
+
+pub use config::{CommonConfig, Config, ConfigError, Section};
+pub use server::{Application, ApplicationBuilder, ServeError};
+pub use shutdown::Shutdown;
+pub use status::ServiceError;
