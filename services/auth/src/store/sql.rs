@@ -550,7 +550,7 @@ fn by_stream(events: Vec<AuthEvent>, now: i64) -> Result<Vec<(fairdeal_eventstor
     let mut groups: Vec<(Uuid, Vec<fairdeal_eventstore::NewEvent>)> = Vec::new();
     for event in events {
         let user = event.user_id();
-        let new = event.to_new_event(occurred_at(now));
+        let new = to_new_event(&event, occurred_at(now));
         match groups.iter_mut().find(|(u, _)| *u == user) {
             Some((_, list)) => list.push(new),
             None => groups.push((user, vec![new])),
@@ -558,11 +558,7 @@ fn by_stream(events: Vec<AuthEvent>, now: i64) -> Result<Vec<(fairdeal_eventstor
     }
     groups
         .into_iter()
-        .map(|(user, list)| {
-            AuthEvent::stream_id(user)
-                .map(|id| (id, list))
-                .map_err(|e| StoreError::Events(e.to_string()))
-        })
+        .map(|(user, list)| stream_id(user).map(|id| (id, list)))
         .collect()
 }
 
@@ -610,4 +606,49 @@ impl SqliteAuthStore {
         }
         Ok(())
     }
+}
+
+/// The account's stream, `user-<uuid>`.
+fn stream_id(user_id: Uuid) -> Result<fairdeal_eventstore::StreamId, StoreError> {
+    fairdeal_eventstore::StreamId::of("user", user_id).map_err(|e| StoreError::Events(e.to_string()))
+}
+
+/// The event as the event store takes it: its protobuf message (typed by its full name),
+/// correlated to the account, carrying the current trace context.
+fn to_new_event(event: &AuthEvent, occurred_at: std::time::SystemTime) -> fairdeal_eventstore::NewEvent {
+    use fairdeal_eventstore::NewEvent;
+    use fairdeal_proto::fairdeal::auth::v1 as pb;
+    let new = match event {
+        AuthEvent::Registered { user_id, username } => {
+            NewEvent::from_message(&pb::UserRegistered { user_id: user_id.to_string(), username: username.clone() })
+        }
+        AuthEvent::EmailConfirmed { user_id } => NewEvent::from_message(&pb::EmailConfirmed { user_id: user_id.to_string() }),
+        AuthEvent::LoggedIn { user_id, family_id } => {
+            NewEvent::from_message(&pb::LoggedIn { user_id: user_id.to_string(), family_id: family_id.to_string() })
+        }
+        AuthEvent::FamilyRevoked { user_id, family_id, reason } => {
+            let reason = match reason {
+                Revocation::Logout => pb::RevocationReason::Logout,
+                Revocation::ReuseDetected => pb::RevocationReason::ReuseDetected,
+                Revocation::PasswordChanged => pb::RevocationReason::PasswordChanged,
+            };
+            NewEvent::from_message(&pb::RefreshFamilyRevoked {
+                user_id: user_id.to_string(),
+                family_id: family_id.to_string(),
+                reason: reason.into(),
+            })
+        }
+        AuthEvent::PasswordChanged { user_id, reset } => NewEvent::from_message(&pb::PasswordChanged {
+            user_id: user_id.to_string(),
+            kind: if *reset { pb::PasswordChangeKind::Reset } else { pb::PasswordChangeKind::Change }.into(),
+        }),
+        AuthEvent::PasswordResetRequested { user_id } => {
+            NewEvent::from_message(&pb::PasswordResetRequested { user_id: user_id.to_string() })
+        }
+    };
+    let mut trace = std::collections::BTreeMap::new();
+    fairdeal_kit::propagation::inject_current(&mut trace);
+    new.with_occurred_at(occurred_at)
+        .with_correlation_id(format!("user-{}", event.user_id()))
+        .with_trace_context(trace)
 }
