@@ -1,0 +1,29 @@
+//! # fairdeal event envelope
+//!
+//! What an event *is*, independent of where it is stored or how it travels: the validated
+//! types a service builds events from, the protobuf [`Envelope`] they are written as, and the
+//! SHA-256 hash chain that makes every stream tamper-evident. Pure: no IO, no async; the only
+//! impure calls are [`NewEvent::new`] reading the clock and drawing a UUIDv7.
+//!
+//! Layout:
+//! - [`id`]: [`StreamId`] (e.g. `table-<uuid>`) and the event-type rules.
+//! - [`event`]: [`NewEvent`] (what a service appends) and [`RecordedEvent`] (what a store
+//!   returns), with conversions to and from the wire [`Envelope`].
+//! - [`chain`]: canonical bytes, [`compute_hash`], [`seal`] (turning a new event into the
+//!   next link of a stream) and [`ChainVerifier`] (checking links while reading).
+//! - [`error`]: [`EventError`], one typed error for every way an event can be invalid.
+//!
+//! The hash rule, normative for auditors in any language, is documented on the `Envelope`
+//! message in `proto/fairdeal/event/v1/envelope.proto` and restated in [`chain`].
+#![forbid(unsafe_code)]
+
+pub mod chain;
+pub mod error;
+pub mod event;
+pub mod id;
+
+pub use chain::{ChainVerifier, GENESIS_PREV_HASH, Hash, canonical_bytes, compute_hash, seal};
+pub use error::EventError;
+pub use event::{NewEvent, RecordedEvent};
+pub use fairdeal_proto::fairdeal::event::v1::Envelope;
+pub use id::{StreamId, validate_event_type};

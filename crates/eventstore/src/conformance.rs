@@ -1,0 +1,1081 @@
+//! The event-store half of the conformance suite, written once and run against every backend
+//! (feature `conformance`).
+//!
+//! A [`Backend`] gives the suite a fresh, empty store plus the few things only the backend
+//! can do: open a transaction that appends without committing yet, corrupt a row behind the
+//! store's back, and try raw UPDATE/DELETE. [`PgBackend`] (a fresh database per test) and
+//! [`SqliteBackend`] (a fresh temp file per test) are provided; [`crate::conformance_tests!`]
+//! expands to one `#[tokio::test]` per case:
+//!
+//! ```ignore
+//! fairdeal_eventstore::conformance_tests!(fairdeal_eventstore::conformance::SqliteBackend::create);
+//! ```
+//!
+//! Every case is a plain `async fn(Arc<dyn Backend>)` below, so another crate (the bus) can
+//! call them directly against its own wiring. Cases panic on failure: this is test support.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::{Appended, EventStore, ExpectedVersion, PgEventStore, SqliteEventStore, StoreError};
+use async_trait::async_trait;
+use fairdeal_event::{ChainVerifier, GENESIS_PREV_HASH, Hash, NewEvent, RecordedEvent, StreamId};
+use futures::FutureExt;
+use sqlx::postgres::PgConnectOptions;
+use sqlx::{AssertSqlSafe, ConnectOptions, Connection, Postgres, Sqlite, Transaction};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use uuid::Uuid;
+
+/// What the suite needs from a backend beyond the [`EventStore`] trait.
+#[async_trait]
+pub trait Backend: Send + Sync + 'static {
+    /// The store under test; empty when the backend is created.
+    fn store(&self) -> Arc<dyn EventStore>;
+    /// Opens a transaction through the backend's `append_in_tx`.
+    async fn begin(&self) -> Box<dyn OpenTx>;
+    /// Overwrites the payload and hash of `(stream_id, version)` directly in the database,
+    /// bypassing the append-only guard (simulates an attacker with database access).
+    async fn tamper(&self, stream_id: &StreamId, version: u64, payload: &[u8], hash: &Hash);
+    /// Attempts raw mutations of the events table (UPDATE, DELETE, and TRUNCATE where the
+    /// database has it) and returns each attempt's name with its error message, or `None`
+    /// if the database allowed it.
+    async fn try_mutations(&self) -> Vec<(&'static str, Option<String>)>;
+    /// Releases the backend's resources (drops the test database, deletes the file).
+    async fn cleanup(&self);
+}
+
+/// A transaction appending through the backend's `append_in_tx`, not yet committed.
+#[async_trait]
+pub trait OpenTx: Send {
+    /// Appends inside the transaction.
+    async fn append(
+        &mut self,
+        stream_id: &StreamId,
+        expected: ExpectedVersion,
+        events: Vec<NewEvent>,
+    ) -> Result<Appended, StoreError>;
+    /// Commits.
+    async fn commit(self: Box<Self>);
+    /// Rolls back.
+    async fn rollback(self: Box<Self>);
+}
+
+/// Creates a backend with `create`, runs `case` on it and cleans up, even when the case
+/// panics (the panic is then resumed, failing the test).
+pub async fn run<B, C, CF, F, Fut>(create: C, case: F)
+where
+    B: Backend,
+    C: FnOnce() -> CF,
+    CF: Future<Output = B>,
+    F: FnOnce(Arc<dyn Backend>) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let backend: Arc<dyn Backend> = Arc::new(create().await);
+    let outcome = AssertUnwindSafe(case(backend.clone())).catch_unwind().await;
+    backend.cleanup().await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+/// Expands to one `#[tokio::test]` per conformance case, each on a fresh backend made by
+/// `$create` (an async fn or closure returning a [`Backend`]).
+#[macro_export]
+macro_rules! conformance_tests {
+    ($create:expr) => {
+        $crate::conformance_tests!(@cases $create;
+            appends_and_reads_back,
+            expected_version_is_enforced,
+            concurrent_appends_have_one_winner_per_version,
+            concurrent_any_appends_all_land_in_order,
+            read_all_orders_across_streams,
+            hash_chain_links_every_stream,
+            replays_from_any_version_and_position,
+            tampering_is_detected_on_read,
+            late_commit_is_never_skipped,
+            rolled_back_appends_leave_no_trace,
+            appends_in_one_transaction_share_its_fate,
+            append_only_is_enforced_by_the_database,
+            duplicate_event_ids_are_rejected,
+            invalid_events_are_rejected,
+            large_batches_append_atomically
+        );
+    };
+    (@cases $create:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                $crate::conformance::run($create, $crate::conformance::$case).await;
+            }
+        )*
+    };
+}
+
+// ---------------------------------------------------------------------------------------
+// Helpers.
+
+/// A fresh stream id of `category`.
+fn stream(category: &str) -> StreamId {
+    StreamId::of(category, Uuid::now_v7()).unwrap()
+}
+
+/// A test event numbered `n`, with every optional field set.
+fn event(kind: &str, n: u32) -> NewEvent {
+    NewEvent::new(format!("fairdeal.test.v1.{kind}"), n.to_be_bytes().to_vec())
+        .with_correlation_id("table-42")
+        .with_causation_id(format!("cmd-{n}"))
+        .with_trace_context(BTreeMap::from([
+            (
+                "traceparent".to_owned(),
+                "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".to_owned(),
+            ),
+            ("tracestate".to_owned(), format!("fd={n}")),
+        ]))
+}
+
+fn events(kind: &str, range: std::ops::Range<u32>) -> Vec<NewEvent> {
+    range.map(|n| event(kind, n)).collect()
+}
+
+/// Reads everything from `from` once at least `at_least` events are visible.
+///
+/// PostgreSQL's read horizon is the cluster-wide oldest open writing transaction, so another
+/// test's transaction can delay (never hide) visibility for a moment: poll, bounded.
+async fn read_all_when(store: &dyn EventStore, from: u64, at_least: usize) -> Vec<RecordedEvent> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let got = store.read_all(from, usize::MAX).await.unwrap();
+        if got.len() >= at_least {
+            return got;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "only {} of {at_least} events became visible to read_all",
+            got.len()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+fn assert_same_event(stored: &RecordedEvent, sent: &NewEvent) {
+    assert_eq!(stored.event_id, sent.event_id);
+    assert_eq!(stored.event_type, sent.event_type);
+    assert_eq!(stored.payload, sent.payload);
+    assert_eq!(stored.correlation_id, sent.correlation_id);
+    assert_eq!(stored.causation_id, sent.causation_id);
+    assert_eq!(stored.trace_context, sent.trace_context);
+    let drift = sent
+        .occurred_at
+        .duration_since(stored.occurred_at)
+        .expect("stored time is the sent time truncated");
+    assert!(drift < Duration::from_micros(1));
+}
+
+fn assert_strictly_increasing(events: &[RecordedEvent]) {
+    for pair in events.windows(2) {
+        assert!(
+            pair[0].position < pair[1].position,
+            "positions {} then {}",
+            pair[0].position,
+            pair[1].position
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Cases.
+
+/// Appended events come back from `read_stream` and `read_all` exactly as sent, versioned
+/// 1, 2, ... and positioned in increasing order.
+pub async fn appends_and_reads_back(backend: Arc<dyn Backend>) {
+    let store = backend.store();
+    let s = stream("table");
+    assert_eq!(store.stream_version(&s).await.unwrap(), 0);
+    assert!(store.read_stream(&s, 1, 10).await.unwrap().is_empty());
+
+    let sent = events("Dealt", 0..3);
+    let appended = store
+        .append(&s, ExpectedVersion::NoStream, sent.clone())
+        .await
+        .unwrap();
+    assert_eq!(appended.version, 3);
+    assert_eq!(
+        appended
+            .events
+            .iter()
+            .map(|e| e.version)
+            .collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    assert_strictly_increasing(&appended.events);
+
+    let read = store.read_stream(&s, 1, 100).await.unwrap();
+    assert_eq!(read, appended.events);
+    for (stored, sent) in read.iter().zip(&sent) {
+        assert_same_event(stored, sent);
+        assert_eq!(stored.stream_id, s);
+    }
+    assert_eq!(store.stream_version(&s).await.unwrap(), 3);
+
+    let all = read_all_when(store.as_ref(), 0, 3).await;
+    assert_eq!(all, appended.events);
+    assert_eq!(
+        store.head_position().await.unwrap(),
+        appended.events[2].position
+    );
+
+    // An empty append checks the expectation and changes nothing.
+    let empty = store
+        .append(&s, ExpectedVersion::Exact(3), vec![])
+        .await
+        .unwrap();
+    assert_eq!(empty.version, 3);
+    assert!(empty.events.is_empty());
+}
+
+/// `NoStream`, `Exact` and `Any` are enforced; a conflict writes nothing and reports the
+/// actual version.
+pub async fn expected_version_is_enforced(backend: Arc<dyn Backend>) {
+    let store = backend.store();
+    let s = stream("table");
+
+    let err = store
+        .append(&s, ExpectedVersion::Exact(1), vec![event("A", 0)])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::Conflict {
+                expected: ExpectedVersion::Exact(1),
+                actual: 0,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    store
+        .append(&s, ExpectedVersion::Exact(0), vec![event("A", 1)])
+        .await
+        .unwrap();
+    let err = store
+        .append(&s, ExpectedVersion::NoStream, vec![event("A", 2)])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, StoreError::Conflict { stream_id, expected: ExpectedVersion::NoStream, actual: 1 } if *stream_id == s),
+        "{err}"
+    );
+    let err = store
+        .append(&s, ExpectedVersion::Exact(5), vec![event("A", 3)])
+        .await
+        .unwrap_err();
+    assert!(err.is_conflict());
+    assert_eq!(store.stream_version(&s).await.unwrap(), 1);
+
+    store
+        .append(&s, ExpectedVersion::Exact(1), vec![event("A", 4)])
+        .await
+        .unwrap();
+    let any = store
+        .append(&s, ExpectedVersion::Any, vec![event("A", 5), event("A", 6)])
+        .await
+        .unwrap();
+    assert_eq!(any.version, 4);
+    let versions: Vec<u64> = store
+        .read_stream(&s, 1, 100)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.version)
+        .collect();
+    assert_eq!(versions, [1, 2, 3, 4]);
+}
+
+/// Many writers race with the same expected version: exactly one wins each round, every
+/// loser gets a typed conflict naming the winner's version, and the chain stays intact.
+pub async fn concurrent_appends_have_one_winner_per_version(backend: Arc<dyn Backend>) {
+    const WRITERS: u32 = 8;
+    const ROUNDS: u64 = 5;
+    let store = backend.store();
+    let s = stream("table");
+    for round in 0..ROUNDS {
+        let tasks: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let store = store.clone();
+                let s = s.clone();
+                tokio::spawn(async move {
+                    let batch = vec![event("Bid", w), event("Bid", w + 100)];
+                    store
+                        .append(&s, ExpectedVersion::Exact(round * 2), batch)
+                        .await
+                })
+            })
+            .collect();
+        let mut winners = 0;
+        for result in futures::future::join_all(tasks).await {
+            match result.unwrap() {
+                Ok(appended) => {
+                    winners += 1;
+                    assert_eq!(appended.version, round * 2 + 2);
+                }
+                Err(StoreError::Conflict {
+                    expected, actual, ..
+                }) => {
+                    assert_eq!(expected, ExpectedVersion::Exact(round * 2));
+                    assert_eq!(actual, round * 2 + 2);
+                }
+                Err(other) => panic!("unexpected error: {other}"),
+            }
+        }
+        assert_eq!(winners, 1, "round {round}");
+    }
+    let read = store.read_stream(&s, 1, 1000).await.unwrap();
+    assert_eq!(read.len() as u64, ROUNDS * 2);
+    let mut chain = ChainVerifier::new(s);
+    for e in &read {
+        chain.check(e).unwrap();
+    }
+}
+
+/// Concurrent `Any` appends all succeed, landing as one gap-free version sequence with each
+/// batch kept contiguous.
+pub async fn concurrent_any_appends_all_land_in_order(backend: Arc<dyn Backend>) {
+    const WRITERS: u32 = 6;
+    const BATCHES: u32 = 4;
+    let store = backend.store();
+    let s = stream("chat");
+    let tasks: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let store = store.clone();
+            let s = s.clone();
+            tokio::spawn(async move {
+                for b in 0..BATCHES {
+                    let base = w * 1000 + b * 10;
+                    store
+                        .append(&s, ExpectedVersion::Any, events("Said", base..base + 3))
+                        .await
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for task in futures::future::join_all(tasks).await {
+        task.unwrap();
+    }
+    let read = store.read_stream(&s, 1, 10_000).await.unwrap();
+    assert_eq!(read.len() as u32, WRITERS * BATCHES * 3);
+    for (i, e) in read.iter().enumerate() {
+        assert_eq!(e.version, i as u64 + 1);
+    }
+    // Each batch of three is contiguous: payload numbers n, n+1, n+2 in a row.
+    for batch in read.chunks(3) {
+        let n: Vec<u32> = batch
+            .iter()
+            .map(|e| u32::from_be_bytes(e.payload.as_slice().try_into().unwrap()))
+            .collect();
+        assert_eq!(n, [n[0], n[0] + 1, n[0] + 2]);
+    }
+    let all = read_all_when(store.as_ref(), 0, read.len()).await;
+    assert_strictly_increasing(&all);
+}
+
+/// `read_all` returns the events of all streams in commit order with strictly increasing
+/// positions, and each stream's events in version order.
+pub async fn read_all_orders_across_streams(backend: Arc<dyn Backend>) {
+    let store = backend.store();
+    let streams = [stream("table"), stream("user"), stream("table")];
+    let mut expected_ids = Vec::new();
+    for round in 0..4 {
+        for (i, s) in streams.iter().enumerate() {
+            let batch = events("Step", (round * 10 + i as u32)..(round * 10 + i as u32 + 2));
+            expected_ids.extend(batch.iter().map(|e| e.event_id));
+            store.append(s, ExpectedVersion::Any, batch).await.unwrap();
+        }
+    }
+    let all = read_all_when(store.as_ref(), 0, expected_ids.len()).await;
+    assert_eq!(
+        all.iter().map(|e| e.event_id).collect::<Vec<_>>(),
+        expected_ids
+    );
+    assert_strictly_increasing(&all);
+    for s in &streams {
+        let versions: Vec<u64> = all
+            .iter()
+            .filter(|e| &e.stream_id == s)
+            .map(|e| e.version)
+            .collect();
+        assert_eq!(versions, (1..=8).collect::<Vec<_>>());
+    }
+}
+
+/// Every stream is a hash chain: version 1 links to 32 zero bytes, each later event to its
+/// predecessor's hash, each hash verifies, and the wire envelope round-trips.
+pub async fn hash_chain_links_every_stream(backend: Arc<dyn Backend>) {
+    let store = backend.store();
+    let s = stream("commitment");
+    store
+        .append(&s, ExpectedVersion::NoStream, events("Committed", 0..2))
+        .await
+        .unwrap();
+    store
+        .append(&s, ExpectedVersion::Exact(2), events("Revealed", 2..5))
+        .await
+        .unwrap();
+    let read = store.read_stream(&s, 1, 100).await.unwrap();
+    assert_eq!(read.len(), 5);
+    assert_eq!(read[0].prev_hash, GENESIS_PREV_HASH);
+    for pair in read.windows(2) {
+        assert_eq!(pair[1].prev_hash, pair[0].hash);
+    }
+    let mut chain = ChainVerifier::new(s);
+    for e in &read {
+        e.verify_hash().unwrap();
+        chain.check(e).unwrap();
+        let wire = RecordedEvent::decode_envelope(e.position, &e.encode_envelope()).unwrap();
+        assert_eq!(&wire, e);
+    }
+}
+
+/// Replay works from every stream version and every global position, with any page size.
+pub async fn replays_from_any_version_and_position(backend: Arc<dyn Backend>) {
+    let store = backend.store();
+    let a = stream("table");
+    let b = stream("table");
+    for i in 0..6 {
+        store
+            .append(&a, ExpectedVersion::Any, vec![event("A", i)])
+            .await
+            .unwrap();
+        store
+            .append(&b, ExpectedVersion::Any, vec![event("B", i)])
+            .await
+            .unwrap();
+    }
+    let full = store.read_stream(&a, 1, 100).await.unwrap();
+    assert_eq!(full.len(), 6);
+    for v in 1..=7u64 {
+        let from = store.read_stream(&a, v, 100).await.unwrap();
+        assert_eq!(from, full[(v as usize - 1).min(6)..], "from version {v}");
+        let page = store.read_stream(&a, v, 2).await.unwrap();
+        assert_eq!(page, full[(v as usize - 1).min(6)..(v as usize + 1).min(6)]);
+    }
+    assert_eq!(store.read_stream(&a, 0, 100).await.unwrap(), full);
+
+    let all = read_all_when(store.as_ref(), 0, 12).await;
+    assert_eq!(all.len(), 12);
+    for (i, e) in all.iter().enumerate() {
+        assert_eq!(store.read_all(e.position, 100).await.unwrap(), all[i..]);
+        // Between two positions (a gap, on PostgreSQL) is the same as the next position.
+        assert_eq!(
+            store.read_all(e.position + 1, 100).await.unwrap(),
+            all[i + 1..]
+        );
+    }
+    // Paging with `last.position + 1` visits every event exactly once.
+    let mut paged = Vec::new();
+    let mut next = 0;
+    loop {
+        let page = store.read_all(next, 5).await.unwrap();
+        let Some(last) = page.last() else { break };
+        next = last.position + 1;
+        paged.extend(page);
+    }
+    assert_eq!(paged, all);
+    assert_eq!(store.head_position().await.unwrap(), all[11].position);
+}
+
+/// Altering a stored event is detected on every read path, also when the attacker fixes the
+/// altered event's own hash (the next event's link then breaks).
+pub async fn tampering_is_detected_on_read(backend: Arc<dyn Backend>) {
+    let store = backend.store();
+    let s = stream("table");
+    let appended = store
+        .append(&s, ExpectedVersion::NoStream, events("Dealt", 0..3))
+        .await
+        .unwrap();
+    read_all_when(store.as_ref(), 0, 3).await;
+
+    // 1. Payload changed, hash left alone: the event's own hash no longer verifies.
+    let original = &appended.events[1];
+    backend.tamper(&s, 2, b"forged", &original.hash).await;
+    let integrity = |r: Result<Vec<RecordedEvent>, StoreError>| match r {
+        Err(StoreError::Integrity { position, .. }) => position,
+        other => panic!("expected an integrity error, got {other:?}"),
+    };
+    assert_eq!(
+        integrity(store.read_stream(&s, 1, 10).await),
+        original.position
+    );
+    assert_eq!(
+        integrity(store.read_stream(&s, 2, 10).await),
+        original.position
+    );
+    // Reading from version 3 fetches version 2 to check the link, so it fails too.
+    assert_eq!(
+        integrity(store.read_stream(&s, 3, 10).await),
+        original.position
+    );
+    assert_eq!(integrity(store.read_all(0, 10).await), original.position);
+    // Events before the altered one still read fine.
+    assert_eq!(
+        store.read_stream(&s, 1, 1).await.unwrap(),
+        appended.events[..1]
+    );
+
+    // 2. Payload changed and its hash recomputed: version 3 no longer links to version 2.
+    let forged = fairdeal_event::seal(
+        &s,
+        2,
+        &original.prev_hash,
+        NewEvent {
+            payload: b"forged".to_vec(),
+            ..event("Dealt", 1)
+        }
+        .with_event_id(original.event_id)
+        .with_occurred_at(original.occurred_at),
+    )
+    .unwrap();
+    backend.tamper(&s, 2, b"forged", &forged.hash).await;
+    let third = appended.events[2].position;
+    assert_eq!(integrity(store.read_stream(&s, 1, 10).await), third);
+    assert_eq!(integrity(store.read_stream(&s, 3, 10).await), third);
+}
+
+/// The classic gap: a transaction with a lower position commits after a later one. A
+/// tailing reader must not move past the open transaction's position, and must see both, in
+/// position order, once it commits.
+pub async fn late_commit_is_never_skipped(backend: Arc<dyn Backend>) {
+    let store = backend.store();
+    let first = stream("table");
+    let early = stream("table");
+    let late = stream("user");
+    store
+        .append(&first, ExpectedVersion::NoStream, vec![event("Opened", 0)])
+        .await
+        .unwrap();
+    let seen = read_all_when(store.as_ref(), 0, 1).await;
+    let next = seen[0].position + 1;
+
+    // The early transaction takes its position first and stays open...
+    let mut held = backend.begin().await;
+    let early_appended = held
+        .append(&early, ExpectedVersion::NoStream, vec![event("Early", 1)])
+        .await
+        .unwrap();
+    // ...while a later writer commits (on SQLite it waits for the write lock instead).
+    let writer = {
+        let store = store.clone();
+        let late = late.clone();
+        tokio::spawn(async move {
+            store
+                .append(&late, ExpectedVersion::NoStream, vec![event("Late", 2)])
+                .await
+        })
+    };
+    // Let the later writer get as far as it can: done (PostgreSQL) or blocked (SQLite).
+    let deadline = Instant::now() + Duration::from_millis(300);
+    while !writer.is_finished() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // Whatever the later writer managed, the reader must not return anything past the open
+    // transaction: returning the later event now would skip the early one forever.
+    let during = store.read_all(next, 100).await.unwrap();
+    assert!(
+        during.is_empty(),
+        "read_all returned {during:?} while an earlier position was still open"
+    );
+    assert!(store.head_position().await.unwrap() < early_appended.events[0].position);
+
+    held.commit().await;
+    let late_appended = writer.await.unwrap().unwrap();
+    let after = read_all_when(store.as_ref(), next, 2).await;
+    assert_eq!(
+        after.iter().map(|e| e.event_id).collect::<Vec<_>>(),
+        [
+            early_appended.events[0].event_id,
+            late_appended.events[0].event_id
+        ]
+    );
+    assert_strictly_increasing(&after);
+    assert_eq!(after[0].position, early_appended.events[0].position);
+    assert_eq!(after[1].position, late_appended.events[0].position);
+}
+
+/// A rolled-back `append_in_tx` leaves nothing: no events, no version, no position.
+pub async fn rolled_back_appends_leave_no_trace(backend: Arc<dyn Backend>) {
+    let store = backend.store();
+    let s = stream("user");
+    let mut tx = backend.begin().await;
+    let pending = tx
+        .append(&s, ExpectedVersion::NoStream, events("Registered", 0..2))
+        .await
+        .unwrap();
+    assert_eq!(pending.version, 2);
+    tx.rollback().await;
+    assert_eq!(store.stream_version(&s).await.unwrap(), 0);
+    assert!(store.read_all(0, 100).await.unwrap().is_empty());
+    // The ids were never stored, so they can be appended for real.
+    let again: Vec<NewEvent> = events("Registered", 0..2)
+        .into_iter()
+        .zip(&pending.events)
+        .map(|(e, p)| e.with_event_id(p.event_id))
+        .collect();
+    store
+        .append(&s, ExpectedVersion::NoStream, again)
+        .await
+        .unwrap();
+    assert_eq!(read_all_when(store.as_ref(), 0, 2).await.len(), 2);
+}
+
+/// Several appends in one transaction (to several streams) commit together with increasing
+/// positions; a conflict inside the transaction leaves it usable.
+pub async fn appends_in_one_transaction_share_its_fate(backend: Arc<dyn Backend>) {
+    let store = backend.store();
+    let table = stream("table");
+    let user = stream("user");
+    store
+        .append(
+            &user,
+            ExpectedVersion::NoStream,
+            vec![event("Registered", 0)],
+        )
+        .await
+        .unwrap();
+    let before = read_all_when(store.as_ref(), 0, 1).await;
+
+    let mut tx = backend.begin().await;
+    let one = tx
+        .append(&table, ExpectedVersion::NoStream, events("Sat", 1..3))
+        .await
+        .unwrap();
+    // A conflict inside the transaction is typed and does not poison it.
+    let err = tx
+        .append(&user, ExpectedVersion::NoStream, vec![event("Joined", 3)])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::Conflict { actual: 1, .. }),
+        "{err}"
+    );
+    let two = tx
+        .append(&user, ExpectedVersion::Exact(1), vec![event("Joined", 4)])
+        .await
+        .unwrap();
+    let three = tx
+        .append(&table, ExpectedVersion::Exact(2), vec![event("Dealt", 5)])
+        .await
+        .unwrap();
+    let mut in_tx: Vec<RecordedEvent> = one.events;
+    in_tx.extend(two.events);
+    in_tx.extend(three.events);
+    assert_strictly_increasing(&in_tx);
+    assert!(in_tx[0].position > before[0].position);
+    tx.commit().await;
+
+    let all = read_all_when(store.as_ref(), 0, 5).await;
+    assert_eq!(all[1..], in_tx[..]);
+    assert_eq!(store.stream_version(&table).await.unwrap(), 3);
+    assert_eq!(store.stream_version(&user).await.unwrap(), 2);
+}
+
+/// The database itself rejects UPDATE and DELETE (and TRUNCATE on PostgreSQL).
+pub async fn append_only_is_enforced_by_the_database(backend: Arc<dyn Backend>) {
+    let store = backend.store();
+    let s = stream("table");
+    let appended = store
+        .append(&s, ExpectedVersion::NoStream, events("Dealt", 0..2))
+        .await
+        .unwrap();
+    let attempts = backend.try_mutations().await;
+    assert!(attempts.len() >= 2);
+    for (what, error) in attempts {
+        let error = error.unwrap_or_else(|| panic!("{what} was allowed"));
+        assert!(error.contains("append-only"), "{what}: {error}");
+    }
+    assert_eq!(store.read_stream(&s, 1, 10).await.unwrap(), appended.events);
+}
+
+/// An event id is stored once: a second append of it, in any stream or twice in one batch,
+/// is a typed error and writes nothing.
+pub async fn duplicate_event_ids_are_rejected(backend: Arc<dyn Backend>) {
+    let store = backend.store();
+    let a = stream("table");
+    let b = stream("table");
+    let e = event("Dealt", 0);
+    store
+        .append(&a, ExpectedVersion::NoStream, vec![e.clone()])
+        .await
+        .unwrap();
+    let err = store
+        .append(
+            &b,
+            ExpectedVersion::NoStream,
+            vec![event("Dealt", 1), e.clone()],
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::DuplicateEventId { event_id } if event_id == e.event_id),
+        "{err}"
+    );
+    let twice = event("Dealt", 2);
+    let err = store
+        .append(&b, ExpectedVersion::Any, vec![twice.clone(), twice.clone()])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::DuplicateEventId { .. }), "{err}");
+    assert_eq!(store.stream_version(&b).await.unwrap(), 0);
+
+    let mut tx = backend.begin().await;
+    let err = tx
+        .append(&b, ExpectedVersion::NoStream, vec![e.clone()])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::DuplicateEventId { .. }), "{err}");
+    tx.append(&b, ExpectedVersion::NoStream, vec![twice])
+        .await
+        .unwrap();
+    tx.commit().await;
+    assert_eq!(store.stream_version(&b).await.unwrap(), 1);
+}
+
+/// Events that break the envelope rules are rejected before anything is written.
+pub async fn invalid_events_are_rejected(backend: Arc<dyn Backend>) {
+    let store = backend.store();
+    let s = stream("table");
+    let bad_type = NewEvent::new("not a type", vec![]);
+    let err = store
+        .append(&s, ExpectedVersion::Any, vec![event("Ok", 0), bad_type])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::InvalidEvent(_)), "{err}");
+    let mut bad_trace = event("Ok", 1);
+    bad_trace
+        .trace_context
+        .insert(String::new(), "x".to_owned());
+    let err = store
+        .append(&s, ExpectedVersion::Any, vec![bad_trace])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::InvalidEvent(_)), "{err}");
+    assert_eq!(store.stream_version(&s).await.unwrap(), 0);
+    assert!(store.read_all(0, 10).await.unwrap().is_empty());
+}
+
+/// A large batch is one atomic append (one statement on PostgreSQL, chunked statements in
+/// one transaction on SQLite).
+pub async fn large_batches_append_atomically(backend: Arc<dyn Backend>) {
+    const N: u32 = 2_000;
+    let store = backend.store();
+    let s = stream("ledger");
+    let appended = store
+        .append(&s, ExpectedVersion::NoStream, events("Entry", 0..N))
+        .await
+        .unwrap();
+    assert_eq!(appended.version, u64::from(N));
+    let read = store.read_stream(&s, 1, usize::MAX).await.unwrap();
+    assert_eq!(read, appended.events);
+    // A batch that fails at its last event writes none of it.
+    let mut bad = events("Entry", N..2 * N);
+    bad.push(appended.events[0].clone().into_new_event());
+    let err = store
+        .append(&s, ExpectedVersion::Any, bad)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::DuplicateEventId { .. }), "{err}");
+    assert_eq!(store.stream_version(&s).await.unwrap(), u64::from(N));
+}
+
+/// Turns a stored event back into the `NewEvent` it came from (same id).
+trait IntoNewEvent {
+    fn into_new_event(self) -> NewEvent;
+}
+
+impl IntoNewEvent for RecordedEvent {
+    fn into_new_event(self) -> NewEvent {
+        NewEvent {
+            event_id: self.event_id,
+            event_type: self.event_type,
+            occurred_at: self.occurred_at,
+            correlation_id: self.correlation_id,
+            causation_id: self.causation_id,
+            trace_context: self.trace_context,
+            payload: self.payload,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Backends.
+
+/// URL of the PostgreSQL server tests create their databases on:
+/// `FAIRDEAL_TEST_POSTGRES_URL`, default `postgres://postgres@127.0.0.1:5432/postgres`.
+pub fn test_postgres_url() -> String {
+    std::env::var("FAIRDEAL_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+}
+
+/// A fresh PostgreSQL database `fairdeal_test_<uuid>` with a migrated store in schema
+/// `eventstore` (not `public`, to exercise per-service schemas). Dropped by `cleanup`.
+#[derive(Debug)]
+pub struct PgBackend {
+    /// Options for the server's maintenance database, to create and drop the test database.
+    admin: PgConnectOptions,
+    /// The test database's name.
+    database: String,
+    /// The store under test.
+    store: PgEventStore,
+}
+
+impl PgBackend {
+    /// Creates the database and the store.
+    pub async fn create() -> Self {
+        let admin: PgConnectOptions = test_postgres_url().parse().unwrap();
+        let database = format!("fairdeal_test_{}", Uuid::now_v7().simple());
+        let mut conn = admin.connect().await.expect("PostgreSQL on 127.0.0.1:5432");
+        sqlx::query(AssertSqlSafe(format!("CREATE DATABASE {database}")))
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        conn.close().await.unwrap();
+        let pool = PgEventStore::pool_options()
+            .max_connections(12)
+            .connect_with(admin.clone().database(&database))
+            .await
+            .unwrap();
+        let store = PgEventStore::new(pool, "eventstore").unwrap();
+        store.migrate().await.unwrap();
+        // Migrating twice is a no-op.
+        store.migrate().await.unwrap();
+        Self {
+            admin,
+            database,
+            store,
+        }
+    }
+
+    /// The PostgreSQL store under test.
+    pub fn pg_store(&self) -> &PgEventStore {
+        &self.store
+    }
+
+    /// Connect options for the test database.
+    pub fn connect_options(&self) -> PgConnectOptions {
+        self.admin.clone().database(&self.database)
+    }
+}
+
+/// [`OpenTx`] over PostgreSQL.
+struct PgOpenTx {
+    store: PgEventStore,
+    tx: Transaction<'static, Postgres>,
+}
+
+#[async_trait]
+impl OpenTx for PgOpenTx {
+    async fn append(
+        &mut self,
+        stream_id: &StreamId,
+        expected: ExpectedVersion,
+        events: Vec<NewEvent>,
+    ) -> Result<Appended, StoreError> {
+        self.store
+            .append_in_tx(&mut self.tx, stream_id, expected, events)
+            .await
+    }
+    async fn commit(self: Box<Self>) {
+        self.tx.commit().await.unwrap();
+    }
+    async fn rollback(self: Box<Self>) {
+        self.tx.rollback().await.unwrap();
+    }
+}
+
+#[async_trait]
+impl Backend for PgBackend {
+    fn store(&self) -> Arc<dyn EventStore> {
+        Arc::new(self.store.clone())
+    }
+
+    async fn begin(&self) -> Box<dyn OpenTx> {
+        Box::new(PgOpenTx {
+            store: self.store.clone(),
+            tx: self.store.begin().await.unwrap(),
+        })
+    }
+
+    async fn tamper(&self, stream_id: &StreamId, version: u64, payload: &[u8], hash: &Hash) {
+        let mut conn = self.store.pool().acquire().await.unwrap();
+        // Replica mode disables ordinary triggers, the append-only guard among them. Only a
+        // superuser can do this; the test's attacker is one.
+        sqlx::query("SET session_replication_role = replica")
+            .execute(&mut *conn)
+            .await
+            .unwrap();
+        let changed = sqlx::query(
+            "UPDATE eventstore.events SET payload = $3, hash = $4 \
+             WHERE stream_id = $1 AND version = $2",
+        )
+        .bind(stream_id.as_str())
+        .bind(i64::try_from(version).unwrap())
+        .bind(payload)
+        .bind(hash.as_slice())
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+        sqlx::query("SET session_replication_role = DEFAULT")
+            .execute(&mut *conn)
+            .await
+            .unwrap();
+        assert_eq!(changed.rows_affected(), 1);
+    }
+
+    async fn try_mutations(&self) -> Vec<(&'static str, Option<String>)> {
+        let mut out = Vec::new();
+        for (what, sql) in [
+            ("UPDATE", "UPDATE eventstore.events SET payload = '\\x00'"),
+            ("DELETE", "DELETE FROM eventstore.events"),
+            ("TRUNCATE", "TRUNCATE eventstore.events"),
+        ] {
+            let result = sqlx::query(sql).execute(self.store.pool()).await;
+            out.push((what, result.err().map(|e| e.to_string())));
+        }
+        out
+    }
+
+    async fn cleanup(&self) {
+        self.store.pool().close().await;
+        if let Ok(mut conn) = self.admin.connect().await {
+            let _ = sqlx::query(AssertSqlSafe(format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.database
+            )))
+            .execute(&mut conn)
+            .await;
+            let _ = conn.close().await;
+        }
+    }
+}
+
+/// A fresh SQLite store in a temporary directory, deleted by `cleanup` (or on drop).
+#[derive(Debug)]
+pub struct SqliteBackend {
+    /// Holds the directory (and so the database file) alive until cleanup.
+    dir: std::sync::Mutex<Option<tempfile::TempDir>>,
+    /// The store under test.
+    store: SqliteEventStore,
+}
+
+impl SqliteBackend {
+    /// Creates the file and the store.
+    pub async fn create() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteEventStore::open(dir.path().join("events.db"))
+            .await
+            .unwrap();
+        store.migrate().await.unwrap();
+        Self {
+            dir: std::sync::Mutex::new(Some(dir)),
+            store,
+        }
+    }
+
+    /// The SQLite store under test.
+    pub fn sqlite_store(&self) -> &SqliteEventStore {
+        &self.store
+    }
+}
+
+/// [`OpenTx`] over SQLite.
+struct SqliteOpenTx {
+    store: SqliteEventStore,
+    tx: Transaction<'static, Sqlite>,
+}
+
+#[async_trait]
+impl OpenTx for SqliteOpenTx {
+    async fn append(
+        &mut self,
+        stream_id: &StreamId,
+        expected: ExpectedVersion,
+        events: Vec<NewEvent>,
+    ) -> Result<Appended, StoreError> {
+        self.store
+            .append_in_tx(&mut self.tx, stream_id, expected, events)
+            .await
+    }
+    async fn commit(self: Box<Self>) {
+        self.tx.commit().await.unwrap();
+    }
+    async fn rollback(self: Box<Self>) {
+        self.tx.rollback().await.unwrap();
+    }
+}
+
+#[async_trait]
+impl Backend for SqliteBackend {
+    fn store(&self) -> Arc<dyn EventStore> {
+        Arc::new(self.store.clone())
+    }
+
+    async fn begin(&self) -> Box<dyn OpenTx> {
+        Box::new(SqliteOpenTx {
+            store: self.store.clone(),
+            tx: self.store.begin().await.unwrap(),
+        })
+    }
+
+    async fn tamper(&self, stream_id: &StreamId, version: u64, payload: &[u8], hash: &Hash) {
+        // SQLite cannot switch triggers off: drop the guard, write, and put it back, in one
+        // transaction.
+        let mut tx = self.store.begin().await.unwrap();
+        let guard: String =
+            sqlx::query_scalar("SELECT sql FROM sqlite_master WHERE name = 'events_no_update'")
+                .fetch_one(&mut *tx)
+                .await
+                .unwrap();
+        sqlx::query("DROP TRIGGER events_no_update")
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        let changed = sqlx::query(
+            "UPDATE events SET payload = ?3, hash = ?4 WHERE stream_id = ?1 AND version = ?2",
+        )
+        .bind(stream_id.as_str())
+        .bind(i64::try_from(version).unwrap())
+        .bind(payload)
+        .bind(hash.as_slice())
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+        sqlx::query(AssertSqlSafe(guard))
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!(changed.rows_affected(), 1);
+    }
+
+    async fn try_mutations(&self) -> Vec<(&'static str, Option<String>)> {
+        let mut out = Vec::new();
+        for (what, sql) in [
+            ("UPDATE", "UPDATE events SET payload = x'00'"),
+            ("DELETE", "DELETE FROM events"),
+        ] {
+            let result = sqlx::query(sql).execute(self.store.pool()).await;
+            out.push((what, result.err().map(|e| e.to_string())));
+        }
+        out
+    }
+
+    async fn cleanup(&self) {
+        self.store.pool().close().await;
+        let dir = self.dir.lock().map(|mut d| d.take()).unwrap_or(None);
+        if let Some(dir) = dir {
+            let _ = dir.close();
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! # fairdeal event store
+//!
+//! The append-only, hash-chained event log every service writes its state changes to, behind
+//! one dyn-compatible trait, [`EventStore`], with two backends:
+//!
+//! - [`postgres`] ([`PgEventStore`]): the store of record, one `events` table per service schema,
+//!   append-only enforced by the database, gap-safe global positions (xid8 + snapshot xmin).
+//! - [`sqlite`] ([`SqliteEventStore`]): the embedded default, one file, WAL, single writer.
+//!
+//! Layout:
+//! - [`store`]: the trait, [`ExpectedVersion`] and [`Appended`].
+//! - [`error`]: the [`StoreError`] enum.
+//! - `conformance` (feature `conformance`): the backend-independent test suite, with
+//!   PostgreSQL and SQLite test backends, reused by other crates.
+//! - The event types themselves ([`NewEvent`], [`RecordedEvent`], [`StreamId`], hashing) live
+//!   in the pure `fairdeal-event` crate and are re-exported here.
+#![forbid(unsafe_code)]
+
+mod codec;
+#[cfg(feature = "conformance")]
+pub mod conformance;
+pub mod error;
+pub mod postgres;
+pub mod sqlite;
+pub mod store;
+
+pub use error::StoreError;
+pub use fairdeal_event::{
+    ChainVerifier, Envelope, EventError, GENESIS_PREV_HASH, Hash, NewEvent, RecordedEvent, StreamId,
+};
+pub use postgres::PgEventStore;
+pub use sqlite::SqliteEventStore;
+pub use store::{Appended, EventStore, ExpectedVersion};

@@ -1,0 +1,593 @@
+//! The PostgreSQL backend: the store of record.
+//!
+//! One `events` table per service schema (`PgEventStore::new(pool, "auth")` uses
+//! `"auth".events`), created by the store's own migrations (tracked in
+//! `<schema>._fairdeal_eventstore_migrations`, so other migrators in the same database never
+//! clash with it). The database itself enforces the log's rules: unique `(stream_id, version)`,
+//! unique `event_id`, and triggers rejecting `UPDATE`, `DELETE` and `TRUNCATE`.
+//!
+//! # Gap-safe global positions
+//!
+//! A bigserial position is allocated before commit, so positions become visible out of order
+//! and a reader that has returned position 7 may later see 6 commit: a tailing consumer would
+//! skip it. Here a row's position is `(xid << 20) + i`, where `xid` is the inserting
+//! transaction's 64-bit id (`pg_current_xact_id()`, stamped by a trigger and tied to the
+//! position by a CHECK constraint) and `i` its index among that transaction's events. Readers
+//! return only positions below `pg_snapshot_xmin(pg_current_snapshot()) << 20`:
+//!
+//! - every transaction with an xid below the snapshot's xmin has committed or aborted, so
+//!   those rows are final and visible;
+//! - every transaction still open, or not yet started, has an xid >= xmin, so all of its rows,
+//!   whenever they commit, have positions >= `xmin << 20`, above everything returned so far.
+//!
+//! Hence positions come out strictly increasing and no committed event is ever skipped. Gaps
+//! are normal (positions are sparse). The price: an open writing transaction anywhere in the
+//! cluster (xids are cluster-wide) holds back `read_all` until it ends, so keep transactions
+//! short; a slow transaction delays consumers, it never loses events. 20 bits allow 1,048,576
+//! events per transaction; 43 bits of xid last for 8.8e12 transactions.
+//!
+//! After a logical dump/restore into a new cluster the xid counter starts below the stored
+//! positions; `append` detects it and refuses (`StoreError::InvalidArgument`) instead of
+//! writing positions that sort before existing events. Use `pg_upgrade` (which keeps the
+//! counter) or advance the counter (`pg_resetwal -x`) above the largest stored `tx_id`.
+
+use crate::codec::{
+    Row, check_distinct_ids, limit_i64, occurred_at_us, to_i64, trace_context_json,
+    verify_stream_rows,
+};
+use crate::error::StoreError;
+use crate::store::{Appended, EventStore, ExpectedVersion};
+use async_trait::async_trait;
+use fairdeal_event::{GENESIS_PREV_HASH, Hash, NewEvent, RecordedEvent, StreamId, seal};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
+use sqlx::{
+    AssertSqlSafe, Connection, PgConnection, Postgres, Row as _, SqlSafeStr, SqlStr, Transaction,
+};
+use std::sync::Arc;
+use std::time::Duration;
+use uuid::Uuid;
+
+/// Bits of a position below the transaction id.
+const TX_SHIFT: u32 = 20;
+/// Events one transaction can append.
+const MAX_EVENTS_PER_TX: i64 = 1 << TX_SHIFT;
+/// Largest xid whose positions fit a signed 64-bit column.
+const MAX_XID: i64 = (1 << (63 - TX_SHIFT)) - 1;
+/// Attempts of an `ExpectedVersion::Any` append that loses a race to another writer.
+const ANY_ATTEMPTS: usize = 16;
+
+/// Event store on PostgreSQL. Cheap to clone (the pool and the prepared SQL are shared).
+#[derive(Debug, Clone)]
+pub struct PgEventStore {
+    /// Connections; `test_before_acquire(false)` is recommended (see [`Self::pool_options`]).
+    pool: PgPool,
+    /// The schema holding `events` (validated identifier).
+    schema: Arc<str>,
+    /// SQL with the schema name spliced in once, at construction.
+    sql: Arc<PgSql>,
+}
+
+/// The statements, qualified with the store's schema.
+#[derive(Debug)]
+struct PgSql {
+    head: SqlStr,
+    insert: SqlStr,
+    stream_version: SqlStr,
+    existing_ids: SqlStr,
+    read_stream: SqlStr,
+    read_all: SqlStr,
+    head_position: SqlStr,
+}
+
+impl PgSql {
+    fn new(schema: &str) -> Self {
+        let t = format!("\"{schema}\".events");
+        let safe = |s: String| AssertSqlSafe(s).into_sql_str();
+        Self {
+            // One round trip: this transaction's xid (assigning one), the last position it
+            // already wrote (several appends in one transaction), the stream head, the
+            // largest stored position and the snapshot's xmax (for the restore guard).
+            head: safe(format!(
+                "SELECT x.xid, own.last_position, head.version, head.hash, top.max_position, \
+                        pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS xmax \
+                 FROM (SELECT pg_current_xact_id()::text::bigint AS xid) AS x \
+                 LEFT JOIN LATERAL (SELECT max(position) AS last_position FROM {t} \
+                     WHERE position >= (x.xid << {TX_SHIFT}) \
+                       AND position < ((x.xid + 1) << {TX_SHIFT})) AS own ON true \
+                 LEFT JOIN LATERAL (SELECT version, hash FROM {t} WHERE stream_id = $1 \
+                     ORDER BY version DESC LIMIT 1) AS head ON true \
+                 LEFT JOIN LATERAL (SELECT max(position) AS max_position FROM {t}) AS top ON true"
+            )),
+            // The whole batch in one statement: one round trip whatever its size.
+            insert: safe(format!(
+                "INSERT INTO {t} (position, event_id, stream_id, version, event_type, \
+                     occurred_at_us, correlation_id, causation_id, trace_context, payload, \
+                     prev_hash, hash) \
+                 SELECT u.position, u.event_id, $3, u.version, u.event_type, u.occurred_at_us, \
+                     u.correlation_id, u.causation_id, u.trace_context::jsonb, u.payload, \
+                     u.prev_hash, u.hash \
+                 FROM UNNEST($1::bigint[], $2::uuid[], $4::bigint[], $5::text[], $6::bigint[], \
+                     $7::text[], $8::text[], $9::text[], $10::bytea[], $11::bytea[], \
+                     $12::bytea[]) AS u(position, event_id, version, event_type, occurred_at_us, \
+                     correlation_id, causation_id, trace_context, payload, prev_hash, hash)"
+            )),
+            stream_version: safe(format!(
+                "SELECT coalesce(max(version), 0) FROM {t} WHERE stream_id = $1"
+            )),
+            existing_ids: safe(format!(
+                "SELECT event_id FROM {t} WHERE event_id = ANY($1) LIMIT 1"
+            )),
+            read_stream: safe(format!(
+                "SELECT {COLUMNS_PG} FROM {t} WHERE stream_id = $1 AND version >= $2 \
+                 ORDER BY version LIMIT $3"
+            )),
+            read_all: safe(format!(
+                "SELECT {COLUMNS_PG} FROM {t} WHERE position >= $1 \
+                   AND position < (pg_snapshot_xmin(pg_current_snapshot())::text::bigint \
+                                   << {TX_SHIFT}) \
+                 ORDER BY position LIMIT $2"
+            )),
+            head_position: safe(format!(
+                "SELECT coalesce(max(position), 0) FROM {t} \
+                 WHERE position < (pg_snapshot_xmin(pg_current_snapshot())::text::bigint \
+                                   << {TX_SHIFT})"
+            )),
+        }
+    }
+}
+
+/// The columns of `crate::codec::Row`, with `trace_context` read back as text.
+const COLUMNS_PG: &str = "position, event_id, stream_id, version, event_type, occurred_at_us, \
+     correlation_id, causation_id, trace_context::text AS trace_context, payload, prev_hash, hash";
+
+impl PgEventStore {
+    /// Pool settings that suit the store: no ping before every checkout (it doubles the cost
+    /// of a one-row commit, see MEASUREMENTS) and bounded waits.
+    pub fn pool_options() -> PgPoolOptions {
+        PgPoolOptions::new()
+            .max_connections(16)
+            .test_before_acquire(false)
+            .acquire_timeout(Duration::from_secs(10))
+    }
+
+    /// Connects with [`Self::pool_options`], then runs the migrations into `schema`.
+    pub async fn connect(url: &str, schema: &str) -> Result<Self, StoreError> {
+        let options: PgConnectOptions = url.parse()?;
+        let pool = Self::pool_options().connect_with(options).await?;
+        let store = Self::new(pool, schema)?;
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// A store over `pool` for the `events` table in `schema` (a lowercase SQL identifier:
+    /// `[a-z_][a-z0-9_]*`, at most 63 bytes). Does not touch the database; call
+    /// [`Self::migrate`] once at start.
+    pub fn new(pool: PgPool, schema: &str) -> Result<Self, StoreError> {
+        validate_schema(schema)?;
+        Ok(Self {
+            pool,
+            sql: Arc::new(PgSql::new(schema)),
+            schema: schema.into(),
+        })
+    }
+
+    /// Creates the schema if needed and applies the store's pending migrations. Idempotent
+    /// and safe to run from several processes at once (sqlx takes an advisory lock).
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        // The version numbers are private to the store's own migrations table.
+        let mut migrator = sqlx::migrate!("./migrations/postgres");
+        migrator.create_schema(format!("\"{}\"", self.schema));
+        migrator.dangerous_set_table_name(format!(
+            "\"{}\"._fairdeal_eventstore_migrations",
+            self.schema
+        ));
+        // A dedicated connection: the migration SQL uses unqualified names resolved through
+        // search_path, and a pooled connection must not keep that setting.
+        let mut conn = PgConnection::connect_with(&self.pool.connect_options()).await?;
+        sqlx::query(AssertSqlSafe(format!(
+            "SET search_path TO \"{}\"",
+            self.schema
+        )))
+        .execute(&mut conn)
+        .await?;
+        let result = migrator.run(&mut conn).await;
+        conn.close().await?;
+        result?;
+        Ok(())
+    }
+
+    /// The connection pool (shared with the service for its own tables).
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// The schema holding the `events` table.
+    pub fn schema(&self) -> &str {
+        &self.schema
+    }
+
+    /// Begins a transaction on the store's pool, for [`Self::append_in_tx`].
+    pub async fn begin(&self) -> Result<Transaction<'static, Postgres>, StoreError> {
+        Ok(self.pool.begin().await?)
+    }
+
+    /// Appends inside the caller's transaction, so events and the service's own table
+    /// changes commit (or roll back) together. Nothing is visible to readers before the
+    /// caller commits.
+    ///
+    /// The work runs in a savepoint: on any error (including a version conflict lost to a
+    /// concurrent writer) the transaction is left as it was and stays usable. Several appends
+    /// in one transaction are fine (up to 1,048,576 events in total). `ExpectedVersion::Any`
+    /// is not retried here: a lost race is a `Conflict`, and the caller retries the whole
+    /// transaction.
+    pub async fn append_in_tx(
+        &self,
+        tx: &mut Transaction<'_, Postgres>,
+        stream_id: &StreamId,
+        expected: ExpectedVersion,
+        events: Vec<NewEvent>,
+    ) -> Result<Appended, StoreError> {
+        let mut savepoint = (&mut **tx).begin().await?;
+        match self
+            .append_on(&mut *savepoint, stream_id, expected, events)
+            .await
+        {
+            Ok(appended) => {
+                savepoint.commit().await?;
+                Ok(appended)
+            }
+            Err(Failure::Store(e)) => {
+                savepoint.rollback().await?;
+                Err(e)
+            }
+            Err(Failure::Unique { constraint, ids }) => {
+                savepoint.rollback().await?;
+                Err(self
+                    .explain_unique(&mut **tx, &constraint, stream_id, expected, &ids)
+                    .await)
+            }
+        }
+    }
+
+    /// The append itself, on a connection that is inside a transaction or savepoint.
+    async fn append_on(
+        &self,
+        conn: &mut PgConnection,
+        stream_id: &StreamId,
+        expected: ExpectedVersion,
+        events: Vec<NewEvent>,
+    ) -> Result<Appended, Failure> {
+        check_distinct_ids(&events)?;
+        let head = sqlx::query(self.sql.head.clone())
+            .bind(stream_id.as_str())
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(StoreError::from)?;
+        let xid: i64 = head.try_get("xid").map_err(StoreError::from)?;
+        let own_last: Option<i64> = head.try_get("last_position").map_err(StoreError::from)?;
+        let current: Option<i64> = head.try_get("version").map_err(StoreError::from)?;
+        let current_hash: Option<Vec<u8>> = head.try_get("hash").map_err(StoreError::from)?;
+        let max_position: Option<i64> = head.try_get("max_position").map_err(StoreError::from)?;
+        let xmax: i64 = head.try_get("xmax").map_err(StoreError::from)?;
+
+        if !(0..=MAX_XID).contains(&xid) {
+            return Err(StoreError::InvalidArgument(format!(
+                "transaction id {xid} exceeds the position range (2^43)"
+            ))
+            .into());
+        }
+        if let Some(max) = max_position {
+            let owner = max >> TX_SHIFT;
+            if owner != xid && owner >= xmax {
+                return Err(StoreError::InvalidArgument(format!(
+                    "stored position {max} belongs to transaction {owner}, which this cluster \
+                     has not reached (next xid {xmax}): the database was restored into a new \
+                     cluster; advance the xid counter before appending"
+                ))
+                .into());
+            }
+        }
+
+        let current = u64::try_from(current.unwrap_or(0)).unwrap_or(0);
+        if !expected.matches(current) {
+            return Err(StoreError::Conflict {
+                stream_id: stream_id.clone(),
+                expected,
+                actual: current,
+            }
+            .into());
+        }
+        if events.is_empty() {
+            return Ok(Appended {
+                version: current,
+                events: Vec::new(),
+            });
+        }
+
+        let base = xid << TX_SHIFT;
+        let first_index = own_last.map_or(0, |last| last - base + 1);
+        let count = i64::try_from(events.len()).unwrap_or(i64::MAX);
+        if first_index.saturating_add(count) > MAX_EVENTS_PER_TX {
+            return Err(StoreError::InvalidArgument(format!(
+                "more than {MAX_EVENTS_PER_TX} events in one transaction"
+            ))
+            .into());
+        }
+
+        let mut prev: Hash = match current_hash {
+            Some(bytes) => Hash::try_from(bytes.as_slice()).unwrap_or(GENESIS_PREV_HASH),
+            None => GENESIS_PREV_HASH,
+        };
+        let mut sealed = Vec::with_capacity(events.len());
+        for (i, event) in (0_i64..).zip(events) {
+            let version = current + 1 + u64::try_from(i).unwrap_or(0);
+            let mut recorded =
+                seal(stream_id, version, &prev, event).map_err(StoreError::InvalidEvent)?;
+            recorded.position = u64::try_from(base + first_index + i).unwrap_or(0);
+            prev = recorded.hash;
+            sealed.push(recorded);
+        }
+
+        let mut positions = Vec::with_capacity(sealed.len());
+        let mut ids = Vec::with_capacity(sealed.len());
+        let mut versions = Vec::with_capacity(sealed.len());
+        let mut types = Vec::with_capacity(sealed.len());
+        let mut times = Vec::with_capacity(sealed.len());
+        let mut correlations = Vec::with_capacity(sealed.len());
+        let mut causations = Vec::with_capacity(sealed.len());
+        let mut traces = Vec::with_capacity(sealed.len());
+        let mut payloads = Vec::with_capacity(sealed.len());
+        let mut prev_hashes = Vec::with_capacity(sealed.len());
+        let mut hashes = Vec::with_capacity(sealed.len());
+        for e in &sealed {
+            positions.push(to_i64(e.position, "position")?);
+            ids.push(e.event_id);
+            versions.push(to_i64(e.version, "version")?);
+            types.push(e.event_type.clone());
+            times.push(occurred_at_us(e)?);
+            correlations.push(e.correlation_id.clone());
+            causations.push(e.causation_id.clone());
+            traces.push(trace_context_json(&e.trace_context));
+            payloads.push(e.payload.clone());
+            prev_hashes.push(e.prev_hash.to_vec());
+            hashes.push(e.hash.to_vec());
+        }
+        let inserted = sqlx::query(self.sql.insert.clone())
+            .bind(positions)
+            .bind(ids.clone())
+            .bind(stream_id.as_str())
+            .bind(versions)
+            .bind(types)
+            .bind(times)
+            .bind(correlations)
+            .bind(causations)
+            .bind(traces)
+            .bind(payloads)
+            .bind(prev_hashes)
+            .bind(hashes)
+            .execute(&mut *conn)
+            .await;
+        match inserted {
+            Ok(_) => Ok(Appended {
+                version: sealed.last().map_or(current, |e| e.version),
+                events: sealed,
+            }),
+            Err(sqlx::Error::Database(db)) if db.is_unique_violation() => Err(Failure::Unique {
+                constraint: db.constraint().unwrap_or_default().to_owned(),
+                ids,
+            }),
+            Err(e) => Err(StoreError::from(e).into()),
+        }
+    }
+
+    /// Turns a unique violation (a race lost to another writer) into the typed error, reading
+    /// the state that won.
+    async fn explain_unique(
+        &self,
+        conn: &mut PgConnection,
+        constraint: &str,
+        stream_id: &StreamId,
+        expected: ExpectedVersion,
+        ids: &[Uuid],
+    ) -> StoreError {
+        if constraint == "events_event_id_key" {
+            let existing: Result<Option<Uuid>, _> =
+                sqlx::query_scalar(self.sql.existing_ids.clone())
+                    .bind(ids.to_vec())
+                    .fetch_optional(&mut *conn)
+                    .await;
+            return match existing {
+                Ok(Some(event_id)) => StoreError::DuplicateEventId { event_id },
+                Ok(None) => StoreError::InvalidArgument(
+                    "an event id was stored concurrently and then rolled back; retry".into(),
+                ),
+                Err(e) => e.into(),
+            };
+        }
+        match self.stream_version_on(conn, stream_id).await {
+            Ok(actual) => StoreError::Conflict {
+                stream_id: stream_id.clone(),
+                expected,
+                actual,
+            },
+            Err(e) => e,
+        }
+    }
+
+    async fn stream_version_on(
+        &self,
+        conn: &mut PgConnection,
+        stream_id: &StreamId,
+    ) -> Result<u64, StoreError> {
+        let version: i64 = sqlx::query_scalar(self.sql.stream_version.clone())
+            .bind(stream_id.as_str())
+            .fetch_one(conn)
+            .await?;
+        Ok(u64::try_from(version).unwrap_or(0))
+    }
+
+    async fn append_once(
+        &self,
+        stream_id: &StreamId,
+        expected: ExpectedVersion,
+        events: Vec<NewEvent>,
+    ) -> Result<Appended, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        match self.append_on(&mut *tx, stream_id, expected, events).await {
+            Ok(appended) => {
+                tx.commit().await?;
+                Ok(appended)
+            }
+            Err(Failure::Store(e)) => Err(e),
+            Err(Failure::Unique { constraint, ids }) => {
+                // The statement failed, so the transaction is aborted: explain outside it.
+                tx.rollback().await?;
+                let mut conn = self.pool.acquire().await?;
+                Err(self
+                    .explain_unique(&mut conn, &constraint, stream_id, expected, &ids)
+                    .await)
+            }
+        }
+    }
+}
+
+/// How `append_on` fails: a typed error, or a unique violation still to be explained (which
+/// needs a statement outside the failed one).
+enum Failure {
+    Store(StoreError),
+    Unique { constraint: String, ids: Vec<Uuid> },
+}
+
+impl From<StoreError> for Failure {
+    fn from(e: StoreError) -> Self {
+        Self::Store(e)
+    }
+}
+
+fn validate_schema(schema: &str) -> Result<(), StoreError> {
+    let mut bytes = schema.bytes();
+    let valid = schema.len() <= 63
+        && bytes
+            .next()
+            .is_some_and(|b| b.is_ascii_lowercase() || b == b'_')
+        && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if valid {
+        Ok(())
+    } else {
+        Err(StoreError::InvalidArgument(format!(
+            "schema {schema:?} is not a lowercase SQL identifier ([a-z_][a-z0-9_]*, <= 63 bytes)"
+        )))
+    }
+}
+
+fn row_from_pg(row: &PgRow) -> Result<Row, sqlx::Error> {
+    Ok(Row {
+        position: row.try_get("position")?,
+        event_id: row.try_get("event_id")?,
+        stream_id: row.try_get("stream_id")?,
+        version: row.try_get("version")?,
+        event_type: row.try_get("event_type")?,
+        occurred_at_us: row.try_get("occurred_at_us")?,
+        correlation_id: row.try_get("correlation_id")?,
+        causation_id: row.try_get("causation_id")?,
+        trace_context: row.try_get("trace_context")?,
+        payload: row.try_get("payload")?,
+        prev_hash: row.try_get("prev_hash")?,
+        hash: row.try_get("hash")?,
+    })
+}
+
+#[async_trait]
+impl EventStore for PgEventStore {
+    #[tracing::instrument(skip(self, events), fields(stream_id = %stream_id, count = events.len()))]
+    async fn append(
+        &self,
+        stream_id: &StreamId,
+        expected: ExpectedVersion,
+        events: Vec<NewEvent>,
+    ) -> Result<Appended, StoreError> {
+        let mut attempt = 1;
+        loop {
+            match self.append_once(stream_id, expected, events.clone()).await {
+                // `Any` lost a race for the next version: the winner is committed, so a fresh
+                // attempt reads its head and links after it.
+                Err(StoreError::Conflict { .. })
+                    if expected == ExpectedVersion::Any && attempt < ANY_ATTEMPTS =>
+                {
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn read_stream(
+        &self,
+        stream_id: &StreamId,
+        from_version: u64,
+        limit: usize,
+    ) -> Result<Vec<RecordedEvent>, StoreError> {
+        let from = from_version.max(1);
+        // Fetch the predecessor too, to check the link into the first returned event.
+        let (query_from, extra) = if from > 1 { (from - 1, 1) } else { (from, 0) };
+        let rows = sqlx::query(self.sql.read_stream.clone())
+            .bind(stream_id.as_str())
+            .bind(to_i64(query_from, "version")?)
+            .bind(limit_i64(limit).saturating_add(extra))
+            .fetch_all(&self.pool)
+            .await?;
+        let rows = rows
+            .iter()
+            .map(row_from_pg)
+            .collect::<Result<Vec<_>, _>>()?;
+        verify_stream_rows(stream_id, from, rows, limit)
+    }
+
+    async fn read_all(
+        &self,
+        from_position: u64,
+        limit: usize,
+    ) -> Result<Vec<RecordedEvent>, StoreError> {
+        let rows = sqlx::query(self.sql.read_all.clone())
+            .bind(to_i64(from_position, "position")?)
+            .bind(limit_i64(limit))
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|row| row_from_pg(row).map_err(StoreError::from)?.into_event())
+            .collect()
+    }
+
+    async fn head_position(&self) -> Result<u64, StoreError> {
+        let head: i64 = sqlx::query_scalar(self.sql.head_position.clone())
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(u64::try_from(head).unwrap_or(0))
+    }
+
+    async fn stream_version(&self, stream_id: &StreamId) -> Result<u64, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        self.stream_version_on(&mut conn, stream_id).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_names() {
+        for ok in ["public", "auth", "_x", "tables_v2"] {
+            assert!(validate_schema(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "Auth", "1x", "a-b", "a\"b", &"a".repeat(64)] {
+            assert!(validate_schema(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn position_layout_fits() {
+        assert_eq!(MAX_XID << TX_SHIFT >> TX_SHIFT, MAX_XID);
+        assert!((MAX_XID << TX_SHIFT) + (MAX_EVENTS_PER_TX - 1) > 0);
+    }
+}

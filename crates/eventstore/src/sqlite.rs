@@ -1,0 +1,313 @@
+//! The SQLite backend: the embedded default (one file, no server).
+//!
+//! WAL journal (readers never block the writer), `synchronous = FULL` (a committed append
+//! survives a power cut), a busy timeout, and single-writer semantics: every write
+//! transaction starts with `BEGIN IMMEDIATE`, so it holds SQLite's write lock from its first
+//! statement, and appends through [`SqliteEventStore::append`] also queue on an in-process
+//! lock instead of spinning in SQLite's busy handler. Because writers are serialised, a row's
+//! position (its rowid, `max + 1` at insert) is visible only after every lower position, so
+//! `read_all` can never skip an event.
+//!
+//! Migrations are tracked in `_fairdeal_eventstore_migrations`, apart from any other
+//! migrator sharing the file.
+
+use crate::codec::{
+    COLUMNS, Row, check_distinct_ids, limit_i64, occurred_at_us, to_i64, trace_context_json,
+    verify_stream_rows,
+};
+use crate::error::StoreError;
+use crate::store::{Appended, EventStore, ExpectedVersion};
+use async_trait::async_trait;
+use fairdeal_event::{GENESIS_PREV_HASH, Hash, NewEvent, RecordedEvent, StreamId, seal};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
+    SqliteSynchronous,
+};
+use sqlx::{Connection, QueryBuilder, Row as _, Sqlite, SqliteConnection, Transaction};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use uuid::Uuid;
+
+/// Rows per INSERT statement: 12 parameters a row stays far below SQLite's 32,766.
+const INSERT_CHUNK: usize = 500;
+
+/// Event store on SQLite. Cheap to clone (pool and writer lock are shared).
+#[derive(Debug, Clone)]
+pub struct SqliteEventStore {
+    /// Connections to the database file.
+    pool: SqlitePool,
+    /// Serialises this process's appends, so they queue fairly instead of polling SQLite's
+    /// busy handler (which sleeps in growing steps).
+    writer: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl SqliteEventStore {
+    /// Connection settings for the event store file at `path` (created if missing).
+    pub fn connect_options(path: impl AsRef<Path>) -> SqliteConnectOptions {
+        SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .busy_timeout(Duration::from_secs(30))
+            .foreign_keys(true)
+    }
+
+    /// Opens (creating if needed) the database file at `path` and runs the migrations.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .test_before_acquire(false)
+            .connect_with(Self::connect_options(path))
+            .await?;
+        let store = Self::new(pool);
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// A store over `pool` (which should use [`Self::connect_options`]). Call
+    /// [`Self::migrate`] once at start.
+    pub fn new(pool: SqlitePool) -> Self {
+        Self {
+            pool,
+            writer: Arc::new(tokio::sync::Mutex::new(())),
+        }
+    }
+
+    /// Applies the store's pending migrations (idempotent).
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        // The version numbers are private to the store's own migrations table.
+        let mut migrator = sqlx::migrate!("./migrations/sqlite");
+        migrator.dangerous_set_table_name("_fairdeal_eventstore_migrations");
+        migrator.run(&self.pool).await?;
+        Ok(())
+    }
+
+    /// The connection pool (shared with the service for its own tables).
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    /// Begins a write transaction (`BEGIN IMMEDIATE`) for [`Self::append_in_tx`]. Use this
+    /// rather than `pool.begin()`: a deferred transaction that reads before it writes can
+    /// fail with `SQLITE_BUSY` when another writer got in between.
+    pub async fn begin(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
+        Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
+    }
+
+    /// Appends inside the caller's transaction (from [`Self::begin`]), so events and the
+    /// service's own table changes commit or roll back together. Runs in a savepoint: on
+    /// error the transaction is left as it was and stays usable.
+    pub async fn append_in_tx(
+        &self,
+        tx: &mut Transaction<'_, Sqlite>,
+        stream_id: &StreamId,
+        expected: ExpectedVersion,
+        events: Vec<NewEvent>,
+    ) -> Result<Appended, StoreError> {
+        let mut savepoint = (&mut **tx).begin().await?;
+        match append_on(&mut savepoint, stream_id, expected, events).await {
+            Ok(appended) => {
+                savepoint.commit().await?;
+                Ok(appended)
+            }
+            Err(e) => {
+                savepoint.rollback().await?;
+                Err(e)
+            }
+        }
+    }
+}
+
+/// The append itself, on a connection holding the write lock (inside a transaction).
+async fn append_on(
+    conn: &mut SqliteConnection,
+    stream_id: &StreamId,
+    expected: ExpectedVersion,
+    events: Vec<NewEvent>,
+) -> Result<Appended, StoreError> {
+    check_distinct_ids(&events)?;
+    let head: Option<(i64, Vec<u8>)> = sqlx::query_as(
+        "SELECT version, hash FROM events WHERE stream_id = ? ORDER BY version DESC LIMIT 1",
+    )
+    .bind(stream_id.as_str())
+    .fetch_optional(&mut *conn)
+    .await?;
+    let current = head
+        .as_ref()
+        .map_or(0, |(v, _)| u64::try_from(*v).unwrap_or(0));
+    if !expected.matches(current) {
+        return Err(StoreError::Conflict {
+            stream_id: stream_id.clone(),
+            expected,
+            actual: current,
+        });
+    }
+    if events.is_empty() {
+        return Ok(Appended {
+            version: current,
+            events: Vec::new(),
+        });
+    }
+    let ids: Vec<Uuid> = events.iter().map(|e| e.event_id).collect();
+    for chunk in ids.chunks(INSERT_CHUNK) {
+        let mut query =
+            QueryBuilder::<Sqlite>::new("SELECT event_id FROM events WHERE event_id IN ");
+        query.push_tuples(chunk, |mut b, id| {
+            b.push_bind(*id);
+        });
+        query.push(" LIMIT 1");
+        let existing: Option<Uuid> = query
+            .build_query_scalar()
+            .fetch_optional(&mut *conn)
+            .await?;
+        if let Some(event_id) = existing {
+            return Err(StoreError::DuplicateEventId { event_id });
+        }
+    }
+    let last_position: i64 = sqlx::query_scalar("SELECT coalesce(max(position), 0) FROM events")
+        .fetch_one(&mut *conn)
+        .await?;
+    let mut position = u64::try_from(last_position).unwrap_or(0);
+
+    let mut prev: Hash = match &head {
+        Some((_, bytes)) => Hash::try_from(bytes.as_slice()).unwrap_or(GENESIS_PREV_HASH),
+        None => GENESIS_PREV_HASH,
+    };
+    let mut sealed = Vec::with_capacity(events.len());
+    for (version, event) in (current + 1..).zip(events) {
+        let mut recorded =
+            seal(stream_id, version, &prev, event).map_err(StoreError::InvalidEvent)?;
+        position += 1;
+        recorded.position = position;
+        prev = recorded.hash;
+        sealed.push(recorded);
+    }
+    for chunk in sealed.chunks(INSERT_CHUNK) {
+        let mut rows = Vec::with_capacity(chunk.len());
+        for e in chunk {
+            rows.push((
+                to_i64(e.position, "position")?,
+                to_i64(e.version, "version")?,
+                occurred_at_us(e)?,
+                e,
+            ));
+        }
+        let mut query = QueryBuilder::<Sqlite>::new(format!("INSERT INTO events ({COLUMNS}) "));
+        query.push_values(rows, |mut b, (position, version, time, e)| {
+            b.push_bind(position)
+                .push_bind(e.event_id)
+                .push_bind(e.stream_id.as_str().to_owned())
+                .push_bind(version)
+                .push_bind(e.event_type.clone())
+                .push_bind(time)
+                .push_bind(e.correlation_id.clone())
+                .push_bind(e.causation_id.clone())
+                .push_bind(trace_context_json(&e.trace_context))
+                .push_bind(e.payload.clone())
+                .push_bind(e.prev_hash.to_vec())
+                .push_bind(e.hash.to_vec());
+        });
+        query.build().execute(&mut *conn).await?;
+    }
+    Ok(Appended {
+        version: sealed.last().map_or(current, |e| e.version),
+        events: sealed,
+    })
+}
+
+fn row_from_sqlite(row: &SqliteRow) -> Result<Row, sqlx::Error> {
+    Ok(Row {
+        position: row.try_get("position")?,
+        event_id: row.try_get("event_id")?,
+        stream_id: row.try_get("stream_id")?,
+        version: row.try_get("version")?,
+        event_type: row.try_get("event_type")?,
+        occurred_at_us: row.try_get("occurred_at_us")?,
+        correlation_id: row.try_get("correlation_id")?,
+        causation_id: row.try_get("causation_id")?,
+        trace_context: row.try_get("trace_context")?,
+        payload: row.try_get("payload")?,
+        prev_hash: row.try_get("prev_hash")?,
+        hash: row.try_get("hash")?,
+    })
+}
+
+#[async_trait]
+impl EventStore for SqliteEventStore {
+    #[tracing::instrument(skip(self, events), fields(stream_id = %stream_id, count = events.len()))]
+    async fn append(
+        &self,
+        stream_id: &StreamId,
+        expected: ExpectedVersion,
+        events: Vec<NewEvent>,
+    ) -> Result<Appended, StoreError> {
+        let _writer = self.writer.lock().await;
+        let mut tx = self.begin().await?;
+        let appended = append_on(&mut tx, stream_id, expected, events).await?;
+        tx.commit().await?;
+        Ok(appended)
+    }
+
+    async fn read_stream(
+        &self,
+        stream_id: &StreamId,
+        from_version: u64,
+        limit: usize,
+    ) -> Result<Vec<RecordedEvent>, StoreError> {
+        let from = from_version.max(1);
+        // Fetch the predecessor too, to check the link into the first returned event.
+        let (query_from, extra) = if from > 1 { (from - 1, 1) } else { (from, 0) };
+        let rows = sqlx::query(
+            "SELECT position, event_id, stream_id, version, event_type, occurred_at_us, \
+                 correlation_id, causation_id, trace_context, payload, prev_hash, hash \
+             FROM events WHERE stream_id = ? AND version >= ? ORDER BY version LIMIT ?",
+        )
+        .bind(stream_id.as_str())
+        .bind(to_i64(query_from, "version")?)
+        .bind(limit_i64(limit).saturating_add(extra))
+        .fetch_all(&self.pool)
+        .await?;
+        let rows = rows
+            .iter()
+            .map(row_from_sqlite)
+            .collect::<Result<Vec<_>, _>>()?;
+        verify_stream_rows(stream_id, from, rows, limit)
+    }
+
+    async fn read_all(
+        &self,
+        from_position: u64,
+        limit: usize,
+    ) -> Result<Vec<RecordedEvent>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT position, event_id, stream_id, version, event_type, occurred_at_us, \
+                 correlation_id, causation_id, trace_context, payload, prev_hash, hash \
+             FROM events WHERE position >= ? ORDER BY position LIMIT ?",
+        )
+        .bind(to_i64(from_position, "position")?)
+        .bind(limit_i64(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| row_from_sqlite(row).map_err(StoreError::from)?.into_event())
+            .collect()
+    }
+
+    async fn head_position(&self) -> Result<u64, StoreError> {
+        let head: i64 = sqlx::query_scalar("SELECT coalesce(max(position), 0) FROM events")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(u64::try_from(head).unwrap_or(0))
+    }
+
+    async fn stream_version(&self, stream_id: &StreamId) -> Result<u64, StoreError> {
+        let version: i64 =
+            sqlx::query_scalar("SELECT coalesce(max(version), 0) FROM events WHERE stream_id = ?")
+                .bind(stream_id.as_str())
+                .fetch_one(&self.pool)
+                .await?;
+        Ok(u64::try_from(version).unwrap_or(0))
+    }
+}

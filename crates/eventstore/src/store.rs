@@ -1,0 +1,125 @@
+//! The [`EventStore`] trait and the values it takes and returns.
+
+use crate::error::StoreError;
+use async_trait::async_trait;
+use fairdeal_event::{NewEvent, RecordedEvent, StreamId};
+use std::fmt;
+
+/// What the appender believes the stream's current version is (optimistic concurrency).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ExpectedVersion {
+    /// Append whatever the current version is (retried internally on a race).
+    Any,
+    /// The stream must not exist yet (its first event becomes version 1).
+    NoStream,
+    /// The stream's last event must be this version. `Exact(0)` means the same as `NoStream`.
+    Exact(u64),
+}
+
+impl ExpectedVersion {
+    /// Whether a stream whose last version is `current` (0: no stream) satisfies this
+    /// expectation.
+    pub fn matches(self, current: u64) -> bool {
+        match self {
+            Self::Any => true,
+            Self::NoStream => current == 0,
+            Self::Exact(v) => current == v,
+        }
+    }
+}
+
+impl fmt::Display for ExpectedVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Any => f.write_str("any version"),
+            Self::NoStream => f.write_str("no stream"),
+            Self::Exact(v) => write!(f, "version {v}"),
+        }
+    }
+}
+
+/// The result of a successful append.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Appended {
+    /// The stream's last version after the append (unchanged for an empty append); pass it
+    /// as `ExpectedVersion::Exact` to append again.
+    pub version: u64,
+    /// The events as stored, with versions, hashes and global positions, in version order.
+    /// Positions are final once the transaction that wrote them commits.
+    pub events: Vec<RecordedEvent>,
+}
+
+/// An append-only, hash-chained event log (one per service schema / database).
+///
+/// Services hold an `Arc<dyn EventStore>`; the backends are [`crate::PgEventStore`] (the
+/// store of record) and [`crate::SqliteEventStore`] (the embedded default). Both pass the
+/// same conformance suite ([`crate::conformance`], feature `conformance`).
+///
+/// Every method that returns events verifies them: each event's hash is recomputed, and
+/// within a stream each `prev_hash` must be the previous event's hash. A failure is
+/// [`StoreError::Integrity`], never silently returned data.
+#[async_trait]
+pub trait EventStore: Send + Sync + fmt::Debug {
+    /// Appends `events` to `stream_id` as versions `current + 1, current + 2, ...`, atomically
+    /// (all or none), if the stream's current version satisfies `expected`.
+    ///
+    /// Errors: [`StoreError::Conflict`] when `expected` does not hold (nothing is written);
+    /// [`StoreError::DuplicateEventId`] when an event id is already stored;
+    /// [`StoreError::InvalidEvent`] when an event breaks the envelope rules.
+    async fn append(
+        &self,
+        stream_id: &StreamId,
+        expected: ExpectedVersion,
+        events: Vec<NewEvent>,
+    ) -> Result<Appended, StoreError>;
+
+    /// Up to `limit` events of `stream_id` with version >= `from_version` (1 = from the
+    /// start), in version order. An unknown stream gives an empty list.
+    async fn read_stream(
+        &self,
+        stream_id: &StreamId,
+        from_version: u64,
+        limit: usize,
+    ) -> Result<Vec<RecordedEvent>, StoreError>;
+
+    /// Up to `limit` events of all streams with global position >= `from_position`, in
+    /// position order (strictly increasing, possibly with gaps).
+    ///
+    /// Never skips: an event not yet returned because its transaction is still open will,
+    /// once committed, have a position greater than every position already returned. To
+    /// tail the log, call again with `last.position + 1`.
+    async fn read_all(
+        &self,
+        from_position: u64,
+        limit: usize,
+    ) -> Result<Vec<RecordedEvent>, StoreError>;
+
+    /// The position of the last event `read_all` can currently return (0 when none).
+    async fn head_position(&self) -> Result<u64, StoreError>;
+
+    /// The last version of `stream_id` (0 when the stream has no events).
+    async fn stream_version(&self, stream_id: &StreamId) -> Result<u64, StoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn expectations() {
+        assert!(ExpectedVersion::Any.matches(0));
+        assert!(ExpectedVersion::Any.matches(7));
+        assert!(ExpectedVersion::NoStream.matches(0));
+        assert!(!ExpectedVersion::NoStream.matches(1));
+        assert!(ExpectedVersion::Exact(0).matches(0));
+        assert!(ExpectedVersion::Exact(3).matches(3));
+        assert!(!ExpectedVersion::Exact(3).matches(4));
+    }
+
+    #[test]
+    fn the_trait_is_dyn_compatible() {
+        fn takes(_: Option<Arc<dyn EventStore>>) {}
+        takes(None);
+    }
+}
