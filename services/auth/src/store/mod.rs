@@ -9,7 +9,6 @@
 //! embedded default). Migrations: `migrations/postgres`, `migrations/sqlite`, tracked in their
 //! own table (`_auth_migrations`) beside the event store's.
 
-#[cfg(any())]
 pub mod sql;
 
 use std::fmt;
@@ -20,7 +19,6 @@ use uuid::Uuid;
 use crate::domain::{PasswordHash, RefreshRecord, TokenHash};
 use crate::events::AuthEvent;
 
-#[cfg(any())]
 pub use sql::{PgAuthStore, SqliteAuthStore};
 
 /// Why a storage operation failed.

@@ -102,7 +102,8 @@ macro_rules! impl_auth_store {
 
             async fn account_where(&self, column: &str, value: String) -> Result<Option<Account>, StoreError> {
                 let sql = format!("SELECT {ACCOUNT_COLUMNS} FROM auth_users WHERE {column} = $1");
-                let row = sqlx::query(&sql).bind(value).fetch_optional(&self.pool).await?;
+                // Safe: `column` is one of our own column names, never input.
+                let row = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(value).fetch_optional(&self.pool).await?;
                 Ok(match row {
                     Some(row) => Some(account_from_row!(row)),
                     None => None,
@@ -164,7 +165,8 @@ macro_rules! impl_auth_store {
                      WHERE t.token_hash = $1 AND t.kind = $2 AND t.used_at IS NULL AND t.expires_at > $3",
                     ACCOUNT_COLUMNS.split(", ").map(|c| format!("u.{c}")).collect::<Vec<_>>().join(", ")
                 );
-                let row = sqlx::query(&sql)
+                // Safe: built from our constant column list only.
+                let row = sqlx::query(sqlx::AssertSqlSafe(sql))
                     .bind(token.as_bytes().to_vec())
                     .bind(kind.as_str())
                     .bind(now)
@@ -563,7 +565,9 @@ fn by_stream(events: Vec<AuthEvent>, now: i64) -> Result<Vec<(fairdeal_eventstor
 }
 
 impl PgAuthStore {
-    /// Runs the auth migrations on `events`' database and returns the store.
+    /// Runs the auth migrations and returns the store. `pool` must resolve unqualified names
+    /// to the service's schema (`search_path`, see [`crate::startup`]), the schema `events`
+    /// keeps its log in; the event store must be migrated first (it creates the schema).
     pub async fn new(pool: sqlx::PgPool, events: fairdeal_eventstore::PgEventStore) -> Result<Self, StoreError> {
         migrator(&PG_MIGRATIONS).run(&pool).await?;
         Ok(Self { pool, events })
@@ -575,6 +579,16 @@ impl PgAuthStore {
 
     async fn append(&self, tx: &mut sqlx::Transaction<'static, sqlx::Postgres>, events: Vec<AuthEvent>, now: i64) -> Result<(), StoreError> {
         for (stream, list) in by_stream(events, now)? {
+            // Appends to one account's stream are serialised on its row, so two concurrent
+            // changes of one account (two logins) never race for the same stream version.
+            // The account row exists: it was inserted earlier in this very transaction or
+            // long before.
+            if let Some(user) = stream.as_str().strip_prefix("user-") {
+                sqlx::query("SELECT 1 FROM auth_users WHERE user_id = $1 FOR UPDATE")
+                    .bind(user)
+                    .execute(&mut **tx)
+                    .await?;
+            }
             self.events
                 .append_in_tx(tx, &stream, fairdeal_eventstore::ExpectedVersion::Any, list)
                 .await
@@ -585,16 +599,17 @@ impl PgAuthStore {
 }
 
 impl SqliteAuthStore {
-    /// Runs the auth migrations on `events`' database and returns the store.
-    pub async fn new(pool: sqlx::SqlitePool, events: fairdeal_eventstore::SqliteEventStore) -> Result<Self, StoreError> {
+    /// Runs the auth migrations in the event store's database file and returns the store.
+    pub async fn new(events: fairdeal_eventstore::SqliteEventStore) -> Result<Self, StoreError> {
+        let pool = events.pool().clone();
         migrator(&SQLITE_MIGRATIONS).run(&pool).await?;
         Ok(Self { pool, events })
     }
 
     async fn begin(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, StoreError> {
-        // IMMEDIATE takes the write lock up front: a deferred transaction that reads and then
-        // writes can fail with SQLITE_BUSY when another writer committed in between.
-        Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
+        // IMMEDIATE (through the event store) takes the write lock up front: a deferred
+        // transaction that reads and then writes can fail with SQLITE_BUSY.
+        self.events.begin().await.map_err(|e| StoreError::Events(e.to_string()))
     }
 
     async fn append(&self, tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>, events: Vec<AuthEvent>, now: i64) -> Result<(), StoreError> {
