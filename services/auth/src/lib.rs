@@ -17,9 +17,14 @@
 #![forbid(unsafe_code)]
 
 pub mod accounts;
+pub mod config;
 pub mod domain;
 pub mod events;
+pub mod grpc;
 pub mod keyring;
 pub mod limits;
 pub mod mail;
+pub mod startup;
 pub mod store;
+
+pub use startup::Application;
