@@ -9,13 +9,17 @@ use tokio::sync::Notify;
 use uuid::Uuid;
 
 use crate::domain::{
-    Email, Password, PasswordError, PasswordHash, PasswordHasher, RetryAfter, SecretToken, SecretTokenError, Username,
+    Email, Password, PasswordError, PasswordHash, PasswordHasher, RetryAfter, SecretToken,
+    SecretTokenError, Username,
 };
 use crate::events::AuthEvent;
 use crate::keyring::{KeyRing, PublishedKey};
 use crate::limits::{AttemptLimiter, LimiterError, Subject};
 use crate::mail::Composer;
-use crate::store::{AuthStore, EmailTokenKind, NewAccount, NewEmailToken, NewRefreshToken, RotateOutcome, StoreError};
+use crate::store::{
+    AuthStore, EmailTokenKind, NewAccount, NewEmailToken, NewRefreshToken, RotateOutcome,
+    StoreError,
+};
 
 /// Why a use case failed, classified for the caller.
 #[derive(Debug, thiserror::Error)]
@@ -45,7 +49,10 @@ pub enum AuthError {
     RateLimited(RetryAfter),
     /// A backing service is down.
     #[error("{0} unavailable")]
-    Unavailable(&'static str, #[source] Box<dyn std::error::Error + Send + Sync>),
+    Unavailable(
+        &'static str,
+        #[source] Box<dyn std::error::Error + Send + Sync>,
+    ),
     /// A bug or an unexpected failure.
     #[error("internal error")]
     Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
@@ -53,7 +60,10 @@ pub enum AuthError {
 
 impl AuthError {
     fn invalid(field: &'static str, reason: impl ToString) -> Self {
-        Self::Invalid { field, reason: reason.to_string() }
+        Self::Invalid {
+            field,
+            reason: reason.to_string(),
+        }
     }
 }
 
@@ -62,7 +72,9 @@ impl From<StoreError> for AuthError {
         match e {
             StoreError::UsernameTaken => AuthError::UsernameTaken,
             StoreError::EmailTaken => AuthError::EmailTaken,
-            StoreError::Database(_) | StoreError::Events(_) => AuthError::Unavailable("database", Box::new(e)),
+            StoreError::Database(_) | StoreError::Events(_) => {
+                AuthError::Unavailable("database", Box::new(e))
+            }
             StoreError::Migrate(_) | StoreError::Corrupt(_) => AuthError::Internal(Box::new(e)),
         }
     }
@@ -102,7 +114,9 @@ pub struct ServiceCredential {
 
 impl std::fmt::Debug for ServiceCredential {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ServiceCredential").field("name", &self.name).finish_non_exhaustive()
+        f.debug_struct("ServiceCredential")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
     }
 }
 
@@ -148,7 +162,10 @@ fn text_field(field: &'static str, value: &str, max: usize) -> Result<(), AuthEr
     if value.is_empty() {
         Err(AuthError::invalid(field, "is required"))
     } else if value.len() > max {
-        Err(AuthError::invalid(field, format!("is longer than {max} bytes")))
+        Err(AuthError::invalid(
+            field,
+            format!("is longer than {max} bytes"),
+        ))
     } else {
         Ok(())
     }
@@ -184,30 +201,51 @@ impl Accounts {
             .map_err(|e| AuthError::Internal(Box::new(e)))
     }
 
-    async fn verify(&self, password: Password, stored: Option<PasswordHash>) -> Result<bool, AuthError> {
+    async fn verify(
+        &self,
+        password: Password,
+        stored: Option<PasswordHash>,
+    ) -> Result<bool, AuthError> {
         let hasher = self.hasher.clone();
         tokio::task::spawn_blocking(move || hasher.verify(&password, stored.as_ref()))
             .await
             .map_err(|e| AuthError::Internal(Box::new(e)))
     }
 
-    fn new_password(field: &'static str, raw: &[u8], username: &str, email: &str) -> Result<Password, AuthError> {
+    fn new_password(
+        field: &'static str,
+        raw: &[u8],
+        username: &str,
+        email: &str,
+    ) -> Result<Password, AuthError> {
         let text = utf8_field(field, raw)?;
         let local = email.split('@').next().unwrap_or_default();
-        Password::new_choice(text, &[username, email, local]).map_err(|e| AuthError::invalid(field, e))
+        Password::new_choice(text, &[username, email, local])
+            .map_err(|e| AuthError::invalid(field, e))
     }
 
     /// Creates an unconfirmed account and queues its confirmation mail.
     #[tracing::instrument(skip_all, err(Display))]
-    pub async fn register(&self, username: &str, email: &str, password: &[u8]) -> Result<Uuid, AuthError> {
+    pub async fn register(
+        &self,
+        username: &str,
+        email: &str,
+        password: &[u8],
+    ) -> Result<Uuid, AuthError> {
         let username = Username::parse(username).map_err(|e| AuthError::invalid("username", e))?;
         let email = Email::parse(email).map_err(|e| AuthError::invalid("email", e))?;
-        let password = Self::new_password("password", password, username.as_str(), email.address())?;
+        let password =
+            Self::new_password("password", password, username.as_str(), email.address())?;
         let password_hash = self.hash(password).await?;
         let now = self.now();
         let user_id = Uuid::now_v7();
         let token = SecretToken::generate().map_err(|e| AuthError::Internal(Box::new(e)))?;
-        let mail = self.composer.confirmation(email.address(), username.as_str(), &token, self.lifetimes.confirmation / 3600);
+        let mail = self.composer.confirmation(
+            email.address(),
+            username.as_str(),
+            &token,
+            self.lifetimes.confirmation / 3600,
+        );
         let account = NewAccount {
             user_id,
             username: username.as_str().to_owned(),
@@ -217,7 +255,11 @@ impl Accounts {
             password_hash,
             created_at: now,
         };
-        let token = NewEmailToken { hash: token.hash(), kind: EmailTokenKind::Confirm, expires_at: now + self.lifetimes.confirmation };
+        let token = NewEmailToken {
+            hash: token.hash(),
+            kind: EmailTokenKind::Confirm,
+            expires_at: now + self.lifetimes.confirmation,
+        };
         self.store.register(account, token, mail).await?;
         self.mail_wake.notify_one();
         tracing::info!(%user_id, "account registered");
@@ -228,22 +270,38 @@ impl Accounts {
     #[tracing::instrument(skip_all, err(Display))]
     pub async fn confirm_email(&self, token: &str) -> Result<Uuid, AuthError> {
         let token = secret_token("token", token)?;
-        self.store.confirm_email(&token.hash(), self.now()).await?.ok_or(AuthError::InvalidToken("confirmation token"))
+        self.store
+            .confirm_email(&token.hash(), self.now())
+            .await?
+            .ok_or(AuthError::InvalidToken("confirmation token"))
     }
 
     /// Queues a new confirmation mail when `email` belongs to an unconfirmed account.
     #[tracing::instrument(skip_all, err(Display))]
     pub async fn resend_confirmation(&self, email: &str) -> Result<(), AuthError> {
         let email = Email::parse(email).map_err(|e| AuthError::invalid("email", e))?;
-        let Some(account) = self.store.account_by_email(email.key()).await? else { return Ok(()) };
+        let Some(account) = self.store.account_by_email(email.key()).await? else {
+            return Ok(());
+        };
         if account.confirmed {
             return Ok(());
         }
         let now = self.now();
         let token = SecretToken::generate().map_err(|e| AuthError::Internal(Box::new(e)))?;
-        let mail = self.composer.confirmation(&account.email, &account.username, &token, self.lifetimes.confirmation / 3600);
-        let token = NewEmailToken { hash: token.hash(), kind: EmailTokenKind::Confirm, expires_at: now + self.lifetimes.confirmation };
-        self.store.issue_email_token(account.user_id, token, mail, Vec::new(), now).await?;
+        let mail = self.composer.confirmation(
+            &account.email,
+            &account.username,
+            &token,
+            self.lifetimes.confirmation / 3600,
+        );
+        let token = NewEmailToken {
+            hash: token.hash(),
+            kind: EmailTokenKind::Confirm,
+            expires_at: now + self.lifetimes.confirmation,
+        };
+        self.store
+            .issue_email_token(account.user_id, token, mail, Vec::new(), now)
+            .await?;
         self.mail_wake.notify_one();
         Ok(())
     }
@@ -261,16 +319,34 @@ impl Accounts {
     /// Exchanges a confirmed account's username and password for tokens. Every failure is
     /// [`AuthError::AccessDenied`], after the same work (one Argon2 verification).
     #[tracing::instrument(skip_all, err(Display))]
-    pub async fn login(&self, username: &str, password: &[u8], client: Option<IpAddr>) -> Result<Tokens, AuthError> {
-        text_field("username", username, crate::domain::username::MAX_INPUT_BYTES)?;
-        let password = Password::candidate(utf8_field("password", password)?).map_err(|e| AuthError::invalid("password", e))?;
+    pub async fn login(
+        &self,
+        username: &str,
+        password: &[u8],
+        client: Option<IpAddr>,
+    ) -> Result<Tokens, AuthError> {
+        text_field(
+            "username",
+            username,
+            crate::domain::username::MAX_INPUT_BYTES,
+        )?;
+        let password = Password::candidate(utf8_field("password", password)?)
+            .map_err(|e| AuthError::invalid("password", e))?;
         let mut subjects = vec![Subject::Username(Username::key_of(username))];
         subjects.extend(client.map(Subject::address));
         let now = self.now();
         self.check_limits(&subjects, now).await?;
 
-        let account = self.store.account_by_username(&Username::key_of(username)).await?;
-        let matches = self.verify(password.clone(), account.as_ref().map(|a| a.password_hash.clone())).await?;
+        let account = self
+            .store
+            .account_by_username(&Username::key_of(username))
+            .await?;
+        let matches = self
+            .verify(
+                password.clone(),
+                account.as_ref().map(|a| a.password_hash.clone()),
+            )
+            .await?;
         let account = match account {
             Some(a) if matches && a.confirmed => a,
             _ => {
@@ -283,20 +359,52 @@ impl Accounts {
         for subject in &subjects {
             self.limiter.record_success(subject, now).await?;
         }
-        let rehash = if self.hasher.needs_rehash(&account.password_hash) { Some(self.hash(password).await?) } else { None };
+        let rehash = if self.hasher.needs_rehash(&account.password_hash) {
+            Some(self.hash(password).await?)
+        } else {
+            None
+        };
         let family_id = Uuid::now_v7();
         let refresh = SecretToken::generate().map_err(|e| AuthError::Internal(Box::new(e)))?;
-        let first = NewRefreshToken { hash: refresh.hash(), expires_at: (now + self.lifetimes.refresh_token).min(now + self.lifetimes.session) };
-        self.store.start_family(account.user_id, family_id, first, now + self.lifetimes.session, now, rehash).await?;
+        let first = NewRefreshToken {
+            hash: refresh.hash(),
+            expires_at: (now + self.lifetimes.refresh_token).min(now + self.lifetimes.session),
+        };
+        self.store
+            .start_family(
+                account.user_id,
+                family_id,
+                first,
+                now + self.lifetimes.session,
+                now,
+                rehash,
+            )
+            .await?;
         tracing::info!(user_id = %account.user_id, %family_id, "logged in");
         self.tokens(account.user_id, refresh, first.expires_at, now)
     }
 
-    fn tokens(&self, user_id: Uuid, refresh: SecretToken, refresh_expires_at: i64, now: i64) -> Result<Tokens, AuthError> {
+    fn tokens(
+        &self,
+        user_id: Uuid,
+        refresh: SecretToken,
+        refresh_expires_at: i64,
+        now: i64,
+    ) -> Result<Tokens, AuthError> {
         let claims = Claims::player(user_id, now, self.lifetimes.access_token);
         let access_expires_at = claims.exp;
-        let access_token = self.keys.signing_key().sign(&claims).map_err(|e| AuthError::Internal(Box::new(e)))?;
-        Ok(Tokens { user_id, access_token, access_expires_at, refresh_token: refresh, refresh_expires_at })
+        let access_token = self
+            .keys
+            .signing_key()
+            .sign(&claims)
+            .map_err(|e| AuthError::Internal(Box::new(e)))?;
+        Ok(Tokens {
+            user_id,
+            access_token,
+            access_expires_at,
+            refresh_token: refresh,
+            refresh_expires_at,
+        })
     }
 
     /// Rotates a refresh token.
@@ -307,9 +415,18 @@ impl Accounts {
         let next = SecretToken::generate().map_err(|e| AuthError::Internal(Box::new(e)))?;
         let record = self.store.refresh_record(&presented.hash()).await?;
         let family_end = record.as_ref().map_or(now, |r| r.family_expires_at);
-        let next_row = NewRefreshToken { hash: next.hash(), expires_at: (now + self.lifetimes.refresh_token).min(family_end) };
-        match self.store.rotate_refresh(&presented.hash(), next_row, now).await? {
-            RotateOutcome::Rotated { user_id, .. } => self.tokens(user_id, next, next_row.expires_at, now),
+        let next_row = NewRefreshToken {
+            hash: next.hash(),
+            expires_at: (now + self.lifetimes.refresh_token).min(family_end),
+        };
+        match self
+            .store
+            .rotate_refresh(&presented.hash(), next_row, now)
+            .await?
+        {
+            RotateOutcome::Rotated { user_id, .. } => {
+                self.tokens(user_id, next, next_row.expires_at, now)
+            }
             RotateOutcome::ReuseDetected => {
                 tracing::warn!("refresh token reused: family revoked");
                 Err(AuthError::InvalidToken("refresh token"))
@@ -322,21 +439,39 @@ impl Accounts {
     #[tracing::instrument(skip_all, err(Display))]
     pub async fn logout(&self, token: &str) -> Result<(), AuthError> {
         let token = secret_token("refresh_token", token)?;
-        if self.store.logout(&token.hash(), self.now()).await? { Ok(()) } else { Err(AuthError::InvalidToken("refresh token")) }
+        if self.store.logout(&token.hash(), self.now()).await? {
+            Ok(())
+        } else {
+            Err(AuthError::InvalidToken("refresh token"))
+        }
     }
 
     /// Changes `user_id`'s password after checking the current one (limited like logins).
     #[tracing::instrument(skip_all, fields(%user_id), err(Display))]
-    pub async fn change_password(&self, user_id: Uuid, current: &[u8], new: &[u8], client: Option<IpAddr>) -> Result<(), AuthError> {
-        let current = Password::candidate(utf8_field("current_password", current)?).map_err(|e| AuthError::invalid("current_password", e))?;
+    pub async fn change_password(
+        &self,
+        user_id: Uuid,
+        current: &[u8],
+        new: &[u8],
+        client: Option<IpAddr>,
+    ) -> Result<(), AuthError> {
+        let current = Password::candidate(utf8_field("current_password", current)?)
+            .map_err(|e| AuthError::invalid("current_password", e))?;
         utf8_field("new_password", new)?;
-        let account = self.store.account_by_id(user_id).await?.ok_or(AuthError::AccessDenied)?;
+        let account = self
+            .store
+            .account_by_id(user_id)
+            .await?
+            .ok_or(AuthError::AccessDenied)?;
         let new = Self::new_password("new_password", new, &account.username, &account.email)?;
         let mut subjects = vec![Subject::Username(account.username_key.clone())];
         subjects.extend(client.map(Subject::address));
         let now = self.now();
         self.check_limits(&subjects, now).await?;
-        if !self.verify(current, Some(account.password_hash.clone())).await? {
+        if !self
+            .verify(current, Some(account.password_hash.clone()))
+            .await?
+        {
             for subject in &subjects {
                 self.limiter.record_failure(subject, now).await?;
             }
@@ -351,13 +486,28 @@ impl Accounts {
     #[tracing::instrument(skip_all, err(Display))]
     pub async fn request_password_reset(&self, email: &str) -> Result<(), AuthError> {
         let email = Email::parse(email).map_err(|e| AuthError::invalid("email", e))?;
-        let Some(account) = self.store.account_by_email(email.key()).await? else { return Ok(()) };
+        let Some(account) = self.store.account_by_email(email.key()).await? else {
+            return Ok(());
+        };
         let now = self.now();
         let token = SecretToken::generate().map_err(|e| AuthError::Internal(Box::new(e)))?;
-        let mail = self.composer.password_reset(&account.email, &account.username, &token, self.lifetimes.reset / 60);
-        let token = NewEmailToken { hash: token.hash(), kind: EmailTokenKind::Reset, expires_at: now + self.lifetimes.reset };
-        let events = vec![AuthEvent::PasswordResetRequested { user_id: account.user_id }];
-        self.store.issue_email_token(account.user_id, token, mail, events, now).await?;
+        let mail = self.composer.password_reset(
+            &account.email,
+            &account.username,
+            &token,
+            self.lifetimes.reset / 60,
+        );
+        let token = NewEmailToken {
+            hash: token.hash(),
+            kind: EmailTokenKind::Reset,
+            expires_at: now + self.lifetimes.reset,
+        };
+        let events = vec![AuthEvent::PasswordResetRequested {
+            user_id: account.user_id,
+        }];
+        self.store
+            .issue_email_token(account.user_id, token, mail, events, now)
+            .await?;
         self.mail_wake.notify_one();
         Ok(())
     }
@@ -375,7 +525,10 @@ impl Accounts {
             .ok_or(AuthError::InvalidToken("reset token"))?;
         let new = Self::new_password("new_password", new, &account.username, &account.email)?;
         let hash = self.hash(new).await?;
-        self.store.reset_password(&token.hash(), hash, now).await?.ok_or(AuthError::InvalidToken("reset token"))?;
+        self.store
+            .reset_password(&token.hash(), hash, now)
+            .await?
+            .ok_or(AuthError::InvalidToken("reset token"))?;
         Ok(())
     }
 
@@ -386,7 +539,12 @@ impl Accounts {
 
     /// A service token for a configured internal service presenting its secret.
     #[tracing::instrument(skip_all, err(Display))]
-    pub async fn issue_service_token(&self, name: &str, secret: &[u8], client: Option<IpAddr>) -> Result<(AccessToken, i64), AuthError> {
+    pub async fn issue_service_token(
+        &self,
+        name: &str,
+        secret: &[u8],
+        client: Option<IpAddr>,
+    ) -> Result<(AccessToken, i64), AuthError> {
         use sha2::{Digest, Sha256};
         use subtle::ConstantTimeEq;
         text_field("service_name", name, 64)?;
@@ -409,7 +567,11 @@ impl Accounts {
             return Err(AuthError::InvalidToken("service credential"));
         }
         let claims = Claims::service(name, now, self.lifetimes.service_token);
-        let token = self.keys.signing_key().sign(&claims).map_err(|e| AuthError::Internal(Box::new(e)))?;
+        let token = self
+            .keys
+            .signing_key()
+            .sign(&claims)
+            .map_err(|e| AuthError::Internal(Box::new(e)))?;
         Ok((token, claims.exp))
     }
 }

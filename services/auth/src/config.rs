@@ -99,7 +99,11 @@ pub struct AuthSettings {
     pub mailbox_dir: PathBuf,
 
     /// Sender of outgoing mail.
-    #[arg(long, value_name = "MAILBOX", default_value = "fairdeal <no-reply@fairdeal.invalid>")]
+    #[arg(
+        long,
+        value_name = "MAILBOX",
+        default_value = "fairdeal <no-reply@fairdeal.invalid>"
+    )]
     pub mail_from: String,
 
     /// Base address of the links in mails (the web front end).
@@ -130,20 +134,37 @@ impl Section for AuthSettings {
             }
         }
         if self.access_token_ttl > Duration::from_secs(3600) {
-            return Err(ConfigError::invalid("access_token_ttl", "must be at most 1h (access tokens cannot be revoked)"));
+            return Err(ConfigError::invalid(
+                "access_token_ttl",
+                "must be at most 1h (access tokens cannot be revoked)",
+            ));
         }
         if self.key_reload_interval.saturating_mul(2) > KEY_PUBLISH_LEAD {
-            return Err(ConfigError::invalid("key_reload_interval", "must be at most 2m30s (half the key publication lead)"));
+            return Err(ConfigError::invalid(
+                "key_reload_interval",
+                "must be at most 2m30s (half the key publication lead)",
+            ));
         }
         if self.key_rotation_period <= self.access_token_ttl {
-            return Err(ConfigError::invalid("key_rotation_period", "must be longer than access_token_ttl"));
+            return Err(ConfigError::invalid(
+                "key_rotation_period",
+                "must be longer than access_token_ttl",
+            ));
         }
-        self.hash_params().to_argon2_checked().map_err(|e| ConfigError::invalid("argon2_memory_kib", e.to_string()))?;
+        self.hash_params()
+            .to_argon2_checked()
+            .map_err(|e| ConfigError::invalid("argon2_memory_kib", e.to_string()))?;
         if self.username_max_failures == 0 || self.address_max_failures == 0 {
-            return Err(ConfigError::invalid("username_max_failures", "limits must be at least 1"));
+            return Err(ConfigError::invalid(
+                "username_max_failures",
+                "limits must be at least 1",
+            ));
         }
         if self.mail_from.parse::<lettre::message::Mailbox>().is_err() {
-            return Err(ConfigError::invalid("mail_from", "must be an address, optionally with a name: `Name <a@b.c>`"));
+            return Err(ConfigError::invalid(
+                "mail_from",
+                "must be an address, optionally with a name: `Name <a@b.c>`",
+            ));
         }
         if let Some(url) = &self.smtp_url {
             url.require_scheme("smtp_url", &["smtp", "smtps"])?;
@@ -162,7 +183,11 @@ pub const VERIFIER_LEEWAY: Duration = Duration::from_secs(30);
 impl AuthSettings {
     /// The Argon2id parameters.
     pub fn hash_params(&self) -> HashParams {
-        HashParams { memory_kib: self.argon2_memory_kib, iterations: self.argon2_iterations, parallelism: self.argon2_parallelism }
+        HashParams {
+            memory_kib: self.argon2_memory_kib,
+            iterations: self.argon2_iterations,
+            parallelism: self.argon2_parallelism,
+        }
     }
 
     /// The token and link lifetimes.
@@ -180,8 +205,14 @@ impl AuthSettings {
     /// The lockout policies.
     pub fn policies(&self) -> Policies {
         Policies {
-            username: LockoutPolicy { max_failures: self.username_max_failures, ..LockoutPolicy::USERNAME },
-            address: LockoutPolicy { max_failures: self.address_max_failures, ..LockoutPolicy::ADDRESS },
+            username: LockoutPolicy {
+                max_failures: self.username_max_failures,
+                ..LockoutPolicy::USERNAME
+            },
+            address: LockoutPolicy {
+                max_failures: self.address_max_failures,
+                ..LockoutPolicy::ADDRESS
+            },
         }
     }
 
@@ -190,23 +221,40 @@ impl AuthSettings {
         KeyPolicy {
             rotation_secs: secs(self.key_rotation_period),
             publish_lead_secs: secs(KEY_PUBLISH_LEAD),
-            token_lifetime_secs: secs(self.access_token_ttl.max(self.service_token_ttl) + VERIFIER_LEEWAY),
+            token_lifetime_secs: secs(
+                self.access_token_ttl.max(self.service_token_ttl) + VERIFIER_LEEWAY,
+            ),
         }
     }
 
     /// The parsed service credentials.
     pub fn service_credentials(&self) -> Result<Vec<ServiceCredential>, ConfigError> {
-        let Some(list) = &self.service_credentials else { return Ok(Vec::new()) };
+        let Some(list) = &self.service_credentials else {
+            return Ok(Vec::new());
+        };
         let mut out = Vec::new();
-        for entry in list.expose_secret().split(',').map(str::trim).filter(|e| !e.is_empty()) {
-            let bad = || ConfigError::invalid("service_credentials", "each entry must be `name:<64 hex digits>`");
+        for entry in list
+            .expose_secret()
+            .split(',')
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+        {
+            let bad = || {
+                ConfigError::invalid(
+                    "service_credentials",
+                    "each entry must be `name:<64 hex digits>`",
+                )
+            };
             let (name, hash) = entry.split_once(':').ok_or_else(bad)?;
             let bytes = hex::decode(hash).map_err(|_| bad())?;
             let secret_sha256: [u8; 32] = bytes.as_slice().try_into().map_err(|_| bad())?;
             if name.is_empty() || name.len() > 64 {
                 return Err(bad());
             }
-            out.push(ServiceCredential { name: name.to_owned(), secret_sha256 });
+            out.push(ServiceCredential {
+                name: name.to_owned(),
+                secret_sha256,
+            });
         }
         Ok(out)
     }

@@ -10,7 +10,9 @@ use std::fmt;
 use std::sync::{Arc, PoisonError, RwLock};
 
 use async_trait::async_trait;
-use fairdeal_authn::{Clock, KeyId, KeySet, KeySource, KeySourceError, PublicKey, SigningKey, TokenError};
+use fairdeal_authn::{
+    Clock, KeyId, KeySet, KeySource, KeySourceError, PublicKey, SigningKey, TokenError,
+};
 
 use crate::store::{AuthStore, StoreError, StoredKey};
 
@@ -71,21 +73,38 @@ pub struct KeyRing {
 
 impl fmt::Debug for KeyRing {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("KeyRing").field("policy", &self.policy).finish_non_exhaustive()
+        f.debug_struct("KeyRing")
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
     }
 }
 
 impl KeyRing {
     /// Loads the ring, creating the first key when there is none.
-    pub async fn open(store: Arc<dyn AuthStore>, clock: Arc<dyn Clock>, policy: KeyPolicy) -> Result<Self, KeyRingError> {
+    pub async fn open(
+        store: Arc<dyn AuthStore>,
+        clock: Arc<dyn Clock>,
+        policy: KeyPolicy,
+    ) -> Result<Self, KeyRingError> {
         let state = Self::load(&*store, &*clock, &policy).await?;
-        Ok(Self { store, clock, policy, state: RwLock::new(Arc::new(state)) })
+        Ok(Self {
+            store,
+            clock,
+            policy,
+            state: RwLock::new(Arc::new(state)),
+        })
     }
 
-    async fn load(store: &dyn AuthStore, clock: &dyn Clock, policy: &KeyPolicy) -> Result<RingState, KeyRingError> {
+    async fn load(
+        store: &dyn AuthStore,
+        clock: &dyn Clock,
+        policy: &KeyPolicy,
+    ) -> Result<RingState, KeyRingError> {
         let now = clock.unix_seconds();
         let mut keys = store.signing_keys().await?;
-        let due = keys.first().is_none_or(|newest| now.saturating_sub(newest.created_at) >= policy.rotation_secs);
+        let due = keys
+            .first()
+            .is_none_or(|newest| now.saturating_sub(newest.created_at) >= policy.rotation_secs);
         if due {
             let key = SigningKey::generate()?;
             let stored = StoredKey {
@@ -102,7 +121,11 @@ impl KeyRing {
     }
 
     /// Picks the signing key and the published set from the stored keys (newest first).
-    fn compute(keys: &[StoredKey], now: i64, policy: &KeyPolicy) -> Result<RingState, KeyRingError> {
+    fn compute(
+        keys: &[StoredKey],
+        now: i64,
+        policy: &KeyPolicy,
+    ) -> Result<RingState, KeyRingError> {
         let ready = keys
             .iter()
             .find(|k| now.saturating_sub(k.created_at) >= policy.publish_lead_secs)
@@ -115,12 +138,17 @@ impl KeyRing {
             // A key signs until its successor is ready; its tokens live on for a lifetime.
             let stops_signing = match successor_created {
                 Some(next) => next.saturating_add(policy.publish_lead_secs),
-                None => now.saturating_add(policy.rotation_secs).saturating_add(policy.publish_lead_secs),
+                None => now
+                    .saturating_add(policy.rotation_secs)
+                    .saturating_add(policy.publish_lead_secs),
             };
             let not_after = stops_signing.saturating_add(policy.token_lifetime_secs);
             if not_after > now {
                 let kid = KeyId::parse(&key.key_id)?;
-                published.push(PublishedKey { key: PublicKey::from_bytes(kid, &key.public_key)?, not_after });
+                published.push(PublishedKey {
+                    key: PublicKey::from_bytes(kid, &key.public_key)?,
+                    not_after,
+                });
             }
             successor_created = Some(key.created_at);
         }
@@ -135,7 +163,10 @@ impl KeyRing {
     }
 
     fn snapshot(&self) -> Arc<RingState> {
-        self.state.read().unwrap_or_else(PoisonError::into_inner).clone()
+        self.state
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// The key to sign new tokens with.
@@ -155,7 +186,11 @@ impl KeyRing {
 }
 
 fn decode_signing(key: &StoredKey) -> Result<SigningKey, KeyRingError> {
-    let secret: [u8; 32] = key.secret.as_slice().try_into().map_err(|_| TokenError::Malformed("stored key length"))?;
+    let secret: [u8; 32] = key
+        .secret
+        .as_slice()
+        .try_into()
+        .map_err(|_| TokenError::Malformed("stored key length"))?;
     Ok(SigningKey::from_secret(KeyId::parse(&key.key_id)?, &secret))
 }
 
@@ -172,7 +207,11 @@ impl KeySource for KeyRing {
 mod tests {
     use super::*;
 
-    const POLICY: KeyPolicy = KeyPolicy { rotation_secs: 1000, publish_lead_secs: 100, token_lifetime_secs: 50 };
+    const POLICY: KeyPolicy = KeyPolicy {
+        rotation_secs: 1000,
+        publish_lead_secs: 100,
+        token_lifetime_secs: 50,
+    };
 
     fn stored(id: &str, secret: u8, created_at: i64) -> StoredKey {
         let key = SigningKey::from_secret(KeyId::parse(id).unwrap(), &[secret; 32]);
@@ -185,7 +224,11 @@ mod tests {
     }
 
     fn ids(state: &RingState) -> Vec<String> {
-        state.published.iter().map(|p| p.key.kid().as_str().to_owned()).collect()
+        state
+            .published
+            .iter()
+            .map(|p| p.key.kid().as_str().to_owned())
+            .collect()
     }
 
     #[test]
@@ -197,14 +240,30 @@ mod tests {
         let ready = KeyRing::compute(&keys, 1100, &POLICY).unwrap();
         assert_eq!(ready.signing.kid().as_str(), "new");
         // The old key stopped signing at 1100; its last tokens live until 1150.
-        assert_eq!(ids(&KeyRing::compute(&keys, 1149, &POLICY).unwrap()), ["new", "old"]);
-        assert_eq!(ids(&KeyRing::compute(&keys, 1150, &POLICY).unwrap()), ["new"]);
+        assert_eq!(
+            ids(&KeyRing::compute(&keys, 1149, &POLICY).unwrap()),
+            ["new", "old"]
+        );
+        assert_eq!(
+            ids(&KeyRing::compute(&keys, 1150, &POLICY).unwrap()),
+            ["new"]
+        );
     }
 
     #[test]
     fn a_lone_fresh_key_signs_at_once() {
         let keys = vec![stored("first", 1, 500)];
-        assert_eq!(KeyRing::compute(&keys, 500, &POLICY).unwrap().signing.kid().as_str(), "first");
-        assert!(matches!(KeyRing::compute(&[], 0, &POLICY), Err(KeyRingError::Empty)));
+        assert_eq!(
+            KeyRing::compute(&keys, 500, &POLICY)
+                .unwrap()
+                .signing
+                .kid()
+                .as_str(),
+            "first"
+        );
+        assert!(matches!(
+            KeyRing::compute(&[], 0, &POLICY),
+            Err(KeyRingError::Empty)
+        ));
     }
 }

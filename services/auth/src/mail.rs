@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use fairdeal_authn::Clock;
-use lettre::message::header::ContentType;
 use lettre::message::Mailbox;
+use lettre::message::header::ContentType;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -49,7 +49,10 @@ pub trait MailTransport: Send + Sync + fmt::Debug {
 }
 
 fn message(from: &Mailbox, mail: &OutgoingMail) -> Result<Message, MailError> {
-    let to: Mailbox = mail.to.parse().map_err(|e: lettre::address::AddressError| MailError::Build(e.to_string()))?;
+    let to: Mailbox = mail
+        .to
+        .parse()
+        .map_err(|e: lettre::address::AddressError| MailError::Build(e.to_string()))?;
     Message::builder()
         .from(from.clone())
         .to(to)
@@ -91,7 +94,10 @@ impl SmtpTransport {
 impl MailTransport for SmtpTransport {
     async fn send(&self, from: &Mailbox, mail: &OutgoingMail) -> Result<(), MailError> {
         let message = message(from, mail)?;
-        self.inner.send(message).await.map_err(|e| MailError::Smtp(e.to_string()))?;
+        self.inner
+            .send(message)
+            .await
+            .map_err(|e| MailError::Smtp(e.to_string()))?;
         Ok(())
     }
 }
@@ -138,11 +144,21 @@ pub struct Composer {
 
 impl Composer {
     fn link(&self, path: &str, token: &SecretToken) -> String {
-        format!("{}/{path}?token={}", self.public_url.trim_end_matches('/'), token.expose())
+        format!(
+            "{}/{path}?token={}",
+            self.public_url.trim_end_matches('/'),
+            token.expose()
+        )
     }
 
     /// The confirmation mail.
-    pub fn confirmation(&self, to: &str, username: &str, token: &SecretToken, valid_hours: i64) -> OutgoingMail {
+    pub fn confirmation(
+        &self,
+        to: &str,
+        username: &str,
+        token: &SecretToken,
+        valid_hours: i64,
+    ) -> OutgoingMail {
         OutgoingMail {
             mail_id: Uuid::now_v7(),
             to: to.to_owned(),
@@ -158,7 +174,13 @@ impl Composer {
     }
 
     /// The password-reset mail.
-    pub fn password_reset(&self, to: &str, username: &str, token: &SecretToken, valid_minutes: i64) -> OutgoingMail {
+    pub fn password_reset(
+        &self,
+        to: &str,
+        username: &str,
+        token: &SecretToken,
+        valid_minutes: i64,
+    ) -> OutgoingMail {
         OutgoingMail {
             mail_id: Uuid::now_v7(),
             to: to.to_owned(),
@@ -198,8 +220,19 @@ const POLL: Duration = Duration::from_secs(2);
 
 impl Dispatcher {
     /// A dispatcher over `store`'s outbox.
-    pub fn new(store: Arc<dyn AuthStore>, transport: Arc<dyn MailTransport>, from: Mailbox, clock: Arc<dyn Clock>) -> Self {
-        Self { store, transport, from, clock, wake: Arc::new(Notify::new()) }
+    pub fn new(
+        store: Arc<dyn AuthStore>,
+        transport: Arc<dyn MailTransport>,
+        from: Mailbox,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            store,
+            transport,
+            from,
+            clock,
+            wake: Arc::new(Notify::new()),
+        }
     }
 
     /// The handle to wake it after queueing a mail.
@@ -230,7 +263,8 @@ impl Dispatcher {
                         tracing::info!(mail_id = %id, attempts = queued.attempts, "mail sent");
                     }
                     Err(e) => {
-                        let retry_at = self.clock.unix_seconds() + Self::backoff_secs(queued.attempts);
+                        let retry_at =
+                            self.clock.unix_seconds() + Self::backoff_secs(queued.attempts);
                         tracing::warn!(mail_id = %id, attempts = queued.attempts, error = %e, "mail not sent, will retry");
                         self.store.mail_failed(id, retry_at, &e.to_string()).await?;
                     }
@@ -270,13 +304,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mailbox = MailboxDir::new(dir.path());
         let token = SecretToken::generate().unwrap();
-        let mail = Composer { public_url: "https://cards.example/".into() }.confirmation("eve@example.com", "eve", &token, 24);
+        let mail = Composer {
+            public_url: "https://cards.example/".into(),
+        }
+        .confirmation("eve@example.com", "eve", &token, 24);
         let from: Mailbox = "fairdeal <no-reply@example.com>".parse().unwrap();
         mailbox.send(&from, &mail).await.unwrap();
-        let text = std::fs::read_to_string(dir.path().join(format!("{}.eml", mail.mail_id))).unwrap();
+        let text =
+            std::fs::read_to_string(dir.path().join(format!("{}.eml", mail.mail_id))).unwrap();
         assert!(text.contains("To: eve@example.com"));
         assert!(text.contains("Subject: Confirm your fairdeal account"));
-        assert!(text.lines().any(|line| line == token.expose()), "the code stands verbatim on its own line");
+        assert!(
+            text.lines().any(|line| line == token.expose()),
+            "the code stands verbatim on its own line"
+        );
         assert!(text.contains("https://cards.example/confirm?token"));
     }
 }

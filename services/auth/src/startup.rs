@@ -35,7 +35,10 @@ pub struct Overrides {
 
 impl Default for Overrides {
     fn default() -> Self {
-        Self { clock: Arc::new(SystemClock), handle_signals: true }
+        Self {
+            clock: Arc::new(SystemClock),
+            handle_signals: true,
+        }
     }
 }
 
@@ -57,7 +60,10 @@ fn sqlite_path(url: &str) -> anyhow::Result<String> {
         .or_else(|| url.strip_prefix("sqlite:"))
         .context("database_url: not a sqlite URL")?;
     let path = rest.split('?').next().unwrap_or_default();
-    anyhow::ensure!(!path.is_empty() && path != ":memory:", "database_url: give the SQLite database a file path");
+    anyhow::ensure!(
+        !path.is_empty() && path != ":memory:",
+        "database_url: give the SQLite database a file path"
+    );
     Ok(path.to_owned())
 }
 
@@ -69,14 +75,27 @@ async fn open_store(config: &Config<AuthSettings>) -> anyhow::Result<Arc<dyn Aut
         // Unqualified names (our tables, our migrations table) resolve to the service schema,
         // where the event store keeps its log.
         let options = options.options([("search_path", schema.as_str())]);
-        let pool = PgEventStore::pool_options().connect_with(options).await.context("connecting to PostgreSQL")?;
+        let pool = PgEventStore::pool_options()
+            .connect_with(options)
+            .await
+            .context("connecting to PostgreSQL")?;
         let events = PgEventStore::new(pool.clone(), schema).context("event store")?;
         events.migrate().await.context("event store migrations")?;
-        Ok(Arc::new(PgAuthStore::new(pool, events).await.context("auth migrations")?))
+        Ok(Arc::new(
+            PgAuthStore::new(pool, events)
+                .await
+                .context("auth migrations")?,
+        ))
     } else {
         let path = sqlite_path(url)?;
-        let events = SqliteEventStore::open(&path).await.context("opening the SQLite database")?;
-        Ok(Arc::new(SqliteAuthStore::new(events).await.context("auth migrations")?))
+        let events = SqliteEventStore::open(&path)
+            .await
+            .context("opening the SQLite database")?;
+        Ok(Arc::new(
+            SqliteAuthStore::new(events)
+                .await
+                .context("auth migrations")?,
+        ))
     }
 }
 
@@ -87,7 +106,10 @@ impl Application {
     }
 
     /// Builds the service with `overrides`.
-    pub async fn build_with(config: Config<AuthSettings>, overrides: Overrides) -> anyhow::Result<Self> {
+    pub async fn build_with(
+        config: Config<AuthSettings>,
+        overrides: Overrides,
+    ) -> anyhow::Result<Self> {
         let settings = &config.service;
         let clock = overrides.clock;
         let store = open_store(&config).await?;
@@ -95,18 +117,30 @@ impl Application {
         let limiter: Arc<dyn AttemptLimiter> = match &config.common.redis_url {
             Some(url) => {
                 let namespace = format!("{}:auth", config.common.subject_prefix);
-                Arc::new(RedisLimiter::connect(url.expose_secret(), &namespace, settings.policies()).await.context("connecting to Redis")?)
+                Arc::new(
+                    RedisLimiter::connect(url.expose_secret(), &namespace, settings.policies())
+                        .await
+                        .context("connecting to Redis")?,
+                )
             }
             None => Arc::new(MemoryLimiter::new(settings.policies())),
         };
 
         let params = settings.hash_params();
-        let hasher = tokio::task::spawn_blocking(move || PasswordHasher::new(params)).await?.context("argon2 parameters")?;
+        let hasher = tokio::task::spawn_blocking(move || PasswordHasher::new(params))
+            .await?
+            .context("argon2 parameters")?;
 
-        let keys = Arc::new(KeyRing::open(store.clone(), clock.clone(), settings.key_policy()).await.context("signing keys")?);
+        let keys = Arc::new(
+            KeyRing::open(store.clone(), clock.clone(), settings.key_policy())
+                .await
+                .context("signing keys")?,
+        );
 
         let transport: Arc<dyn MailTransport> = match &settings.smtp_url {
-            Some(url) => Arc::new(SmtpTransport::from_url(url.expose_secret()).context("smtp_url")?),
+            Some(url) => {
+                Arc::new(SmtpTransport::from_url(url.expose_secret()).context("smtp_url")?)
+            }
             None => Arc::new(MailboxDir::new(settings.mailbox_dir.clone())),
         };
         let from = settings.mail_from.parse().context("mail_from")?;
@@ -119,13 +153,19 @@ impl Application {
             keys: keys.clone(),
             clock: clock.clone(),
             lifetimes: settings.lifetimes(),
-            composer: Composer { public_url: settings.public_url.clone() },
+            composer: Composer {
+                public_url: settings.public_url.clone(),
+            },
             mail_wake: dispatcher.waker(),
             services: Arc::new(settings.service_credentials()?),
         });
         let authn = Authenticator::new(
             keys.clone(),
-            AuthenticatorOptions { clock: clock.clone(), leeway: VERIFIER_LEEWAY, ..AuthenticatorOptions::default() },
+            AuthenticatorOptions {
+                clock: clock.clone(),
+                leeway: VERIFIER_LEEWAY,
+                ..AuthenticatorOptions::default()
+            },
         );
         let grpc = AuthServiceServer::new(GrpcAuth::new(accounts.clone(), authn));
 
@@ -151,7 +191,11 @@ impl Application {
                 }
             }
         });
-        Ok(Self { server, accounts, dispatcher })
+        Ok(Self {
+            server,
+            accounts,
+            dispatcher,
+        })
     }
 
     /// The bound address.

@@ -89,7 +89,9 @@ pub struct OutgoingMail {
 
 impl fmt::Debug for OutgoingMail {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OutgoingMail").field("mail_id", &self.mail_id).finish_non_exhaustive()
+        f.debug_struct("OutgoingMail")
+            .field("mail_id", &self.mail_id)
+            .finish_non_exhaustive()
     }
 }
 
@@ -106,7 +108,10 @@ pub struct QueuedMail {
 
 impl fmt::Debug for QueuedMail {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("QueuedMail").field("mail", &self.mail).field("attempts", &self.attempts).finish()
+        f.debug_struct("QueuedMail")
+            .field("mail", &self.mail)
+            .field("attempts", &self.attempts)
+            .finish()
     }
 }
 
@@ -197,7 +202,12 @@ impl fmt::Debug for StoredKey {
 #[async_trait]
 pub trait AuthStore: Send + Sync + fmt::Debug {
     /// Creates an account with its confirmation token and mail, and appends `UserRegistered`.
-    async fn register(&self, account: NewAccount, token: NewEmailToken, mail: OutgoingMail) -> Result<(), StoreError>;
+    async fn register(
+        &self,
+        account: NewAccount,
+        token: NewEmailToken,
+        mail: OutgoingMail,
+    ) -> Result<(), StoreError>;
 
     /// The account with this username key.
     async fn account_by_username(&self, username_key: &str) -> Result<Option<Account>, StoreError>;
@@ -209,11 +219,23 @@ pub trait AuthStore: Send + Sync + fmt::Debug {
     async fn account_by_id(&self, user_id: Uuid) -> Result<Option<Account>, StoreError>;
 
     /// The account owning an unused, unexpired email token of `kind`.
-    async fn email_token_owner(&self, token: &TokenHash, kind: EmailTokenKind, now: i64) -> Result<Option<Account>, StoreError>;
+    async fn email_token_owner(
+        &self,
+        token: &TokenHash,
+        kind: EmailTokenKind,
+        now: i64,
+    ) -> Result<Option<Account>, StoreError>;
 
     /// Replaces the account's unused tokens of the same kind with `token`, queues `mail`, and
     /// appends `events`.
-    async fn issue_email_token(&self, user_id: Uuid, token: NewEmailToken, mail: OutgoingMail, events: Vec<AuthEvent>, now: i64) -> Result<(), StoreError>;
+    async fn issue_email_token(
+        &self,
+        user_id: Uuid,
+        token: NewEmailToken,
+        mail: OutgoingMail,
+        events: Vec<AuthEvent>,
+        now: i64,
+    ) -> Result<(), StoreError>;
 
     /// Spends an unused, unexpired confirmation token and confirms its account (appending
     /// `EmailConfirmed`); `None` when the token is not such a token.
@@ -221,25 +243,48 @@ pub trait AuthStore: Send + Sync + fmt::Debug {
 
     /// Starts a refresh family with its first token (appending `LoggedIn`); replaces the
     /// password hash when `rehash` is given (parameters changed).
-    async fn start_family(&self, user_id: Uuid, family_id: Uuid, first: NewRefreshToken, family_expires_at: i64, now: i64, rehash: Option<PasswordHash>) -> Result<(), StoreError>;
+    async fn start_family(
+        &self,
+        user_id: Uuid,
+        family_id: Uuid,
+        first: NewRefreshToken,
+        family_expires_at: i64,
+        now: i64,
+        rehash: Option<PasswordHash>,
+    ) -> Result<(), StoreError>;
 
     /// The record of a refresh token, for inspection (tests and operators).
     async fn refresh_record(&self, token: &TokenHash) -> Result<Option<RefreshRecord>, StoreError>;
 
     /// Applies [`crate::domain::RefreshDecision`] to `presented` atomically: rotate to `next`,
     /// or revoke the family on reuse (appending `RefreshFamilyRevoked`).
-    async fn rotate_refresh(&self, presented: &TokenHash, next: NewRefreshToken, now: i64) -> Result<RotateOutcome, StoreError>;
+    async fn rotate_refresh(
+        &self,
+        presented: &TokenHash,
+        next: NewRefreshToken,
+        now: i64,
+    ) -> Result<RotateOutcome, StoreError>;
 
     /// Revokes the family of `token` for logout; `false` when the token is unknown.
     async fn logout(&self, token: &TokenHash, now: i64) -> Result<bool, StoreError>;
 
     /// Sets a new password hash, revokes every family of the account, appends
     /// `PasswordChanged` (and `RefreshFamilyRevoked` per family).
-    async fn change_password(&self, user_id: Uuid, hash: PasswordHash, now: i64) -> Result<(), StoreError>;
+    async fn change_password(
+        &self,
+        user_id: Uuid,
+        hash: PasswordHash,
+        now: i64,
+    ) -> Result<(), StoreError>;
 
     /// Spends an unused, unexpired reset token, sets the password, confirms the address (the
     /// reset mail proved it), revokes every family; `None` when the token is not such a token.
-    async fn reset_password(&self, token: &TokenHash, hash: PasswordHash, now: i64) -> Result<Option<Uuid>, StoreError>;
+    async fn reset_password(
+        &self,
+        token: &TokenHash,
+        hash: PasswordHash,
+        now: i64,
+    ) -> Result<Option<Uuid>, StoreError>;
 
     /// Every signing key, newest first.
     async fn signing_keys(&self) -> Result<Vec<StoredKey>, StoreError>;
@@ -249,13 +294,23 @@ pub trait AuthStore: Send + Sync + fmt::Debug {
 
     /// Claims up to `limit` mails due at `now`, leasing each until `lease_until` so another
     /// replica does not send it too.
-    async fn claim_mail(&self, now: i64, lease_until: i64, limit: u32) -> Result<Vec<QueuedMail>, StoreError>;
+    async fn claim_mail(
+        &self,
+        now: i64,
+        lease_until: i64,
+        limit: u32,
+    ) -> Result<Vec<QueuedMail>, StoreError>;
 
     /// Marks a mail sent and clears its body.
     async fn mail_sent(&self, mail_id: Uuid, now: i64) -> Result<(), StoreError>;
 
     /// Records a failed attempt; the mail is retried at `retry_at`.
-    async fn mail_failed(&self, mail_id: Uuid, retry_at: i64, error: &str) -> Result<(), StoreError>;
+    async fn mail_failed(
+        &self,
+        mail_id: Uuid,
+        retry_at: i64,
+        error: &str,
+    ) -> Result<(), StoreError>;
 
     /// Mails not yet sent (operators and tests).
     async fn unsent_mail_count(&self) -> Result<u64, StoreError>;

@@ -14,8 +14,8 @@ use sqlx::Row;
 use uuid::Uuid;
 
 use super::{
-    Account, AuthStore, EmailTokenKind, NewAccount, NewEmailToken, NewRefreshToken, OutgoingMail, QueuedMail,
-    RotateOutcome, StoreError, StoredKey,
+    Account, AuthStore, EmailTokenKind, NewAccount, NewEmailToken, NewRefreshToken, OutgoingMail,
+    QueuedMail, RotateOutcome, StoreError, StoredKey,
 };
 use crate::domain::{PasswordHash, RefreshDecision, RefreshRecord, TokenHash};
 use crate::events::{AuthEvent, Revocation};
@@ -29,12 +29,18 @@ fn occurred_at(now: i64) -> std::time::SystemTime {
 }
 
 fn unique_violation(e: &sqlx::Error) -> Option<StoreError> {
-    let sqlx::Error::Database(db) = e else { return None };
+    let sqlx::Error::Database(db) = e else {
+        return None;
+    };
     if !db.is_unique_violation() {
         return None;
     }
     let detail = format!("{} {}", db.message(), db.constraint().unwrap_or_default());
-    Some(if detail.contains("username_key") { StoreError::UsernameTaken } else { StoreError::EmailTaken })
+    Some(if detail.contains("username_key") {
+        StoreError::UsernameTaken
+    } else {
+        StoreError::EmailTaken
+    })
 }
 
 const ACCOUNT_COLUMNS: &str = "user_id, username, username_key, email, password_hash, confirmed";
@@ -548,7 +554,16 @@ static PG_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/pos
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
 /// Groups events by stream and appends each group in `tx` through `append`.
-fn by_stream(events: Vec<AuthEvent>, now: i64) -> Result<Vec<(fairdeal_eventstore::StreamId, Vec<fairdeal_eventstore::NewEvent>)>, StoreError> {
+fn by_stream(
+    events: Vec<AuthEvent>,
+    now: i64,
+) -> Result<
+    Vec<(
+        fairdeal_eventstore::StreamId,
+        Vec<fairdeal_eventstore::NewEvent>,
+    )>,
+    StoreError,
+> {
     let mut groups: Vec<(Uuid, Vec<fairdeal_eventstore::NewEvent>)> = Vec::new();
     for event in events {
         let user = event.user_id();
@@ -568,7 +583,10 @@ impl PgAuthStore {
     /// Runs the auth migrations and returns the store. `pool` must resolve unqualified names
     /// to the service's schema (`search_path`, see [`crate::startup`]), the schema `events`
     /// keeps its log in; the event store must be migrated first (it creates the schema).
-    pub async fn new(pool: sqlx::PgPool, events: fairdeal_eventstore::PgEventStore) -> Result<Self, StoreError> {
+    pub async fn new(
+        pool: sqlx::PgPool,
+        events: fairdeal_eventstore::PgEventStore,
+    ) -> Result<Self, StoreError> {
         migrator(&PG_MIGRATIONS).run(&pool).await?;
         Ok(Self { pool, events })
     }
@@ -577,7 +595,12 @@ impl PgAuthStore {
         Ok(self.pool.begin().await?)
     }
 
-    async fn append(&self, tx: &mut sqlx::Transaction<'static, sqlx::Postgres>, events: Vec<AuthEvent>, now: i64) -> Result<(), StoreError> {
+    async fn append(
+        &self,
+        tx: &mut sqlx::Transaction<'static, sqlx::Postgres>,
+        events: Vec<AuthEvent>,
+        now: i64,
+    ) -> Result<(), StoreError> {
         for (stream, list) in by_stream(events, now)? {
             // Appends to one account's stream are serialised on its row, so two concurrent
             // changes of one account (two logins) never race for the same stream version.
@@ -609,10 +632,18 @@ impl SqliteAuthStore {
     async fn begin(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, StoreError> {
         // IMMEDIATE (through the event store) takes the write lock up front: a deferred
         // transaction that reads and then writes can fail with SQLITE_BUSY.
-        self.events.begin().await.map_err(|e| StoreError::Events(e.to_string()))
+        self.events
+            .begin()
+            .await
+            .map_err(|e| StoreError::Events(e.to_string()))
     }
 
-    async fn append(&self, tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>, events: Vec<AuthEvent>, now: i64) -> Result<(), StoreError> {
+    async fn append(
+        &self,
+        tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+        events: Vec<AuthEvent>,
+        now: i64,
+    ) -> Result<(), StoreError> {
         for (stream, list) in by_stream(events, now)? {
             self.events
                 .append_in_tx(tx, &stream, fairdeal_eventstore::ExpectedVersion::Any, list)
@@ -625,23 +656,37 @@ impl SqliteAuthStore {
 
 /// The account's stream, `user-<uuid>`.
 fn stream_id(user_id: Uuid) -> Result<fairdeal_eventstore::StreamId, StoreError> {
-    fairdeal_eventstore::StreamId::of("user", user_id).map_err(|e| StoreError::Events(e.to_string()))
+    fairdeal_eventstore::StreamId::of("user", user_id)
+        .map_err(|e| StoreError::Events(e.to_string()))
 }
 
 /// The event as the event store takes it: its protobuf message (typed by its full name),
 /// correlated to the account, carrying the current trace context.
-fn to_new_event(event: &AuthEvent, occurred_at: std::time::SystemTime) -> fairdeal_eventstore::NewEvent {
+fn to_new_event(
+    event: &AuthEvent,
+    occurred_at: std::time::SystemTime,
+) -> fairdeal_eventstore::NewEvent {
     use fairdeal_eventstore::NewEvent;
     use fairdeal_proto::fairdeal::auth::v1 as pb;
     let new = match event {
         AuthEvent::Registered { user_id, username } => {
-            NewEvent::from_message(&pb::UserRegistered { user_id: user_id.to_string(), username: username.clone() })
+            NewEvent::from_message(&pb::UserRegistered {
+                user_id: user_id.to_string(),
+                username: username.clone(),
+            })
         }
-        AuthEvent::EmailConfirmed { user_id } => NewEvent::from_message(&pb::EmailConfirmed { user_id: user_id.to_string() }),
-        AuthEvent::LoggedIn { user_id, family_id } => {
-            NewEvent::from_message(&pb::LoggedIn { user_id: user_id.to_string(), family_id: family_id.to_string() })
-        }
-        AuthEvent::FamilyRevoked { user_id, family_id, reason } => {
+        AuthEvent::EmailConfirmed { user_id } => NewEvent::from_message(&pb::EmailConfirmed {
+            user_id: user_id.to_string(),
+        }),
+        AuthEvent::LoggedIn { user_id, family_id } => NewEvent::from_message(&pb::LoggedIn {
+            user_id: user_id.to_string(),
+            family_id: family_id.to_string(),
+        }),
+        AuthEvent::FamilyRevoked {
+            user_id,
+            family_id,
+            reason,
+        } => {
             let reason = match reason {
                 Revocation::Logout => pb::RevocationReason::Logout,
                 Revocation::ReuseDetected => pb::RevocationReason::ReuseDetected,
@@ -653,12 +698,21 @@ fn to_new_event(event: &AuthEvent, occurred_at: std::time::SystemTime) -> fairde
                 reason: reason.into(),
             })
         }
-        AuthEvent::PasswordChanged { user_id, reset } => NewEvent::from_message(&pb::PasswordChanged {
-            user_id: user_id.to_string(),
-            kind: if *reset { pb::PasswordChangeKind::Reset } else { pb::PasswordChangeKind::Change }.into(),
-        }),
+        AuthEvent::PasswordChanged { user_id, reset } => {
+            NewEvent::from_message(&pb::PasswordChanged {
+                user_id: user_id.to_string(),
+                kind: if *reset {
+                    pb::PasswordChangeKind::Reset
+                } else {
+                    pb::PasswordChangeKind::Change
+                }
+                .into(),
+            })
+        }
         AuthEvent::PasswordResetRequested { user_id } => {
-            NewEvent::from_message(&pb::PasswordResetRequested { user_id: user_id.to_string() })
+            NewEvent::from_message(&pb::PasswordResetRequested {
+                user_id: user_id.to_string(),
+            })
         }
     };
     let mut trace = std::collections::BTreeMap::new();

@@ -1,0 +1,10 @@
+//! End-to-end tests of the auth service: each test spawns the real service on port 0 against
+//! the embedded default (SQLite file, in-memory limits, mailbox directory) and against real
+//! servers on 127.0.0.1 (PostgreSQL with a fresh database, Redis with a fresh key namespace),
+//! and talks to it over gRPC. Time is a manual clock the test moves; nothing sleeps.
+
+mod authn_layer;
+mod flows;
+mod helpers;
+mod limits;
+mod validation;
