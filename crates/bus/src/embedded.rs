@@ -1,0 +1,250 @@
+//! The embedded default: an in-process bus that tails the event store itself.
+//!
+//! With no NATS server around (the single-binary, SQLite deployment), every consumer reads the
+//! log directly with `read_all` from its own checkpoint. The consumer semantics are the
+//! JetStream ones: durable named consumers whose position lives in the database, exactly-once
+//! effects (processed ids and position written in the handler's transaction), retries with
+//! backoff and dead letters (the `bus_dead_letters` table plus a broadcast channel standing
+//! in for the dead-letter subject). Consumers wake as soon as an append is signalled through
+//! [`AppendSignal`] (see [`EmbeddedBus::store`]), and poll as a fallback.
+//!
+//! Generic over the database like the rest of the bus: SQLite is the default, but the same
+//! consumer tails a PostgreSQL store just as well.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fairdeal_eventstore::EventStore;
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use crate::apply::{DeadLetterSink, Delivery, Settler};
+use crate::db::{BusDatabase, BusDb, DeadLetter};
+use crate::error::{BusError, error_chain};
+use crate::handler::{Handler, RetryPolicy};
+use crate::jetstream::validate_name;
+use crate::signal::{AppendSignal, AppendWaiter, NotifyingEventStore, Wake, wait_for_events};
+
+/// Dead letters announced on an embedded bus (the stand-in for the dead-letter subject).
+const DEAD_LETTER_CHANNEL_CAPACITY: usize = 256;
+
+/// The in-process bus: a notifying store, the database and the dead-letter channel shared by
+/// the embedded consumers of one process.
+#[derive(Debug, Clone)]
+pub struct EmbeddedBus<DB: BusDatabase> {
+    /// The store wrapped to fire `signal` on every append; services append through it.
+    store: Arc<dyn EventStore>,
+    /// Where consumers keep positions, processed ids and dead letters (the store's database).
+    db: BusDb<DB>,
+    /// Fired after each append.
+    signal: AppendSignal,
+    /// Dead letters of every consumer of this bus.
+    dead_letters: broadcast::Sender<DeadLetter>,
+}
+
+impl<DB: BusDatabase> EmbeddedBus<DB> {
+    /// A bus over `store`, keeping consumer state in `db` (the store's database, migrated
+    /// with [`BusDb::migrate`]).
+    pub fn new(store: Arc<dyn EventStore>, db: BusDb<DB>) -> Self {
+        let signal = AppendSignal::new();
+        let store: Arc<dyn EventStore> = Arc::new(NotifyingEventStore::new(store, signal.clone()));
+        let (dead_letters, _) = broadcast::channel(DEAD_LETTER_CHANNEL_CAPACITY);
+        Self {
+            store,
+            db,
+            signal,
+            dead_letters,
+        }
+    }
+
+    /// The store services must append through so consumers wake at once.
+    pub fn store(&self) -> Arc<dyn EventStore> {
+        Arc::clone(&self.store)
+    }
+
+    /// The signal fired on each append through [`EmbeddedBus::store`].
+    pub fn signal(&self) -> &AppendSignal {
+        &self.signal
+    }
+
+    /// Receives every dead letter from now on (the embedded dead-letter subject). The table
+    /// `bus_dead_letters` keeps them all regardless.
+    pub fn subscribe_dead_letters(&self) -> broadcast::Receiver<DeadLetter> {
+        self.dead_letters.subscribe()
+    }
+
+    /// A durable consumer of this bus applying events with `handler`.
+    pub fn consumer<H: Handler<DB>>(
+        &self,
+        handler: Arc<H>,
+        config: EmbeddedConsumerConfig,
+    ) -> Result<EmbeddedConsumer<DB, H>, BusError> {
+        config.validate()?;
+        let sink = BroadcastDeadLetters {
+            sender: self.dead_letters.clone(),
+        };
+        Ok(EmbeddedConsumer {
+            store: Arc::clone(&self.store),
+            waiter: self.signal.subscribe(),
+            settler: Settler::new(
+                self.db.clone(),
+                config.name.clone(),
+                handler,
+                config.retry,
+                sink,
+            ),
+            config,
+        })
+    }
+}
+
+/// Settings of one embedded consumer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmbeddedConsumerConfig {
+    /// Durable name (ASCII letters, digits, `-`, `_`): key of its position, processed ids and
+    /// dead letters.
+    pub name: String,
+    /// Events read per `read_all` call and at most per database transaction.
+    pub batch_size: usize,
+    /// Retries of transient handler failures before dead-lettering.
+    pub retry: RetryPolicy,
+    /// Fallback poll for appends that bypass the signal (e.g. another process).
+    pub poll_interval: Duration,
+}
+
+impl EmbeddedConsumerConfig {
+    /// Defaults for consumer `name`: batches of 256, the default [`RetryPolicy`], a 1 s poll.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            batch_size: 256,
+            retry: RetryPolicy::default(),
+            poll_interval: Duration::from_secs(1),
+        }
+    }
+
+    fn validate(&self) -> Result<(), BusError> {
+        validate_name("consumer name", &self.name)?;
+        if self.batch_size == 0 {
+            return Err(BusError::Config(format!(
+                "consumer {}: batch_size must be at least 1",
+                self.name
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Announces dead letters on the bus's broadcast channel.
+#[derive(Debug, Clone)]
+struct BroadcastDeadLetters {
+    /// The bus's dead-letter channel.
+    sender: broadcast::Sender<DeadLetter>,
+}
+
+impl DeadLetterSink for BroadcastDeadLetters {
+    async fn publish(&self, letter: &DeadLetter) -> Result<(), BusError> {
+        // No receiver is fine: the table is the durable record.
+        let _ = self.sender.send(letter.clone());
+        Ok(())
+    }
+}
+
+/// A durable consumer that tails the store in-process.
+#[derive(Debug)]
+pub struct EmbeddedConsumer<DB: BusDatabase, H: Handler<DB>> {
+    /// The log.
+    store: Arc<dyn EventStore>,
+    /// Wakes on appends.
+    waiter: AppendWaiter,
+    /// The shared apply core.
+    settler: Settler<DB, H, BroadcastDeadLetters>,
+    /// Settings.
+    config: EmbeddedConsumerConfig,
+}
+
+impl<DB, H> EmbeddedConsumer<DB, H>
+where
+    DB: BusDatabase,
+    H: Handler<DB>,
+{
+    /// The last global position this consumer settled (0 before the first).
+    pub async fn position(&self) -> Result<i64, BusError> {
+        self.settler.load_position().await
+    }
+
+    /// Consumes until `shutdown` is cancelled, then returns once the batch in hand is
+    /// committed. Store and database errors are logged and retried with backoff; an integrity
+    /// failure of the log is returned.
+    pub async fn run(mut self, shutdown: CancellationToken) -> Result<(), BusError> {
+        let mut failures = 0u32;
+        while !shutdown.is_cancelled() {
+            match self.consume_until_error(&shutdown).await {
+                Ok(()) => return Ok(()),
+                Err(err) if err.is_retryable() => {
+                    failures = failures.saturating_add(1);
+                    tracing::warn!(
+                        consumer = %self.config.name,
+                        error = %error_chain(&err),
+                        failures,
+                        "consumer failed; restarting"
+                    );
+                    let wait = self.config.retry.backoff(failures);
+                    tokio::select! {
+                        () = shutdown.cancelled() => {}
+                        () = tokio::time::sleep(wait) => {}
+                    }
+                }
+                Err(err) => {
+                    tracing::error!(
+                        consumer = %self.config.name,
+                        error = %error_chain(&err),
+                        "consumer stopped"
+                    );
+                    return Err(err);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn consume_until_error(&mut self, shutdown: &CancellationToken) -> Result<(), BusError> {
+        let mut position = self.settler.load_position().await?;
+        tracing::info!(consumer = %self.config.name, position, "embedded consumer starting");
+        loop {
+            if shutdown.is_cancelled() {
+                return Ok(());
+            }
+            let from = u64::try_from(position).unwrap_or(0).saturating_add(1);
+            let events = self.store.read_all(from, self.config.batch_size).await?;
+            if events.is_empty() {
+                let wake =
+                    wait_for_events(Some(&mut self.waiter), self.config.poll_interval, shutdown)
+                        .await;
+                if wake == Wake::Shutdown {
+                    return Ok(());
+                }
+                continue;
+            }
+            let mut deliveries = Vec::with_capacity(events.len());
+            for event in events {
+                let event_position = i64::try_from(event.position).map_err(|_| {
+                    BusError::Config(format!("global position {} exceeds i64", event.position))
+                })?;
+                deliveries.push(Delivery {
+                    position: event_position,
+                    event: Ok(event),
+                    raw: None,
+                    prior_attempts: 0,
+                });
+            }
+            let settled = self.settler.settle(&deliveries, shutdown).await;
+            if let Some(last) = settled.checked_sub(1).and_then(|i| deliveries.get(i)) {
+                position = last.position;
+            }
+            if settled < deliveries.len() {
+                return Ok(()); // Shutdown while waiting to retry.
+            }
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! The [`Handler`] trait services implement to consume events, and the retry policy around it.
+
+use std::future::Future;
+use std::time::Duration;
+
+use fairdeal_eventstore::RecordedEvent;
+use sqlx::Transaction;
+
+use crate::error::HandlerError;
+
+/// Applies events to a service's own state (a projection, a read model, a side table).
+///
+/// The consumer calls [`Handler::handle`] once per event, in log order, inside a database
+/// transaction it owns: the handler writes its effects through `tx`, and the consumer records
+/// the event id and its new position in the same transaction before committing. A redelivered
+/// event whose id is already recorded is acknowledged without calling the handler again, so
+/// effects happen exactly once as long as the handler only changes state through `tx`.
+///
+/// `tx` is a savepoint inside the consumer's batch transaction: when the handler fails, the
+/// consumer rolls back exactly its writes and keeps the rest of the batch. The handler must
+/// not commit or roll back `tx` itself (it only gets a `&mut`).
+///
+/// Implement with `async fn`:
+///
+/// ```ignore
+/// impl Handler<Sqlite> for SeatCounter {
+///     async fn handle(
+///         &self,
+///         event: &RecordedEvent,
+///         tx: &mut Transaction<'_, Sqlite>,
+///     ) -> Result<(), HandlerError> {
+///         sqlx::query("UPDATE seats SET n = n + 1 WHERE table_id = ?1")
+///             .bind(event.stream_id.as_str())
+///             .execute(&mut **tx)
+///             .await?;
+///         Ok(())
+///     }
+/// }
+/// ```
+pub trait Handler<DB: sqlx::Database>: Send + Sync + 'static {
+    /// Applies `event` through `tx`. Return [`HandlerError::Transient`] to have it retried
+    /// (with backoff, up to the consumer's attempt limit) and [`HandlerError::Permanent`] to
+    /// dead-letter it at once. A panic counts as a transient failure.
+    fn handle(
+        &self,
+        event: &RecordedEvent,
+        tx: &mut Transaction<'_, DB>,
+    ) -> impl Future<Output = Result<(), HandlerError>> + Send;
+
+    /// Whether this handler wants `event` at all. Events it does not want still advance the
+    /// consumer's position but are neither handled nor recorded as processed, which keeps the
+    /// processed-ids table to the events that matter. Defaults to every event.
+    fn accepts(&self, event: &RecordedEvent) -> bool {
+        let _ = event;
+        true
+    }
+}
+
+/// How often and how patiently a consumer retries an event whose handler failed transiently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Handler attempts before the event is dead-lettered (at least 1). For JetStream
+    /// consumers, server redeliveries of the same message count as earlier attempts, which
+    /// bounds a handler that crashes the whole process.
+    pub max_attempts: u32,
+    /// Wait after the first failure; doubled after each further failure.
+    pub initial_backoff: Duration,
+    /// Upper bound of the wait between two attempts.
+    pub max_backoff: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_attempts: 5,
+            initial_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(5),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The wait after failed attempt number `attempt` (1-based): `initial * 2^(attempt-1)`,
+    /// capped at `max_backoff`.
+    pub fn backoff(&self, attempt: u32) -> Duration {
+        let doublings = attempt.saturating_sub(1).min(31);
+        self.initial_backoff
+            .checked_mul(1u32 << doublings)
+            .map_or(self.max_backoff, |wait| wait.min(self.max_backoff))
+    }
+
+    /// Whether an event that failed on attempt `attempt` (1-based) has used up its attempts.
+    pub fn exhausted(&self, attempt: u32) -> bool {
+        attempt >= self.max_attempts.max(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_and_caps() {
+        let policy = RetryPolicy {
+            max_attempts: 10,
+            initial_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(1),
+        };
+        assert_eq!(policy.backoff(1), Duration::from_millis(100));
+        assert_eq!(policy.backoff(2), Duration::from_millis(200));
+        assert_eq!(policy.backoff(4), Duration::from_millis(800));
+        assert_eq!(policy.backoff(5), Duration::from_secs(1));
+        assert_eq!(policy.backoff(u32::MAX), Duration::from_secs(1));
+        assert_eq!(policy.backoff(0), Duration::from_millis(100));
+    }
+
+    #[test]
+    fn attempts_are_bounded_even_at_zero() {
+        let policy = RetryPolicy {
+            max_attempts: 0,
+            ..RetryPolicy::default()
+        };
+        assert!(policy.exhausted(1));
+        let policy = RetryPolicy::default();
+        assert!(!policy.exhausted(4));
+        assert!(policy.exhausted(5));
+    }
+}

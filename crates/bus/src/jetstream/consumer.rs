@@ -1,0 +1,465 @@
+//! JetStream durable pull consumers with explicit acks and exactly-once effects.
+//!
+//! The consumer pulls batches of messages, applies them in one database transaction through
+//! the shared core (`crate::apply`), and acknowledges them only after the commit. Its own
+//! position (the last stream sequence settled) is committed with the handler's effects, which
+//! makes the database, not JetStream's ack state, the source of truth:
+//!
+//! - A message at or below the position is a redelivery (its ack was lost): acknowledged
+//!   without touching the handler.
+//! - A message beyond `position + 1` means earlier ones are still pending on the server, as
+//!   after a restart, when JetStream serves new messages first and redelivers the unacked ones
+//!   only after `ack_wait`. The consumer fetches the missing sequences directly from the
+//!   stream and applies them first, so events are always applied in stream order (which is
+//!   global-position order: the relay guarantees it) without waiting for `ack_wait`. The
+//!   stream denies deletes, so every sequence exists.
+//! - The processed-ids table catches the remaining case, the same event under two sequences.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_nats::HeaderMap;
+use async_nats::jetstream::{self, consumer, stream};
+use bytes::Bytes;
+use fairdeal_eventstore::RecordedEvent;
+use futures::StreamExt;
+use tokio_util::sync::CancellationToken;
+
+use super::relay::header_u64;
+use super::{
+    HEADER_DEAD_LETTER_ATTEMPTS, HEADER_DEAD_LETTER_CONSUMER, HEADER_DEAD_LETTER_REASON,
+    HEADER_DEAD_LETTER_SEQUENCE, HEADER_EVENT_TYPE, HEADER_GLOBAL_POSITION, HEADER_STREAM_ID,
+    JetStreamConfig, validate_name,
+};
+use crate::apply::{DeadLetterSink, Delivery, Settler};
+use crate::db::{BusDatabase, BusDb, DeadLetter};
+use crate::error::{BusError, error_chain};
+use crate::handler::{Handler, RetryPolicy};
+
+/// Settings of one durable JetStream consumer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JetStreamConsumerConfig {
+    /// Durable name (ASCII letters, digits, `-`, `_`): the JetStream consumer's name and the
+    /// key of its position, processed ids and dead letters in the database.
+    pub name: String,
+    /// Messages per pull request and at most per database transaction.
+    pub batch_size: usize,
+    /// Retries of transient handler failures before dead-lettering.
+    pub retry: RetryPolicy,
+    /// How long JetStream waits for an ack before redelivering.
+    pub ack_wait: Duration,
+    /// Unacknowledged messages JetStream lets this consumer hold (at least `batch_size`).
+    pub max_ack_pending: i64,
+}
+
+impl JetStreamConsumerConfig {
+    /// Defaults for consumer `name`: batches of 256, the default [`RetryPolicy`], 30 s ack wait,
+    /// 1024 unacknowledged messages.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            batch_size: 256,
+            retry: RetryPolicy::default(),
+            ack_wait: Duration::from_secs(30),
+            max_ack_pending: 1024,
+        }
+    }
+
+    fn validate(&self) -> Result<(), BusError> {
+        validate_name("consumer name", &self.name)?;
+        let batch = i64::try_from(self.batch_size).unwrap_or(i64::MAX);
+        if self.batch_size == 0 || self.max_ack_pending < batch {
+            return Err(BusError::Config(format!(
+                "consumer {}: batch_size must be at least 1 and max_ack_pending at least batch_size",
+                self.name
+            )));
+        }
+        if self.ack_wait < Duration::from_secs(1) {
+            return Err(BusError::Config(format!(
+                "consumer {}: ack_wait must be at least 1s",
+                self.name
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Publishes dead letters to `<prefix>.deadletter.<consumer>` and waits for the ack.
+#[derive(Debug, Clone)]
+struct JetStreamDeadLetters {
+    /// JetStream context to publish through.
+    js: jetstream::Context,
+    /// This consumer's dead-letter subject.
+    subject: String,
+}
+
+impl DeadLetterSink for JetStreamDeadLetters {
+    async fn publish(&self, letter: &DeadLetter) -> Result<(), BusError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(HEADER_DEAD_LETTER_CONSUMER, letter.consumer.as_str());
+        headers.insert(
+            HEADER_DEAD_LETTER_REASON,
+            header_text(&letter.reason).as_str(),
+        );
+        headers.insert(
+            HEADER_DEAD_LETTER_ATTEMPTS,
+            letter.attempts.to_string().as_str(),
+        );
+        headers.insert(
+            HEADER_DEAD_LETTER_SEQUENCE,
+            letter.position.to_string().as_str(),
+        );
+        if let Some(event_type) = &letter.event_type {
+            headers.insert(HEADER_EVENT_TYPE, event_type.as_str());
+        }
+        if let Some(stream_id) = &letter.stream_id {
+            headers.insert(HEADER_STREAM_ID, stream_id.as_str());
+        }
+        let message = jetstream::message::PublishMessage::build()
+            .payload(Bytes::copy_from_slice(&letter.payload))
+            .headers(headers)
+            // Re-publishing after a crash before the batch committed is deduplicated.
+            .message_id(format!("{}-{}", letter.consumer, letter.position));
+        self.js
+            .send_publish(self.subject.clone(), message)
+            .await
+            .map_err(|err| BusError::jetstream("publish dead letter", err))?
+            .await
+            .map_err(|err| BusError::jetstream("dead letter ack", err))?;
+        Ok(())
+    }
+}
+
+/// A header value is one line of printable text: newlines would break the NATS protocol.
+fn header_text(text: &str) -> String {
+    let line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(1024)
+        .collect();
+    line
+}
+
+/// A durable JetStream pull consumer applying events with a [`Handler`].
+#[derive(Debug)]
+pub struct JetStreamConsumer<DB: BusDatabase, H: Handler<DB>> {
+    /// JetStream context.
+    js: jetstream::Context,
+    /// Subjects and stream names.
+    streams: JetStreamConfig,
+    /// Consumer settings.
+    config: JetStreamConsumerConfig,
+    /// The shared apply core (database, handler, retries, dead letters).
+    settler: Settler<DB, H, JetStreamDeadLetters>,
+}
+
+impl<DB, H> JetStreamConsumer<DB, H>
+where
+    DB: BusDatabase,
+    H: Handler<DB>,
+{
+    /// A consumer of the events stream of `streams`, applying events with `handler` in
+    /// `db` (migrated with [`BusDb::migrate`]).
+    pub fn new(
+        js: jetstream::Context,
+        streams: JetStreamConfig,
+        db: BusDb<DB>,
+        handler: Arc<H>,
+        config: JetStreamConsumerConfig,
+    ) -> Result<Self, BusError> {
+        config.validate()?;
+        let sink = JetStreamDeadLetters {
+            js: js.clone(),
+            subject: streams.dead_letter_subject(&config.name),
+        };
+        let settler = Settler::new(db, config.name.clone(), handler, config.retry, sink);
+        Ok(Self {
+            js,
+            streams,
+            config,
+            settler,
+        })
+    }
+
+    /// The last stream sequence this consumer settled (0 before the first).
+    pub async fn position(&self) -> Result<i64, BusError> {
+        self.settler.load_position().await
+    }
+
+    /// Creates the durable consumer, or updates it to this configuration (idempotent).
+    pub async fn ensure(&self) -> Result<(), BusError> {
+        self.durable().await.map(|_| ())
+    }
+
+    async fn durable(&self) -> Result<(stream::Stream, consumer::PullConsumer), BusError> {
+        let stream = self
+            .js
+            .get_stream(self.streams.stream_name())
+            .await
+            .map_err(|err| BusError::jetstream("get events stream", err))?;
+        let consumer = stream
+            .create_consumer(consumer::pull::Config {
+                durable_name: Some(self.config.name.clone()),
+                description: Some("fairdeal-bus consumer".to_owned()),
+                deliver_policy: consumer::DeliverPolicy::All,
+                ack_policy: consumer::AckPolicy::Explicit,
+                ack_wait: self.config.ack_wait,
+                // Attempts are bounded by the consumer's retry policy, which dead-letters;
+                // a server-side limit would drop messages silently instead.
+                max_deliver: -1,
+                max_ack_pending: self.config.max_ack_pending,
+                ..Default::default()
+            })
+            .await
+            .map_err(|err| BusError::jetstream("create durable consumer", err))?;
+        Ok((stream, consumer))
+    }
+
+    /// Consumes until `shutdown` is cancelled, then returns once the batch in hand is
+    /// committed and acknowledged. Network and database errors are logged and retried with
+    /// backoff; only configuration errors and an inconsistent stream are returned.
+    pub async fn run(self, shutdown: CancellationToken) -> Result<(), BusError> {
+        let mut failures = 0u32;
+        while !shutdown.is_cancelled() {
+            match self.consume_until_error(&shutdown).await {
+                Ok(()) => return Ok(()),
+                Err(err) if err.is_retryable() => {
+                    failures = failures.saturating_add(1);
+                    tracing::warn!(
+                        consumer = %self.config.name,
+                        error = %error_chain(&err),
+                        failures,
+                        "consumer failed; restarting"
+                    );
+                    let wait = self.config.retry.backoff(failures);
+                    tokio::select! {
+                        () = shutdown.cancelled() => {}
+                        () = tokio::time::sleep(wait) => {}
+                    }
+                }
+                Err(err) => {
+                    tracing::error!(
+                        consumer = %self.config.name,
+                        error = %error_chain(&err),
+                        "consumer stopped"
+                    );
+                    return Err(err);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn consume_until_error(&self, shutdown: &CancellationToken) -> Result<(), BusError> {
+        let (stream, consumer) = self.durable().await?;
+        let mut position = self.settler.load_position().await?;
+        tracing::info!(consumer = %self.config.name, position, "consumer starting");
+        let messages = consumer
+            .stream()
+            .max_messages_per_batch(self.config.batch_size)
+            .messages()
+            .await
+            .map_err(|err| BusError::jetstream("open pull subscription", err))?;
+        let mut chunks = messages.ready_chunks(self.config.batch_size);
+        loop {
+            let chunk = tokio::select! {
+                () = shutdown.cancelled() => return Ok(()),
+                chunk = chunks.next() => chunk,
+            };
+            let Some(chunk) = chunk else {
+                return Err(BusError::jetstream(
+                    "pull subscription",
+                    "message stream ended",
+                ));
+            };
+            let mut pull_error = None;
+            let mut received = Vec::with_capacity(chunk.len());
+            for item in chunk {
+                match item {
+                    Ok(message) => received.push(message),
+                    Err(err) => pull_error = Some(err),
+                }
+            }
+            let (settled_to, complete) = self
+                .settle_messages(&stream, position, &received, shutdown)
+                .await?;
+            position = settled_to;
+            for message in received {
+                let settled = message
+                    .info()
+                    .ok()
+                    .and_then(|info| i64::try_from(info.stream_sequence).ok())
+                    .is_some_and(|sequence| sequence <= position);
+                if settled && let Err(err) = message.ack().await {
+                    // The redelivery will be recognised as settled and acked again.
+                    tracing::debug!(consumer = %self.config.name, error = %err, "ack failed");
+                }
+            }
+            if !complete {
+                return Ok(());
+            }
+            if let Some(err) = pull_error {
+                return Err(BusError::jetstream("pull messages", err));
+            }
+        }
+    }
+
+    /// Applies the new events among `messages` (filling any gap from the stream first) and
+    /// returns the position settled to and whether everything was settled (false only when
+    /// shutdown interrupted a retry).
+    async fn settle_messages(
+        &self,
+        stream: &stream::Stream,
+        mut position: i64,
+        messages: &[jetstream::Message],
+        shutdown: &CancellationToken,
+    ) -> Result<(i64, bool), BusError> {
+        let mut deliveries: Vec<Delivery> = Vec::with_capacity(messages.len());
+        for message in messages {
+            let info = message
+                .info()
+                .map_err(|err| BusError::jetstream("parse message metadata", err))?;
+            let sequence = sequence_to_position(info.stream_sequence)?;
+            let queued = deliveries.last().map_or(position, |d| d.position);
+            if sequence <= queued {
+                continue; // Already settled, or a redelivery of one queued in this batch.
+            }
+            if sequence > queued + 1 {
+                // Settle what is queued, then the missing sequences, then carry on.
+                let (settled_to, complete) = self.flush(&mut deliveries, position, shutdown).await;
+                position = settled_to;
+                if !complete {
+                    return Ok((position, false));
+                }
+                let (settled_to, complete) = self
+                    .fill_gap(stream, position, sequence - 1, shutdown)
+                    .await?;
+                position = settled_to;
+                if !complete {
+                    return Ok((position, false));
+                }
+            }
+            let delivered = u32::try_from(info.delivered.max(1) - 1).unwrap_or(u32::MAX);
+            deliveries.push(delivery(
+                sequence,
+                message.headers.as_ref(),
+                message.payload.clone(),
+                delivered,
+            ));
+        }
+        Ok(self.flush(&mut deliveries, position, shutdown).await)
+    }
+
+    /// Settles and clears `deliveries`; returns the new position and whether all settled.
+    async fn flush(
+        &self,
+        deliveries: &mut Vec<Delivery>,
+        position: i64,
+        shutdown: &CancellationToken,
+    ) -> (i64, bool) {
+        let settled = self.settler.settle(deliveries, shutdown).await;
+        let complete = settled == deliveries.len();
+        let position = settled
+            .checked_sub(1)
+            .and_then(|last| deliveries.get(last))
+            .map_or(position, |d| d.position);
+        deliveries.clear();
+        (position, complete)
+    }
+
+    /// Applies stream sequences `position + 1 ..= up_to`, read directly from the stream, in
+    /// batches.
+    async fn fill_gap(
+        &self,
+        stream: &stream::Stream,
+        mut position: i64,
+        up_to: i64,
+        shutdown: &CancellationToken,
+    ) -> Result<(i64, bool), BusError> {
+        tracing::info!(
+            consumer = %self.config.name,
+            from = position + 1,
+            to = up_to,
+            "reading pending messages directly from the stream to keep order"
+        );
+        let mut deliveries = Vec::with_capacity(self.config.batch_size);
+        while position < up_to {
+            let mut sequence = position + 1;
+            while sequence <= up_to && deliveries.len() < self.config.batch_size {
+                let raw_sequence = u64::try_from(sequence).unwrap_or(0);
+                let message = stream
+                    .get_raw_message(raw_sequence)
+                    .await
+                    .map_err(|err| BusError::jetstream("read message from stream", err))?;
+                deliveries.push(delivery(
+                    sequence,
+                    Some(&message.headers),
+                    message.payload,
+                    0,
+                ));
+                sequence += 1;
+            }
+            let (settled_to, complete) = self.flush(&mut deliveries, position, shutdown).await;
+            position = settled_to;
+            if !complete {
+                return Ok((position, false));
+            }
+        }
+        Ok((position, true))
+    }
+}
+
+/// Stream sequences are stored as BIGINT positions.
+fn sequence_to_position(sequence: u64) -> Result<i64, BusError> {
+    i64::try_from(sequence)
+        .map_err(|_| BusError::Config(format!("stream sequence {sequence} exceeds i64")))
+}
+
+/// Decodes one message into a delivery; a message that does not decode or verify becomes a
+/// delivery carrying the reason, which the core dead-letters.
+fn delivery(
+    sequence: i64,
+    headers: Option<&HeaderMap>,
+    payload: Bytes,
+    prior_attempts: u32,
+) -> Delivery {
+    let global_position = headers
+        .and_then(|h| header_u64(h, HEADER_GLOBAL_POSITION))
+        .unwrap_or(0);
+    let event =
+        RecordedEvent::decode_envelope(global_position, &payload).map_err(|err| error_chain(&err));
+    Delivery {
+        position: sequence,
+        event,
+        raw: Some(payload),
+        prior_attempts,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_text_is_one_line() {
+        assert_eq!(header_text("a\r\nb\tc"), "a  b c");
+        assert_eq!(header_text(&"x".repeat(5000)).len(), 1024);
+    }
+
+    #[test]
+    fn config_validation() {
+        assert!(JetStreamConsumerConfig::new("rating").validate().is_ok());
+        let mut config = JetStreamConsumerConfig::new("rating");
+        config.max_ack_pending = 10;
+        assert!(config.validate().is_err());
+        assert!(JetStreamConsumerConfig::new("a.b").validate().is_err());
+    }
+
+    #[test]
+    fn garbage_becomes_an_undecodable_delivery() {
+        let d = delivery(7, None, Bytes::from_static(b"\xff\xff"), 2);
+        assert_eq!(d.position, 7);
+        assert_eq!(d.prior_attempts, 2);
+        assert!(d.event.is_err());
+    }
+}

@@ -1,0 +1,220 @@
+//! JetStream specifics: what the relay puts on the wire, the stream settings, and the
+//! relay's and consumer's refusal to guess when the stream holds something unexpected.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_nats::header::NATS_MESSAGE_ID;
+use async_nats::jetstream::stream::StorageType;
+use fairdeal_bus::jetstream::{
+    HEADER_EVENT_TYPE, HEADER_GLOBAL_POSITION, HEADER_STREAM_ID, HEADER_STREAM_VERSION,
+};
+use fairdeal_bus::{BusError, JetStreamConsumer, JetStreamConsumerConfig, ensure_streams};
+use fairdeal_eventstore::{ExpectedVersion, RecordedEvent};
+use tokio_util::sync::CancellationToken;
+
+use crate::support::{
+    Harness, JetStreamHarness, Recorder, append_round_robin, event, log_ids, quick_retry, run_with,
+    stream, wait_for,
+};
+
+async fn published_at_least(h: &JetStreamHarness, count: u64) {
+    wait_for(Duration::from_secs(30), || async {
+        (h.published().await.unwrap_or(0) >= count).then_some(())
+    })
+    .await
+    .expect("relay publishes in time");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relayed_messages_carry_id_trace_type_and_envelope() {
+    run_with(JetStreamHarness::create, |h| async move {
+        let store = h.store();
+        let s = stream("table");
+        let mut traced = event(1);
+        traced
+            .trace_context
+            .insert("tracestate".to_owned(), "fd=1".to_owned());
+        store
+            .append(&s, ExpectedVersion::NoStream, vec![event(0), traced])
+            .await
+            .unwrap();
+        let recorded = store.read_all(1, 10).await.unwrap();
+        assert_eq!(recorded.len(), 2);
+
+        let relay = h.start_relay();
+        published_at_least(&h, 2).await;
+        relay.stop().await;
+
+        let js_stream = h.js().get_stream(h.streams().stream_name()).await.unwrap();
+        for (sequence, event) in (1u64..).zip(&recorded) {
+            let message = js_stream.get_raw_message(sequence).await.unwrap();
+            assert_eq!(
+                message.subject.as_str(),
+                format!("{}.events.table", h.streams().prefix())
+            );
+            let header = |name: &str| {
+                message
+                    .headers
+                    .get(name)
+                    .map(|v| v.as_str().to_owned())
+                    .unwrap_or_default()
+            };
+            assert_eq!(header(NATS_MESSAGE_ID.as_ref()), event.event_id.to_string());
+            assert_eq!(header(HEADER_EVENT_TYPE), "fairdeal.test.v1.Happened");
+            assert_eq!(header(HEADER_STREAM_ID), s.as_str());
+            assert_eq!(header(HEADER_STREAM_VERSION), sequence.to_string());
+            assert_eq!(header(HEADER_GLOBAL_POSITION), event.position.to_string());
+            assert_eq!(
+                header("traceparent"),
+                "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+            );
+            assert_eq!(
+                header("tracestate"),
+                event
+                    .trace_context
+                    .get("tracestate")
+                    .cloned()
+                    .unwrap_or_default()
+            );
+            let decoded = RecordedEvent::decode_envelope(event.position, &message.payload).unwrap();
+            assert_eq!(&decoded, event, "payload is the verified envelope");
+        }
+
+        let info = h
+            .js()
+            .get_stream(h.streams().stream_name())
+            .await
+            .unwrap()
+            .get_info()
+            .await
+            .unwrap();
+        assert_eq!(info.config.storage, StorageType::File);
+        assert!(info.config.deny_delete && info.config.deny_purge);
+        assert_eq!(info.config.max_age, Duration::ZERO, "kept forever");
+        assert_eq!(info.config.num_replicas, 1);
+        assert_eq!(
+            h.db().relay_checkpoint("relay").await.unwrap(),
+            i64::try_from(recorded[1].position).unwrap()
+        );
+    })
+    .await;
+}
+
+/// With its checkpoint lost and the deduplication window long past, a restarted relay still
+/// publishes nothing twice: it resumes from the stream's tail, not from the window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relay_resumes_from_the_stream_tail_beyond_the_dedup_window() {
+    run_with(JetStreamHarness::create, |h| async move {
+        let short_window = h
+            .streams()
+            .clone()
+            .with_duplicate_window(Duration::from_secs(1))
+            .unwrap();
+        ensure_streams(h.js(), &short_window).await.unwrap();
+        let store = h.store();
+        append_round_robin(&*store, 2, 20, 2).await;
+        let relay = h.start_relay();
+        published_at_least(&h, 20).await;
+        relay.stop().await;
+
+        h.rewind_relay().await;
+        tokio::time::sleep(Duration::from_millis(1_200)).await;
+        append_round_robin(&*store, 1, 5, 1).await;
+        let relay = h.start_relay();
+        published_at_least(&h, 25).await;
+        // Give a wrongly restarted relay the time to republish, then check it did not.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        relay.stop().await;
+        assert_eq!(h.published().await, Some(25));
+        let expected = log_ids(&*store, 25).await;
+        assert_eq!(
+            h.db().relay_checkpoint("relay").await.unwrap(),
+            i64::try_from(store.read_all(1, 100).await.unwrap()[24].position).unwrap()
+        );
+        assert_eq!(expected.len(), 25);
+    })
+    .await;
+}
+
+/// A message the relay did not write sits at the stream's tail: the relay stops with an
+/// error instead of guessing where to resume.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relay_refuses_a_stream_with_foreign_messages() {
+    run_with(JetStreamHarness::create, |h| async move {
+        h.js()
+            .publish(
+                format!("{}.events.table", h.streams().prefix()),
+                "garbage".into(),
+            )
+            .await
+            .unwrap()
+            .await
+            .unwrap();
+        let result = tokio::time::timeout(
+            Duration::from_secs(20),
+            h.relay().run(CancellationToken::new()),
+        )
+        .await
+        .expect("relay gives up at once");
+        assert!(
+            matches!(result, Err(BusError::StreamInconsistent { .. })),
+            "{result:?}"
+        );
+    })
+    .await;
+}
+
+/// A message that is not a valid envelope is dead-lettered by the consumer (attempts 0,
+/// reason recorded) and the consumer carries on with the next one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undecodable_messages_are_dead_lettered() {
+    run_with(JetStreamHarness::create, |h| async move {
+        h.js()
+            .publish(
+                format!("{}.events.table", h.streams().prefix()),
+                "garbage".into(),
+            )
+            .await
+            .unwrap()
+            .await
+            .unwrap();
+        let recorder = Recorder::new("projector");
+        let mut config = JetStreamConsumerConfig::new("projector");
+        config.retry = quick_retry(2);
+        let consumer = JetStreamConsumer::new(
+            h.js().clone(),
+            h.streams().clone(),
+            h.db().clone(),
+            Arc::clone(&recorder),
+            config,
+        )
+        .unwrap();
+        consumer.ensure().await.unwrap();
+        consumer.ensure().await.unwrap(); // idempotent
+        let shutdown = CancellationToken::new();
+        let task = tokio::spawn(consumer.run(shutdown.clone()));
+        let letters = wait_for(Duration::from_secs(30), || async {
+            let letters = h.dead_letters("projector").await;
+            (!letters.is_empty()).then_some(letters)
+        })
+        .await
+        .expect("dead letter recorded");
+        shutdown.cancel();
+        task.await.unwrap().unwrap();
+        assert_eq!(letters.len(), 1);
+        assert_eq!(letters[0].position, 1);
+        assert_eq!(letters[0].attempts, 0);
+        assert_eq!(letters[0].event_id, None);
+        assert!(
+            letters[0].reason.starts_with("undecodable message"),
+            "{}",
+            letters[0].reason
+        );
+        assert_eq!(letters[0].payload, b"garbage");
+        assert_eq!(h.db().consumer_position("projector").await.unwrap(), 1);
+        assert_eq!(h.announced_dead_letters("projector").await, 1);
+        assert!(h.applied("projector").await.is_empty());
+    })
+    .await;
+}

@@ -1,0 +1,19 @@
+//! Integration tests of the bus against real servers: NATS JetStream on 127.0.0.1:4222 and
+//! PostgreSQL on 127.0.0.1:5432 (user postgres, trust), plus SQLite files. Every test gets a
+//! fresh database, subject prefix and streams, and removes them afterwards.
+//!
+//! - `conformance`: the bus half of the conformance suite, once per deployment
+//!   (PostgreSQL + JetStream, SQLite + in-process).
+//! - `fault`: 10,000 events under load while relay and consumer tasks are killed and
+//!   restarted; every event must be applied exactly once, in order.
+//! - `jetstream`: what the relay puts on the wire.
+//! - `trace`: the handling span joins the trace that appended the event.
+
+// Test support panics on failure by design.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod conformance;
+mod fault;
+mod jetstream;
+mod support;
+mod trace;
