@@ -1,8 +1,8 @@
 //! Wiring: from a [`Config`] to a bound, ready-to-run server with its background tasks.
 //!
 //! [`Application::build`] binds the listener first (port 0 works in tests), runs migrations,
-//! loads the key ring, and spawns the mail dispatcher and the key reloader on the kit's
-//! shutdown handle; [`Application::run_until_stopped`] serves until SIGTERM/SIGINT (or
+//! loads the key ring, and spawns the mail dispatcher, the key reloader and (with NATS) the
+//! outbox relay on the kit's shutdown handle; [`Application::run_until_stopped`] serves until SIGTERM/SIGINT (or
 //! [`fairdeal_kit::Shutdown::trigger`]) and drains.
 
 use std::net::SocketAddr;
@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use fairdeal_authn::{Authenticator, AuthenticatorOptions, Clock, SystemClock};
+use fairdeal_bus::{BusDb, JetStreamConfig, Relay, RelayConfig, ensure_streams};
 use fairdeal_eventstore::{PgEventStore, SqliteEventStore};
 use fairdeal_kit::{Config, Shutdown};
 use fairdeal_proto::fairdeal::auth::v1::auth_service_server::AuthServiceServer;
@@ -67,7 +68,15 @@ fn sqlite_path(url: &str) -> anyhow::Result<String> {
     Ok(path.to_owned())
 }
 
-async fn open_store(config: &Config<AuthSettings>) -> anyhow::Result<Arc<dyn AuthStore>> {
+/// The event store behind the auth store, kept for the outbox relay.
+enum EventBackend {
+    /// PostgreSQL: the store, its pool and the schema.
+    Postgres(PgEventStore, sqlx::PgPool, String),
+    /// SQLite.
+    Sqlite(SqliteEventStore),
+}
+
+async fn open_store(config: &Config<AuthSettings>) -> anyhow::Result<(Arc<dyn AuthStore>, EventBackend)> {
     let url = config.common.database_url.expose_secret();
     if url.starts_with("postgres") {
         let schema = &config.service.db_schema;
@@ -81,22 +90,51 @@ async fn open_store(config: &Config<AuthSettings>) -> anyhow::Result<Arc<dyn Aut
             .context("connecting to PostgreSQL")?;
         let events = PgEventStore::new(pool.clone(), schema).context("event store")?;
         events.migrate().await.context("event store migrations")?;
-        Ok(Arc::new(
-            PgAuthStore::new(pool, events)
-                .await
-                .context("auth migrations")?,
-        ))
+        let store = PgAuthStore::new(pool.clone(), events.clone()).await.context("auth migrations")?;
+        Ok((Arc::new(store), EventBackend::Postgres(events, pool, schema.clone())))
     } else {
         let path = sqlite_path(url)?;
-        let events = SqliteEventStore::open(&path)
-            .await
-            .context("opening the SQLite database")?;
-        Ok(Arc::new(
-            SqliteAuthStore::new(events)
-                .await
-                .context("auth migrations")?,
-        ))
+        let events = SqliteEventStore::open(&path).await.context("opening the SQLite database")?;
+        let store = SqliteAuthStore::new(events.clone()).await.context("auth migrations")?;
+        Ok((Arc::new(store), EventBackend::Sqlite(events)))
     }
+}
+
+/// With NATS configured, the relay publishing this service's events to JetStream
+/// (`<subject_prefix>.auth.events.user`), started on `shutdown`. Without NATS the events stay
+/// in the log, where the embedded bus of an all-in-one process tails them.
+async fn start_relay(config: &Config<AuthSettings>, backend: EventBackend, shutdown: &Shutdown) -> anyhow::Result<()> {
+    let Some(url) = &config.common.nats_url else { return Ok(()) };
+    let client = async_nats::connect(url.expose_secret()).await.context("connecting to NATS")?;
+    let js = async_nats::jetstream::new(client);
+    let streams = JetStreamConfig::new(format!("{}.auth", config.common.subject_prefix))?
+        .with_replicas(usize::from(config.common.jetstream_replicas))?;
+    ensure_streams(&js, &streams).await.context("JetStream streams")?;
+    let relay_config = RelayConfig::new("auth");
+    let stop = shutdown.token();
+    match backend {
+        EventBackend::Postgres(events, pool, schema) => {
+            let db = BusDb::postgres(pool, &schema)?;
+            db.migrate().await.context("bus migrations")?;
+            let relay = Relay::new(Arc::new(events), db, js, streams, relay_config)?;
+            shutdown.spawn("relay", async move {
+                if let Err(e) = relay.run(stop).await {
+                    tracing::error!(error = %e, "event relay stopped");
+                }
+            });
+        }
+        EventBackend::Sqlite(events) => {
+            let db = BusDb::sqlite(events.pool().clone());
+            db.migrate().await.context("bus migrations")?;
+            let relay = Relay::new(Arc::new(events), db, js, streams, relay_config)?;
+            shutdown.spawn("relay", async move {
+                if let Err(e) = relay.run(stop).await {
+                    tracing::error!(error = %e, "event relay stopped");
+                }
+            });
+        }
+    }
+    Ok(())
 }
 
 impl Application {
@@ -112,7 +150,7 @@ impl Application {
     ) -> anyhow::Result<Self> {
         let settings = &config.service;
         let clock = overrides.clock;
-        let store = open_store(&config).await?;
+        let (store, backend) = open_store(&config).await?;
 
         let limiter: Arc<dyn AttemptLimiter> = match &config.common.redis_url {
             Some(url) => {
@@ -177,6 +215,7 @@ impl Application {
             .await?;
 
         let shutdown = server.shutdown();
+        start_relay(&config, backend, &shutdown).await?;
         shutdown.spawn("mail-dispatcher", dispatcher.clone().run(shutdown.token()));
         let reload_every = settings.key_reload_interval;
         let stop = shutdown.token();

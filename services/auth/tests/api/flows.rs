@@ -296,3 +296,40 @@ async fn events_carry_no_secrets() {
         }
     }
 }
+
+/// With NATS configured, the account's events reach JetStream through the outbox relay, in
+/// order, each with `Nats-Msg-Id` = its event id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_reach_jetstream() {
+    use futures::StreamExt as _;
+    let res = Resources::new(Backend::Real).await;
+    let mut app = spawn_app(&res).await;
+    let (user_id, username, _) = app.confirmed_user().await;
+    app.login(&username, PASSWORD).await.unwrap();
+
+    let js = async_nats::jetstream::new(async_nats::connect(NATS).await.unwrap());
+    let streams = fairdeal_bus::JetStreamConfig::new(format!("{}.auth", res.prefix)).unwrap();
+    let mut stream = js.get_stream(streams.stream_name()).await.unwrap();
+    // The relay polls every 100 ms; bounded wait for the three events.
+    for _ in 0..100 {
+        if stream.info().await.unwrap().state.messages >= 3 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let consumer = stream
+        .create_consumer(async_nats::jetstream::consumer::pull::Config::default())
+        .await
+        .unwrap();
+    let mut messages = consumer.fetch().max_messages(3).messages().await.unwrap();
+    let mut types = Vec::new();
+    while let Some(message) = messages.next().await {
+        let message = message.unwrap();
+        let event = fairdeal_eventstore::RecordedEvent::decode_envelope(0, &message.payload).unwrap();
+        assert_eq!(event.stream_id.as_str(), format!("user-{user_id}"));
+        let msg_id = message.headers.as_ref().unwrap().get("Nats-Msg-Id").unwrap().to_string();
+        assert_eq!(msg_id, event.event_id.to_string());
+        types.push(event.event_type);
+    }
+    assert_eq!(types, ["fairdeal.auth.v1.UserRegistered", "fairdeal.auth.v1.EmailConfirmed", "fairdeal.auth.v1.LoggedIn"]);
+}

@@ -14,6 +14,7 @@ use tonic::transport::Channel;
 
 pub(crate) const POSTGRES: &str = "postgres://postgres@127.0.0.1:5432";
 pub(crate) const REDIS: &str = "redis://127.0.0.1:6379";
+pub(crate) const NATS: &str = "nats://127.0.0.1:4222";
 pub(crate) const PASSWORD: &str = "correct horse battery staple";
 
 /// Which backends a test runs on.
@@ -96,6 +97,12 @@ impl Drop for Resources {
                 }
                 if let Some(url) = redis {
                     let _ = fairdeal_auth::limits::redis::delete_namespace(&url, &namespace).await;
+                    if let Ok(client) = async_nats::connect(NATS).await {
+                        let js = async_nats::jetstream::new(client);
+                        let streams = fairdeal_bus::JetStreamConfig::new(namespace.replace(':', ".")).unwrap();
+                        let _ = js.delete_stream(streams.stream_name()).await;
+                        let _ = js.delete_stream(streams.dead_letter_stream_name()).await;
+                    }
                 }
             });
         })
@@ -140,6 +147,8 @@ pub(crate) fn config(res: &Resources, extra: &[&str]) -> Config<AuthSettings> {
     if let Some(redis) = &res.redis_url {
         args.push("--redis-url".into());
         args.push(redis.clone());
+        args.push("--nats-url".into());
+        args.push(NATS.into());
     }
     args.extend(extra.iter().map(|s| (*s).to_owned()));
     match Config::<AuthSettings>::load_from("auth", args, []).unwrap() {
