@@ -76,7 +76,9 @@ enum EventBackend {
     Sqlite(SqliteEventStore),
 }
 
-async fn open_store(config: &Config<AuthSettings>) -> anyhow::Result<(Arc<dyn AuthStore>, EventBackend)> {
+async fn open_store(
+    config: &Config<AuthSettings>,
+) -> anyhow::Result<(Arc<dyn AuthStore>, EventBackend)> {
     let url = config.common.database_url.expose_secret();
     if url.starts_with("postgres") {
         let schema = &config.service.db_schema;
@@ -90,12 +92,21 @@ async fn open_store(config: &Config<AuthSettings>) -> anyhow::Result<(Arc<dyn Au
             .context("connecting to PostgreSQL")?;
         let events = PgEventStore::new(pool.clone(), schema).context("event store")?;
         events.migrate().await.context("event store migrations")?;
-        let store = PgAuthStore::new(pool.clone(), events.clone()).await.context("auth migrations")?;
-        Ok((Arc::new(store), EventBackend::Postgres(events, pool, schema.clone())))
+        let store = PgAuthStore::new(pool.clone(), events.clone())
+            .await
+            .context("auth migrations")?;
+        Ok((
+            Arc::new(store),
+            EventBackend::Postgres(events, pool, schema.clone()),
+        ))
     } else {
         let path = sqlite_path(url)?;
-        let events = SqliteEventStore::open(&path).await.context("opening the SQLite database")?;
-        let store = SqliteAuthStore::new(events.clone()).await.context("auth migrations")?;
+        let events = SqliteEventStore::open(&path)
+            .await
+            .context("opening the SQLite database")?;
+        let store = SqliteAuthStore::new(events.clone())
+            .await
+            .context("auth migrations")?;
         Ok((Arc::new(store), EventBackend::Sqlite(events)))
     }
 }
@@ -103,13 +114,23 @@ async fn open_store(config: &Config<AuthSettings>) -> anyhow::Result<(Arc<dyn Au
 /// With NATS configured, the relay publishing this service's events to JetStream
 /// (`<subject_prefix>.auth.events.user`), started on `shutdown`. Without NATS the events stay
 /// in the log, where the embedded bus of an all-in-one process tails them.
-async fn start_relay(config: &Config<AuthSettings>, backend: EventBackend, shutdown: &Shutdown) -> anyhow::Result<()> {
-    let Some(url) = &config.common.nats_url else { return Ok(()) };
-    let client = async_nats::connect(url.expose_secret()).await.context("connecting to NATS")?;
+async fn start_relay(
+    config: &Config<AuthSettings>,
+    backend: EventBackend,
+    shutdown: &Shutdown,
+) -> anyhow::Result<()> {
+    let Some(url) = &config.common.nats_url else {
+        return Ok(());
+    };
+    let client = async_nats::connect(url.expose_secret())
+        .await
+        .context("connecting to NATS")?;
     let js = async_nats::jetstream::new(client);
     let streams = JetStreamConfig::new(format!("{}.auth", config.common.subject_prefix))?
         .with_replicas(usize::from(config.common.jetstream_replicas))?;
-    ensure_streams(&js, &streams).await.context("JetStream streams")?;
+    ensure_streams(&js, &streams)
+        .await
+        .context("JetStream streams")?;
     let relay_config = RelayConfig::new("auth");
     let stop = shutdown.token();
     match backend {

@@ -325,11 +325,25 @@ async fn events_reach_jetstream() {
     let mut types = Vec::new();
     while let Some(message) = messages.next().await {
         let message = message.unwrap();
-        let event = fairdeal_eventstore::RecordedEvent::decode_envelope(0, &message.payload).unwrap();
+        let event =
+            fairdeal_eventstore::RecordedEvent::decode_envelope(0, &message.payload).unwrap();
         assert_eq!(event.stream_id.as_str(), format!("user-{user_id}"));
-        let msg_id = message.headers.as_ref().unwrap().get("Nats-Msg-Id").unwrap().to_string();
+        let msg_id = message
+            .headers
+            .as_ref()
+            .unwrap()
+            .get("Nats-Msg-Id")
+            .unwrap()
+            .to_string();
         assert_eq!(msg_id, event.event_id.to_string());
         types.push(event.event_type);
     }
-    assert_eq!(types, ["fairdeal.auth.v1.UserRegistered", "fairdeal.auth.v1.EmailConfirmed", "fairdeal.auth.v1.LoggedIn"]);
+    assert_eq!(
+        types,
+        [
+            "fairdeal.auth.v1.UserRegistered",
+            "fairdeal.auth.v1.EmailConfirmed",
+            "fairdeal.auth.v1.LoggedIn"
+        ]
+    );
 }

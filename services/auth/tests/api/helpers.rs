@@ -99,7 +99,9 @@ impl Drop for Resources {
                     let _ = fairdeal_auth::limits::redis::delete_namespace(&url, &namespace).await;
                     if let Ok(client) = async_nats::connect(NATS).await {
                         let js = async_nats::jetstream::new(client);
-                        let streams = fairdeal_bus::JetStreamConfig::new(namespace.replace(':', ".")).unwrap();
+                        let streams =
+                            fairdeal_bus::JetStreamConfig::new(namespace.replace(':', "."))
+                                .unwrap();
                         let _ = js.delete_stream(streams.stream_name()).await;
                         let _ = js.delete_stream(streams.dead_letter_stream_name()).await;
                     }
