@@ -1,4 +1,6 @@
 //! The layer over a plain tower service: what reaches the service, what is refused.
+// Test helpers outside #[test] functions may unwrap too: a failure is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::convert::Infallible;
 use std::sync::Arc;

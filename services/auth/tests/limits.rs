@@ -1,6 +1,8 @@
 //! Conformance of the two limiters: the same scenario on the in-memory one and on Redis (a
 //! unique key namespace per test, deleted at the end), and two Redis limiters (two replicas)
 //! sharing one count.
+// Test helpers outside #[test] functions may unwrap too: a failure is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use fairdeal_auth::domain::{LockoutPolicy, RetryAfter};
 use fairdeal_auth::limits::{
