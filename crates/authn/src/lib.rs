@@ -13,6 +13,8 @@
 //! - [`caller`]: [`Caller`], the authenticated identity a handler finds in its request.
 //! - [`authenticator`]: [`Authenticator`], which keeps the public keys cached, refreshes them from
 //!   a [`KeySource`] when a token names an unknown key (rate limited), and verifies tokens.
+//! - [`grpc`]: [`GrpcKeySource`], the production [`KeySource`] (the auth service's
+//!   `GetPublicKeys`).
 //! - [`layer`]: [`AuthLayer`], the tower layer that guards a tonic service, plus the synchronous
 //!   [`Authenticator::interceptor`] and the bearer-token helpers for clients.
 //!
@@ -41,6 +43,7 @@
 pub mod authenticator;
 pub mod caller;
 pub mod clock;
+pub mod grpc;
 pub mod layer;
 pub mod token;
 
@@ -49,6 +52,7 @@ pub use authenticator::{
 };
 pub use caller::Caller;
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use grpc::GrpcKeySource;
 pub use layer::{AuthLayer, Authenticated, attach_bearer, bearer_token};
 pub use token::{
     AccessToken, Claims, KeyId, KeySet, PublicKey, Role, SigningKey, TokenError, UnverifiedToken,

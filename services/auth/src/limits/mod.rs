@@ -1,0 +1,132 @@
+//! Brute-force limits on login: the [`AttemptLimiter`] port and its two adapters.
+//!
+//! - [`memory::MemoryLimiter`]: one process (the embedded default, tests).
+//! - [`redis::RedisLimiter`]: shared by every replica; each transition is one Lua script, so
+//!   concurrent replicas never lose an update.
+//!
+//! Both apply the rules of [`crate::domain::lockout`]; time comes from the caller (the
+//! service's injected clock), so tests cross lockout windows without sleeping.
+
+pub mod memory;
+pub mod redis;
+
+use std::fmt;
+use std::net::IpAddr;
+
+use async_trait::async_trait;
+use sha2::{Digest, Sha256};
+
+use crate::domain::{LockoutPolicy, RetryAfter};
+
+pub use memory::MemoryLimiter;
+pub use redis::RedisLimiter;
+
+/// What is being limited.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub enum Subject {
+    /// A username's caseless key (known or not: unknown names are limited the same way, so
+    /// the limiter reveals nothing about which accounts exist).
+    Username(String),
+    /// A client address, IPv6 reduced to its /64 (one host usually owns a whole /64).
+    Address(IpAddr),
+}
+
+impl Subject {
+    /// The address subject for `addr`, normalised (IPv4-mapped IPv6 to IPv4, IPv6 to /64).
+    pub fn address(addr: IpAddr) -> Self {
+        let addr = match addr {
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => IpAddr::V4(v4),
+                None => IpAddr::V6((u128::from(v6) & !((1u128 << 64) - 1)).into()),
+            },
+            v4 => v4,
+        };
+        Self::Address(addr)
+    }
+
+    /// A stable identifier without personal data: usernames are hashed.
+    pub fn storage_id(&self) -> String {
+        match self {
+            Subject::Username(key) => format!("u:{}", hex::encode(Sha256::digest(key.as_bytes()))),
+            Subject::Address(addr) => format!("a:{addr}"),
+        }
+    }
+}
+
+impl fmt::Debug for Subject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Subject({})", self.storage_id())
+    }
+}
+
+/// The policy of each kind of subject.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Policies {
+    /// Per username.
+    pub username: LockoutPolicy,
+    /// Per client address.
+    pub address: LockoutPolicy,
+}
+
+impl Default for Policies {
+    fn default() -> Self {
+        Self {
+            username: LockoutPolicy::USERNAME,
+            address: LockoutPolicy::ADDRESS,
+        }
+    }
+}
+
+impl Policies {
+    /// The policy for `subject`.
+    pub fn for_subject(&self, subject: &Subject) -> &LockoutPolicy {
+        match subject {
+            Subject::Username(_) => &self.username,
+            Subject::Address(_) => &self.address,
+        }
+    }
+}
+
+/// The limiter's backing store failed; login is refused (fail closed) rather than unlimited.
+#[derive(Debug, thiserror::Error)]
+#[error("rate limiter unavailable: {0}")]
+pub struct LimiterError(pub String);
+
+/// Counts failed logins and locks subjects out. `now` is seconds since the epoch.
+#[async_trait]
+pub trait AttemptLimiter: Send + Sync + fmt::Debug {
+    /// `Some` while `subject` is locked.
+    async fn check(&self, subject: &Subject, now: i64) -> Result<Option<RetryAfter>, LimiterError>;
+    /// Records a failure; `Some` when it (or an earlier one) locked the subject.
+    async fn record_failure(
+        &self,
+        subject: &Subject,
+        now: i64,
+    ) -> Result<Option<RetryAfter>, LimiterError>;
+    /// Records a success (clears the state when the subject's policy says so).
+    async fn record_success(&self, subject: &Subject, now: i64) -> Result<(), LimiterError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_are_normalised() {
+        let a = Subject::address("2001:db8::1".parse().unwrap());
+        let b = Subject::address("2001:db8::ffff:1".parse().unwrap());
+        assert_eq!(a, b);
+        assert_eq!(
+            Subject::address("::ffff:10.0.0.1".parse().unwrap()),
+            Subject::address("10.0.0.1".parse().unwrap())
+        );
+        assert_eq!(a.storage_id(), "a:2001:db8::");
+    }
+
+    #[test]
+    fn usernames_are_hashed_in_storage_ids() {
+        let s = Subject::Username("alice".into());
+        assert!(!s.storage_id().contains("alice"));
+        assert!(!format!("{s:?}").contains("alice"));
+    }
+}

@@ -1,0 +1,349 @@
+//! The account life cycle: register, confirm, login, refresh, logout, reset, change.
+
+use fairdeal_proto::fairdeal::auth::v1 as pb;
+use tonic::Code;
+
+use crate::helpers::*;
+use crate::on_both_backends;
+
+async fn register_confirm_login_refresh_logout(backend: Backend) {
+    let res = Resources::new(backend).await;
+    let mut app = spawn_app(&res).await;
+    let username = unique_name();
+    let email = format!("{username}@example.com");
+    let user_id = app.register(&username, &email).await.unwrap();
+
+    // Not confirmed yet: denied, with the very same answer as a wrong password.
+    let early = app.login(&username, PASSWORD).await.unwrap_err();
+    assert_eq!(
+        (early.code(), early.message()),
+        (Code::Unauthenticated, "access denied")
+    );
+
+    let code = app.code_from_mail(&email, "Confirm").await;
+    let confirmed = app
+        .client
+        .confirm_email(pb::ConfirmEmailRequest {
+            token: code.clone(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(confirmed.into_inner().user_id, user_id);
+    // Single use.
+    let again = app
+        .client
+        .confirm_email(pb::ConfirmEmailRequest { token: code })
+        .await
+        .unwrap_err();
+    assert_eq!(again.code(), Code::Unauthenticated);
+
+    // Any case and width of the username logs in.
+    let tokens = app.login(&username.to_uppercase(), PASSWORD).await.unwrap();
+    assert_eq!(tokens.user_id, user_id);
+    assert!(!tokens.access_token.is_empty());
+
+    let next = app.refresh(&tokens.refresh_token).await.unwrap();
+    assert_ne!(next.refresh_token, tokens.refresh_token);
+    assert_eq!(next.user_id, user_id);
+
+    app.client
+        .logout(pb::LogoutRequest {
+            refresh_token: next.refresh_token.clone(),
+        })
+        .await
+        .unwrap();
+    let after = app.refresh(&next.refresh_token).await.unwrap_err();
+    assert_eq!(after.code(), Code::Unauthenticated);
+}
+on_both_backends!(full_flow, register_confirm_login_refresh_logout);
+
+async fn refresh_token_reuse_revokes_the_family(backend: Backend) {
+    let res = Resources::new(backend).await;
+    let mut app = spawn_app(&res).await;
+    let (_, username, _) = app.confirmed_user().await;
+    let first = app.login(&username, PASSWORD).await.unwrap();
+    let second = app.refresh(&first.refresh_token).await.unwrap();
+    // The thief replays the spent first token: refused, and the family dies...
+    assert_eq!(
+        app.refresh(&first.refresh_token).await.unwrap_err().code(),
+        Code::Unauthenticated
+    );
+    // ...so the legitimate holder of the newest token is out too.
+    assert_eq!(
+        app.refresh(&second.refresh_token).await.unwrap_err().code(),
+        Code::Unauthenticated
+    );
+    // Another login (another family) is unaffected.
+    let other = app.login(&username, PASSWORD).await.unwrap();
+    app.refresh(&other.refresh_token).await.unwrap();
+}
+on_both_backends!(refresh_reuse, refresh_token_reuse_revokes_the_family);
+
+async fn duplicates_are_refused_case_insensitively(backend: Backend) {
+    let res = Resources::new(backend).await;
+    let mut app = spawn_app(&res).await;
+    let username = unique_name();
+    let email = format!("{username}@example.com");
+    app.register(&username, &email).await.unwrap();
+    // Full-width upper case is the same name.
+    let wide: String = username
+        .to_uppercase()
+        .chars()
+        .map(|c| char::from_u32(c as u32 + 0xFEE0).unwrap_or(c))
+        .collect();
+    let dup = app
+        .register(&wide, &format!("other-{email}"))
+        .await
+        .unwrap_err();
+    assert_eq!(dup.code(), Code::AlreadyExists);
+    let dup = app
+        .register(&format!("{username}x"), &email.to_uppercase())
+        .await
+        .unwrap_err();
+    assert_eq!(dup.code(), Code::AlreadyExists);
+}
+on_both_backends!(duplicates, duplicates_are_refused_case_insensitively);
+
+async fn password_reset_and_change_revoke_sessions(backend: Backend) {
+    let res = Resources::new(backend).await;
+    let mut app = spawn_app(&res).await;
+    let (_, username, email) = app.confirmed_user().await;
+    let session = app.login(&username, PASSWORD).await.unwrap();
+
+    // Unknown addresses get the same empty success.
+    app.client
+        .request_password_reset(pb::RequestPasswordResetRequest {
+            email: "nobody@example.com".into(),
+        })
+        .await
+        .unwrap();
+    app.client
+        .request_password_reset(pb::RequestPasswordResetRequest {
+            email: email.clone(),
+        })
+        .await
+        .unwrap();
+    let code = app.code_from_mail(&email, "Reset").await;
+    let new_password = "purple elephants juggle quietly";
+    let weak = app
+        .client
+        .reset_password(pb::ResetPasswordRequest {
+            token: code.clone(),
+            new_password: b"password1".to_vec(),
+        })
+        .await;
+    assert_eq!(weak.unwrap_err().code(), Code::InvalidArgument);
+    app.client
+        .reset_password(pb::ResetPasswordRequest {
+            token: code.clone(),
+            new_password: new_password.into(),
+        })
+        .await
+        .unwrap();
+    // Single use, old sessions gone, old password gone.
+    let reuse = app
+        .client
+        .reset_password(pb::ResetPasswordRequest {
+            token: code,
+            new_password: new_password.into(),
+        })
+        .await;
+    assert_eq!(reuse.unwrap_err().code(), Code::Unauthenticated);
+    assert_eq!(
+        app.refresh(&session.refresh_token)
+            .await
+            .unwrap_err()
+            .code(),
+        Code::Unauthenticated
+    );
+    assert_eq!(
+        app.login(&username, PASSWORD).await.unwrap_err().code(),
+        Code::Unauthenticated
+    );
+    let tokens = app.login(&username, new_password).await.unwrap();
+
+    // ChangePassword needs the access token and the current password.
+    let third = "seventeen quiet violins tuning";
+    let mut req = tonic::Request::new(pb::ChangePasswordRequest {
+        current_password: PASSWORD.into(),
+        new_password: third.into(),
+    });
+    fairdeal_authn::attach_bearer(
+        &mut req,
+        &fairdeal_authn::AccessToken::new(tokens.access_token.clone()),
+    )
+    .unwrap();
+    assert_eq!(
+        app.client.change_password(req).await.unwrap_err().code(),
+        Code::Unauthenticated
+    );
+    let no_token = app.client.change_password(pb::ChangePasswordRequest {
+        current_password: new_password.into(),
+        new_password: third.into(),
+    });
+    assert_eq!(no_token.await.unwrap_err().code(), Code::Unauthenticated);
+    let mut req = tonic::Request::new(pb::ChangePasswordRequest {
+        current_password: new_password.into(),
+        new_password: third.into(),
+    });
+    fairdeal_authn::attach_bearer(
+        &mut req,
+        &fairdeal_authn::AccessToken::new(tokens.access_token),
+    )
+    .unwrap();
+    app.client.change_password(req).await.unwrap();
+    assert_eq!(
+        app.refresh(&tokens.refresh_token).await.unwrap_err().code(),
+        Code::Unauthenticated
+    );
+    app.login(&username, third).await.unwrap();
+}
+on_both_backends!(reset_and_change, password_reset_and_change_revoke_sessions);
+
+async fn resend_confirmation_replaces_the_link(backend: Backend) {
+    let res = Resources::new(backend).await;
+    let mut app = spawn_app(&res).await;
+    let username = unique_name();
+    let email = format!("{username}@example.com");
+    app.register(&username, &email).await.unwrap();
+    let first = app.code_from_mail(&email, "Confirm").await;
+    app.client
+        .resend_confirmation(pb::ResendConfirmationRequest {
+            email: email.clone(),
+        })
+        .await
+        .unwrap();
+    let second = app.code_from_mail(&email, "Confirm").await;
+    assert_ne!(first, second);
+    assert_eq!(
+        app.client
+            .confirm_email(pb::ConfirmEmailRequest { token: first })
+            .await
+            .unwrap_err()
+            .code(),
+        Code::Unauthenticated
+    );
+    app.client
+        .confirm_email(pb::ConfirmEmailRequest { token: second })
+        .await
+        .unwrap();
+    app.login(&username, PASSWORD).await.unwrap();
+}
+on_both_backends!(resend, resend_confirmation_replaces_the_link);
+
+/// A mail server that is down neither fails nor slows a registration, and the mail waits in
+/// the outbox.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registration_survives_an_unreachable_mail_server() {
+    let res = Resources::new(Backend::Embedded).await;
+    let clock = std::sync::Arc::new(fairdeal_authn::ManualClock::starting_now());
+    // Port 9 on loopback: nothing listens, connections are refused.
+    let mut app = spawn_with(&res, clock, &["--smtp-url", "smtp://127.0.0.1:9"]).await;
+    let username = unique_name();
+    app.register(&username, &format!("{username}@example.com"))
+        .await
+        .unwrap();
+    assert_eq!(app.dispatcher.send_due().await.unwrap(), 0);
+    assert_eq!(app.app_accounts.store.unsent_mail_count().await.unwrap(), 1);
+}
+
+/// The event log tells the story without a password, hash, token or email in it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_carry_no_secrets() {
+    let res = Resources::new(Backend::Embedded).await;
+    let mut app = spawn_app(&res).await;
+    let (user_id, username, email) = app.confirmed_user().await;
+    let tokens = app.login(&username, PASSWORD).await.unwrap();
+    let next = app.refresh(&tokens.refresh_token).await.unwrap();
+    app.client
+        .logout(pb::LogoutRequest {
+            refresh_token: next.refresh_token.clone(),
+        })
+        .await
+        .unwrap();
+    drop(app);
+
+    let path = res.database_url.trim_start_matches("sqlite://");
+    let store = fairdeal_eventstore::SqliteEventStore::open(path)
+        .await
+        .unwrap();
+    use fairdeal_eventstore::EventStore as _;
+    let events = store.read_all(1, 1000).await.unwrap();
+    let types: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
+    assert_eq!(
+        types,
+        [
+            "fairdeal.auth.v1.UserRegistered",
+            "fairdeal.auth.v1.EmailConfirmed",
+            "fairdeal.auth.v1.LoggedIn",
+            "fairdeal.auth.v1.RefreshFamilyRevoked"
+        ]
+    );
+    for event in &events {
+        assert_eq!(event.stream_id.as_str(), format!("user-{user_id}"));
+        let bytes = event.encode_envelope();
+        for secret in [
+            email.as_bytes(),
+            PASSWORD.as_bytes(),
+            tokens.refresh_token.as_bytes(),
+            next.refresh_token.as_bytes(),
+            b"argon2",
+        ] {
+            assert!(
+                !bytes.windows(secret.len()).any(|w| w == secret),
+                "an event holds a secret"
+            );
+        }
+    }
+}
+
+/// With NATS configured, the account's events reach JetStream through the outbox relay, in
+/// order, each with `Nats-Msg-Id` = its event id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_reach_jetstream() {
+    use futures::StreamExt as _;
+    let res = Resources::new(Backend::Real).await;
+    let mut app = spawn_app(&res).await;
+    let (user_id, username, _) = app.confirmed_user().await;
+    app.login(&username, PASSWORD).await.unwrap();
+
+    let js = async_nats::jetstream::new(async_nats::connect(NATS).await.unwrap());
+    let streams = fairdeal_bus::JetStreamConfig::new(format!("{}.auth", res.prefix)).unwrap();
+    let mut stream = js.get_stream(streams.stream_name()).await.unwrap();
+    // The relay polls every 100 ms; bounded wait for the three events.
+    for _ in 0..100 {
+        if stream.info().await.unwrap().state.messages >= 3 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let consumer = stream
+        .create_consumer(async_nats::jetstream::consumer::pull::Config::default())
+        .await
+        .unwrap();
+    let mut messages = consumer.fetch().max_messages(3).messages().await.unwrap();
+    let mut types = Vec::new();
+    while let Some(message) = messages.next().await {
+        let message = message.unwrap();
+        let event =
+            fairdeal_eventstore::RecordedEvent::decode_envelope(0, &message.payload).unwrap();
+        assert_eq!(event.stream_id.as_str(), format!("user-{user_id}"));
+        let msg_id = message
+            .headers
+            .as_ref()
+            .unwrap()
+            .get("Nats-Msg-Id")
+            .unwrap()
+            .to_string();
+        assert_eq!(msg_id, event.event_id.to_string());
+        types.push(event.event_type);
+    }
+    assert_eq!(
+        types,
+        [
+            "fairdeal.auth.v1.UserRegistered",
+            "fairdeal.auth.v1.EmailConfirmed",
+            "fairdeal.auth.v1.LoggedIn"
+        ]
+    );
+}

@@ -1,0 +1,114 @@
+//! Conformance of the two limiters: the same scenario on the in-memory one and on Redis (a
+//! unique key namespace per test, deleted at the end), and two Redis limiters (two replicas)
+//! sharing one count.
+// Test helpers outside #[test] functions may unwrap too: a failure is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use fairdeal_auth::domain::{LockoutPolicy, RetryAfter};
+use fairdeal_auth::limits::{
+    AttemptLimiter, MemoryLimiter, Policies, RedisLimiter, Subject, redis::delete_namespace,
+};
+
+const REDIS: &str = "redis://127.0.0.1:6379";
+
+fn namespace() -> String {
+    format!("fairdeal-test-{}", uuid::Uuid::now_v7())
+}
+
+/// Failures lock at the fifth, the lock doubles, time ends it, a quiet day resets the level,
+/// success clears a username but not an address.
+async fn scenario(limiter: &dyn AttemptLimiter) {
+    let user = Subject::Username("carol".into());
+    let addr = Subject::address("192.0.2.7".parse().unwrap());
+    let t0 = 1_700_000_000;
+    for i in 0..4 {
+        assert_eq!(limiter.record_failure(&user, t0 + i).await.unwrap(), None);
+    }
+    assert_eq!(
+        limiter.record_failure(&user, t0 + 4).await.unwrap(),
+        Some(RetryAfter(60))
+    );
+    assert_eq!(
+        limiter.check(&user, t0 + 30).await.unwrap(),
+        Some(RetryAfter(34))
+    );
+    assert_eq!(limiter.check(&user, t0 + 64).await.unwrap(), None);
+    for i in 0..5 {
+        limiter.record_failure(&user, t0 + 64 + i).await.unwrap();
+    }
+    assert_eq!(
+        limiter.check(&user, t0 + 68).await.unwrap(),
+        Some(RetryAfter(120))
+    );
+    let next_day = t0 + 68 + LockoutPolicy::USERNAME.level_reset_secs;
+    for i in 0..5 {
+        limiter.record_failure(&user, next_day + i).await.unwrap();
+    }
+    assert_eq!(
+        limiter.check(&user, next_day + 4).await.unwrap(),
+        Some(RetryAfter(60)),
+        "level was reset"
+    );
+    limiter.record_success(&user, next_day + 100).await.unwrap();
+    assert_eq!(
+        limiter.check(&user, next_day + 4).await.unwrap(),
+        None,
+        "success clears a username"
+    );
+
+    for _ in 0..30 {
+        limiter.record_failure(&addr, t0).await.unwrap();
+    }
+    limiter.record_success(&addr, t0).await.unwrap();
+    assert_eq!(
+        limiter.check(&addr, t0).await.unwrap(),
+        Some(RetryAfter(60)),
+        "success keeps an address lock"
+    );
+}
+
+#[tokio::test]
+async fn memory_limiter_follows_the_rules() {
+    scenario(&MemoryLimiter::new(Policies::default())).await;
+}
+
+#[tokio::test]
+async fn redis_limiter_follows_the_same_rules() {
+    let ns = namespace();
+    let limiter = RedisLimiter::connect(REDIS, &ns, Policies::default())
+        .await
+        .unwrap();
+    scenario(&limiter).await;
+    delete_namespace(REDIS, &ns).await.unwrap();
+}
+
+#[tokio::test]
+async fn two_redis_replicas_share_one_count() {
+    let ns = namespace();
+    let a = RedisLimiter::connect(REDIS, &ns, Policies::default())
+        .await
+        .unwrap();
+    let b = RedisLimiter::connect(REDIS, &ns, Policies::default())
+        .await
+        .unwrap();
+    let user = Subject::Username("dave".into());
+    let now = 1_700_000_000;
+    // Concurrent failures through both replicas: the script is atomic, none is lost.
+    let mut tasks = Vec::new();
+    for i in 0..4 {
+        let limiter = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let user = user.clone();
+        tasks.push(tokio::spawn(async move {
+            limiter.record_failure(&user, now).await.unwrap()
+        }));
+    }
+    for t in tasks {
+        assert_eq!(t.await.unwrap(), None);
+    }
+    assert_eq!(
+        a.record_failure(&user, now).await.unwrap(),
+        Some(RetryAfter(60))
+    );
+    assert_eq!(b.check(&user, now).await.unwrap(), Some(RetryAfter(60)));
+    delete_namespace(REDIS, &ns).await.unwrap();
+}
