@@ -88,10 +88,12 @@ impl PgSql {
         let safe = |s: String| AssertSqlSafe(s).into_sql_str();
         Self {
             // For a standalone append (autocommit, no xid yet): the stream head, the largest
-            // stored position and the snapshot's xmax (for the restore guard).
+            // stored position, the snapshot's xmax (for the restore guard) and whether this
+            // statement really runs in its own transaction (see `fetch_head`).
             head: safe(format!(
                 "SELECT head.version, head.hash, top.max_position, \
-                        pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS xmax \
+                        pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS xmax, \
+                        transaction_timestamp() = statement_timestamp() AS autocommit \
                  FROM (SELECT 1) AS one \
                  LEFT JOIN LATERAL (SELECT version, hash FROM {t} WHERE stream_id = $1 \
                      ORDER BY version DESC LIMIT 1) AS head ON true \
@@ -286,11 +288,7 @@ impl PgEventStore {
         } else {
             &self.sql.head
         };
-        let head = sqlx::query(sql.clone())
-            .bind(stream_id.as_str())
-            .fetch_one(&mut *conn)
-            .await
-            .map_err(StoreError::from)?;
+        let head = fetch_head(conn, sql, stream_id, in_tx).await?;
         let current: Option<i64> = head.try_get("version").map_err(StoreError::from)?;
         let current_hash: Option<Vec<u8>> = head.try_get("hash").map_err(StoreError::from)?;
         let max_position: Option<i64> = head.try_get("max_position").map_err(StoreError::from)?;
@@ -490,6 +488,43 @@ impl PgEventStore {
                 .await),
         }
     }
+}
+
+/// Reads the stream head; for a standalone append, first makes sure the pooled connection
+/// is not stuck inside a transaction.
+///
+/// sqlx 0.9 can hand back a PostgreSQL connection that is still inside a transaction: when a
+/// future is cancelled during `pool.begin()` after `BEGIN` was sent but before sqlx counted
+/// it, nothing queues the rollback. An autocommit append on such a connection would report
+/// success for rows that never commit. In an autocommit statement `transaction_timestamp()`
+/// equals `statement_timestamp()`; inside an older transaction it does not (and in an
+/// aborted one the statement fails with 25P02). Either way the stale transaction is rolled
+/// back (it holds nothing of ours) and the head read again, at no extra round trip in the
+/// normal case.
+async fn fetch_head(
+    conn: &mut PgConnection,
+    sql: &SqlStr,
+    stream_id: &StreamId,
+    in_tx: bool,
+) -> Result<PgRow, StoreError> {
+    let query = || sqlx::query(sql.clone()).bind(stream_id.as_str());
+    let first = query().fetch_one(&mut *conn).await;
+    if in_tx {
+        return Ok(first?);
+    }
+    let stale = match &first {
+        Ok(row) => !row.try_get::<bool, _>("autocommit")?,
+        Err(sqlx::Error::Database(db)) => db.code().as_deref() == Some("25P02"),
+        Err(_) => false,
+    };
+    if !stale {
+        return Ok(first?);
+    }
+    tracing::warn!("pooled connection was inside a stale transaction; rolling it back");
+    sqlx::raw_sql(AssertSqlSafe("ROLLBACK").into_sql_str())
+        .execute(&mut *conn)
+        .await?;
+    Ok(query().fetch_one(&mut *conn).await?)
 }
 
 /// How `append_on` fails: a typed error, or a unique violation still to be explained (which

@@ -87,3 +87,43 @@ async fn opens_postgres_by_url() {
     })
     .await;
 }
+
+/// A pooled connection left inside a transaction (as sqlx 0.9 leaves one when a future is
+/// cancelled inside `pool.begin()`) must not swallow the next standalone append: the append
+/// commits and is visible to everyone else.
+#[tokio::test]
+async fn append_on_a_connection_left_in_a_transaction_still_commits() {
+    with_backend(PgBackend::create, |backend: Arc<PgBackend>| async move {
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(1)
+            .connect_with(backend.connect_options())
+            .await
+            .unwrap();
+        let store = PgEventStore::new(pool.clone(), "eventstore").unwrap();
+        let s = StreamId::parse("table-stale").unwrap();
+        for aborted in [false, true] {
+            {
+                // BEGIN behind sqlx's back: the pool does not know the connection is in a
+                // transaction, exactly as after a cancelled begin().
+                let mut conn = pool.acquire().await.unwrap();
+                sqlx::raw_sql("BEGIN").execute(&mut *conn).await.unwrap();
+                if aborted {
+                    let _ = sqlx::raw_sql("SELECT 1/0").execute(&mut *conn).await;
+                }
+            }
+            store
+                .append(
+                    &s,
+                    ExpectedVersion::Any,
+                    vec![NewEvent::new("t.v1.A", vec![1])],
+                )
+                .await
+                .unwrap();
+        }
+        // Seen from another connection: both appends committed.
+        let other = PgEventStore::new(backend.pg_store().pool().clone(), "eventstore").unwrap();
+        assert_eq!(other.read_stream(&s, 1, 10).await.unwrap().len(), 2);
+        pool.close().await;
+    })
+    .await;
+}
