@@ -1,19 +1,23 @@
 //! The consumer core shared by JetStream and embedded consumers: apply deliveries in order,
 //! exactly once, with retries and dead letters.
 //!
-//! A batch of deliveries runs in one database transaction. Each event gets a savepoint in
-//! which the consumer records its id (a conflict means "already settled": skip) and the
-//! handler writes its effects; a failing handler rolls back only its savepoint. The consumer's
-//! new position is written in the same transaction, so a crash before the commit leaves
-//! nothing behind and a crash after it leaves a redelivery that the processed-ids table turns
-//! into a no-op. Batching the transaction is what lets a consumer keep up with a busy log:
-//! one commit per event caps a PostgreSQL consumer near a thousand events per second.
+//! A batch of deliveries runs in one database transaction: one statement records the batch's
+//! event ids as processed (the ids already there are redeliveries: skipped), the handler
+//! applies each new event through the same transaction, and the consumer's new position is
+//! written before the commit. A crash before the commit leaves nothing behind; a crash after
+//! it leaves at most a redelivery, which the processed ids turn into a no-op. Batching is what
+//! lets a consumer keep up with a busy log: a transaction (and savepoints) per event costs
+//! several round trips each and caps a PostgreSQL consumer near a thousand events per second.
 //!
-//! Ordering: a transient failure stops the batch at the failing event (the events before it
-//! commit), waits, and retries from that event, so no later event is applied before an
-//! earlier one. After its last attempt, or at once for a permanent failure, the event is
-//! dead-lettered: recorded in `bus_dead_letters` and the processed table in the batch
-//! transaction, handed to the backend's sink (a JetStream dead-letter subject, or an
+//! When a handler fails, the whole batch transaction is rolled back (no savepoints on the
+//! fast path), the events before the failing one are applied again in a fresh transaction and
+//! committed, and only then is the failing event dealt with. So a handler may be *invoked*
+//! again for an event whose first application was rolled back, but its effects commit once.
+//!
+//! Ordering: a transient failure stops progress at the failing event: it is retried with
+//! backoff, and no later event is applied before it. After its last attempt, or at once for a
+//! permanent failure, the event is dead-lettered: recorded in `bus_dead_letters` and as
+//! processed, announced to the backend's sink (the JetStream dead-letter subject, or an
 //! in-process channel) before the commit, and logged at error level.
 
 use std::any::Any;
@@ -24,9 +28,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use fairdeal_eventstore::RecordedEvent;
 use futures::FutureExt;
-use sqlx::{Acquire, Transaction};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
+use uuid::Uuid;
 
 use crate::db::{BusDatabase, BusDb, DeadLetter};
 use crate::error::{BusError, HandlerError, error_chain};
@@ -55,21 +59,31 @@ pub(crate) trait DeadLetterSink: Send + Sync {
     fn publish(&self, letter: &DeadLetter) -> impl Future<Output = Result<(), BusError>> + Send;
 }
 
-/// What happened to one delivery inside a batch.
-enum Settled {
-    /// Applied, skipped as a duplicate or unwanted, or dead-lettered (with the letter).
-    Done(Option<DeadLetter>),
-    /// The handler failed transiently with attempts left: stop the batch here.
-    Retry,
+/// How to treat the first delivery of a batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum First {
+    /// As any other: its attempt number is `prior_attempts + 1`.
+    Fresh,
+    /// It failed before: this is attempt number `.0`.
+    Retry(u32),
+    /// Its attempts are used up: dead-letter it without calling the handler.
+    GiveUp {
+        /// Attempts made.
+        attempts: u32,
+        /// The last failure.
+        reason: String,
+    },
 }
 
-/// The result of one batch transaction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct BatchOutcome {
-    /// How many deliveries from the front were settled and committed.
-    settled: usize,
-    /// When the batch stopped early: the attempt number that failed for the next delivery.
-    failed_attempt: Option<u32>,
+/// A handler failure inside a batch (the batch was rolled back).
+#[derive(Debug)]
+struct Failure {
+    /// Index of the failing delivery in the batch.
+    index: usize,
+    /// Which attempt failed.
+    attempt: u32,
+    /// Why.
+    error: HandlerError,
 }
 
 /// Applies deliveries for one named consumer.
@@ -117,32 +131,25 @@ where
     /// Settles `deliveries` in order and returns how many were settled from the front: all of
     /// them, unless `shutdown` fired while waiting to retry. Transient handler failures are
     /// retried per the policy; database failures are retried (with the same backoff, without
-    /// counting an attempt against the event) until they clear or shutdown fires.
+    /// counting an attempt against any event) until they clear or shutdown fires.
     pub(crate) async fn settle(
         &self,
         deliveries: &[Delivery],
         shutdown: &CancellationToken,
     ) -> usize {
         let mut done = 0;
-        // The attempt number for deliveries[done] when it is being retried.
-        let mut retry_attempt: Option<u32> = None;
+        let mut first = First::Fresh;
+        // After a failure past the first delivery: commit the events before it first
+        // (`prefix` of them), then deal with the failure.
+        let mut prefix: Option<(usize, Failure)> = None;
         let mut infrastructure_failures = 0u32;
-        while let Some(rest) = deliveries.get(done..).filter(|rest| !rest.is_empty()) {
-            let wait = match self.apply_batch(rest, retry_attempt).await {
-                Ok(outcome) => {
-                    infrastructure_failures = 0;
-                    done += outcome.settled;
-                    match outcome.failed_attempt {
-                        None => {
-                            retry_attempt = None;
-                            continue;
-                        }
-                        Some(failed) => {
-                            retry_attempt = Some(failed.saturating_add(1));
-                            self.retry.backoff(failed)
-                        }
-                    }
-                }
+        while done < deliveries.len() {
+            let end = prefix
+                .as_ref()
+                .map_or(deliveries.len(), |(len, _)| done + len);
+            let batch = deliveries.get(done..end).unwrap_or_default();
+            let outcome = self.apply_batch(batch, &first).await;
+            let failure = match outcome {
                 Err(err) => {
                     infrastructure_failures = infrastructure_failures.saturating_add(1);
                     tracing::warn!(
@@ -151,48 +158,134 @@ where
                         failures = infrastructure_failures,
                         "consumer batch failed; retrying"
                     );
-                    self.retry.backoff(infrastructure_failures)
+                    let wait = self.retry.backoff(infrastructure_failures);
+                    if !sleep_unless_shutdown(wait, shutdown).await {
+                        break;
+                    }
+                    continue;
+                }
+                Ok(None) => {
+                    infrastructure_failures = 0;
+                    done = end;
+                    match prefix.take() {
+                        None => {
+                            first = First::Fresh;
+                            continue;
+                        }
+                        Some((_, failure)) => failure,
+                    }
+                }
+                Ok(Some(failure)) => {
+                    infrastructure_failures = 0;
+                    if failure.index > 0 {
+                        prefix = Some((failure.index, failure));
+                        continue;
+                    }
+                    failure
                 }
             };
-            tokio::select! {
-                () = shutdown.cancelled() => break,
-                () = tokio::time::sleep(wait) => {}
+            // `failure` concerns deliveries[done], which is now first in line.
+            match self.after_failure(failure, shutdown).await {
+                Some(next) => first = next,
+                None => break,
             }
         }
         done
     }
 
-    /// One transaction over `deliveries`, stopping at the first transient failure.
+    /// Decides what to do with an event whose handler failed: give up (permanent, or out of
+    /// attempts) or wait and retry. `None` when shutdown interrupted the wait.
+    async fn after_failure(&self, failure: Failure, shutdown: &CancellationToken) -> Option<First> {
+        let reason = error_chain(&failure.error);
+        if failure.error.is_permanent() || self.retry.exhausted(failure.attempt) {
+            return Some(First::GiveUp {
+                attempts: failure.attempt,
+                reason,
+            });
+        }
+        tracing::warn!(
+            consumer = %self.consumer,
+            attempt = failure.attempt,
+            reason = %reason,
+            "handler failed; will retry"
+        );
+        sleep_unless_shutdown(self.retry.backoff(failure.attempt), shutdown)
+            .await
+            .then(|| First::Retry(failure.attempt.saturating_add(1)))
+    }
+
+    /// One transaction over `batch`. `Ok(None)`: committed. `Ok(Some(failure))`: a handler
+    /// failed and the transaction was rolled back.
     async fn apply_batch(
         &self,
-        deliveries: &[Delivery],
-        retry_attempt: Option<u32>,
-    ) -> Result<BatchOutcome, BusError> {
+        batch: &[Delivery],
+        first: &First,
+    ) -> Result<Option<Failure>, BusError> {
+        let Some(last) = batch.last() else {
+            return Ok(None);
+        };
         let mut tx = DB::begin_batch(self.db.pool()).await?;
-        let mut settled = 0;
-        let mut last_position = None;
-        let mut failed_attempt = None;
+        let ids: Vec<Uuid> = batch
+            .iter()
+            .filter_map(|d| d.event.as_ref().ok())
+            .filter(|event| self.handler.accepts(event))
+            .map(|event| event.event_id)
+            .collect();
+        // Removing an id when its event is settled also catches the same event twice in one
+        // batch (published twice under different sequences).
+        let mut new_ids =
+            DB::record_processed(self.db.sql(), &mut tx, &self.consumer, &ids).await?;
         let mut letters = Vec::new();
-        for (index, delivery) in deliveries.iter().enumerate() {
-            let attempt = match retry_attempt {
-                Some(attempt) if index == 0 => attempt,
+        for (index, delivery) in batch.iter().enumerate() {
+            let event = match &delivery.event {
+                Ok(event) => event,
+                Err(reason) => {
+                    // Nothing to hand to the handler: dead-letter the bytes as received.
+                    letters.push(DeadLetter {
+                        consumer: self.consumer.clone(),
+                        position: delivery.position,
+                        event_id: None,
+                        stream_id: None,
+                        event_type: None,
+                        attempts: 0,
+                        reason: format!("undecodable message: {reason}"),
+                        payload: delivery.raw.as_deref().unwrap_or_default().to_vec(),
+                    });
+                    continue;
+                }
+            };
+            if !self.handler.accepts(event) || !new_ids.remove(&event.event_id) {
+                // Unwanted, or settled by an earlier delivery whose ack was lost.
+                continue;
+            }
+            let attempt = match first {
+                First::GiveUp { attempts, reason } if index == 0 => {
+                    letters.push(self.letter(delivery, event, *attempts, reason.clone()));
+                    continue;
+                }
+                First::Retry(attempt) if index == 0 => *attempt,
                 _ => delivery.prior_attempts.saturating_add(1),
             };
-            match self.settle_one(&mut tx, delivery, attempt).await? {
-                Settled::Done(letter) => {
-                    settled += 1;
-                    last_position = Some(delivery.position);
-                    letters.extend(letter);
-                }
-                Settled::Retry => {
-                    failed_attempt = Some(attempt);
-                    break;
-                }
+            let span = handling_span(&self.consumer, event);
+            let outcome = AssertUnwindSafe(self.handler.handle(event, &mut tx))
+                .catch_unwind()
+                .instrument(span)
+                .await
+                .unwrap_or_else(|panic| Err(HandlerError::transient(panic_message(&*panic))));
+            if let Err(error) = outcome {
+                // Dropping would roll back too; rolling back now frees the connection at once.
+                let _ = tx.rollback().await;
+                return Ok(Some(Failure {
+                    index,
+                    attempt,
+                    error,
+                }));
             }
         }
-        if let Some(position) = last_position {
-            DB::save_consumer_position(self.db.sql(), &mut tx, &self.consumer, position).await?;
+        for letter in &letters {
+            DB::insert_dead_letter(self.db.sql(), &mut tx, letter).await?;
         }
+        DB::save_consumer_position(self.db.sql(), &mut tx, &self.consumer, last.position).await?;
         // Announced before the commit: a crash in between re-runs the batch and the sink
         // deduplicates; announcing after could lose the announcement.
         for letter in &letters {
@@ -211,99 +304,38 @@ where
                 "event dead-lettered"
             );
         }
-        Ok(BatchOutcome {
-            settled,
-            failed_attempt,
-        })
+        Ok(None)
     }
 
-    /// Settles one delivery inside the batch transaction.
-    async fn settle_one(
+    /// The dead letter for an event the handler gave up on.
+    fn letter(
         &self,
-        tx: &mut Transaction<'static, DB>,
         delivery: &Delivery,
-        attempt: u32,
-    ) -> Result<Settled, BusError> {
-        let event = match &delivery.event {
-            Ok(event) => event,
-            Err(reason) => {
-                // Nothing to hand to the handler: dead-letter the bytes as received.
-                let letter = DeadLetter {
-                    consumer: self.consumer.clone(),
-                    position: delivery.position,
-                    event_id: None,
-                    stream_id: None,
-                    event_type: None,
-                    attempts: 0,
-                    reason: format!("undecodable message: {reason}"),
-                    payload: delivery.raw.as_deref().unwrap_or_default().to_vec(),
-                };
-                DB::insert_dead_letter(self.db.sql(), tx, &letter).await?;
-                return Ok(Settled::Done(Some(letter)));
-            }
-        };
-        if !self.handler.accepts(event) {
-            return Ok(Settled::Done(None));
-        }
-
-        let mut savepoint = Acquire::begin(&mut *tx).await?;
-        if !DB::record_processed(
-            self.db.sql(),
-            &mut savepoint,
-            &self.consumer,
-            event.event_id,
-        )
-        .await?
-        {
-            // Settled by an earlier delivery whose acknowledgement was lost.
-            savepoint.commit().await?;
-            tracing::debug!(
-                consumer = %self.consumer,
-                event_id = %event.event_id,
-                "duplicate delivery skipped"
-            );
-            return Ok(Settled::Done(None));
-        }
-        let span = handling_span(&self.consumer, event);
-        let outcome = AssertUnwindSafe(self.handler.handle(event, &mut savepoint))
-            .catch_unwind()
-            .instrument(span.clone())
-            .await
-            .unwrap_or_else(|panic| Err(HandlerError::transient(panic_message(&*panic))));
-        let err = match outcome {
-            Ok(()) => {
-                savepoint.commit().await?;
-                return Ok(Settled::Done(None));
-            }
-            Err(err) => err,
-        };
-        savepoint.rollback().await?;
-
-        let reason = error_chain(&err);
-        if !err.is_permanent() && !self.retry.exhausted(attempt) {
-            span.in_scope(|| {
-                tracing::warn!(attempt, reason = %reason, "handler failed; will retry");
-            });
-            return Ok(Settled::Retry);
-        }
-        let letter = DeadLetter {
+        event: &RecordedEvent,
+        attempts: u32,
+        reason: String,
+    ) -> DeadLetter {
+        DeadLetter {
             consumer: self.consumer.clone(),
             position: delivery.position,
             event_id: Some(event.event_id),
             stream_id: Some(event.stream_id.as_str().to_owned()),
             event_type: Some(event.event_type.clone()),
-            attempts: attempt,
+            attempts,
             reason,
             payload: match &delivery.raw {
                 Some(raw) => raw.to_vec(),
                 None => event.encode_envelope(),
             },
-        };
-        // Recorded as processed too: "settled" covers given-up events, so a late duplicate
-        // of a dead-lettered event is not tried again.
-        DB::record_processed(self.db.sql(), tx, &self.consumer, event.event_id).await?;
-        DB::insert_dead_letter(self.db.sql(), tx, &letter).await?;
-        Ok(Settled::Done(Some(letter)))
+        }
+    }
+}
+
+/// Sleeps `wait`; `false` if `shutdown` fired first.
+async fn sleep_unless_shutdown(wait: std::time::Duration, shutdown: &CancellationToken) -> bool {
+    tokio::select! {
+        () = shutdown.cancelled() => false,
+        () = tokio::time::sleep(wait) => true,
     }
 }
 

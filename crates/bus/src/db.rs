@@ -11,6 +11,7 @@
 //! (in the service's schema on PostgreSQL), so they never clash with the store's migrator
 //! (which tracks its own versions in `_fairdeal_eventstore_migrations`).
 
+use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -149,14 +150,15 @@ pub trait BusDatabase: sqlx::Database + sealed::Sealed {
         position: i64,
     ) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
 
-    /// Records that `consumer` settled `event_id`. Returns `false` when it was already recorded,
-    /// i.e. the event is a redelivery whose effects are already committed.
+    /// Records that `consumer` settles `event_ids` and returns those that were not recorded
+    /// yet; the others are redeliveries whose effects are already committed. One statement
+    /// on PostgreSQL whatever the batch size.
     fn record_processed(
         sql: &BusSql,
         conn: &mut Self::Connection,
         consumer: &str,
-        event_id: Uuid,
-    ) -> impl Future<Output = Result<bool, sqlx::Error>> + Send;
+        event_ids: &[Uuid],
+    ) -> impl Future<Output = Result<HashSet<Uuid>, sqlx::Error>> + Send;
 
     /// Whether `consumer` has settled `event_id`.
     fn is_processed(
@@ -329,7 +331,8 @@ impl BusDatabase for Postgres {
                 c = t.checkpoints
             )),
             record_processed: safe(format!(
-                "INSERT INTO {} (consumer, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                "INSERT INTO {} (consumer, event_id) SELECT $1, unnest($2::uuid[]) \
+                 ON CONFLICT DO NOTHING RETURNING event_id",
                 t.processed
             )),
             is_processed: safe(format!(
@@ -440,14 +443,17 @@ impl BusDatabase for Postgres {
         sql: &BusSql,
         conn: &mut PgConnection,
         consumer: &str,
-        event_id: Uuid,
-    ) -> Result<bool, sqlx::Error> {
-        let done = sqlx::query(sql.record_processed.clone())
+        event_ids: &[Uuid],
+    ) -> Result<HashSet<Uuid>, sqlx::Error> {
+        if event_ids.is_empty() {
+            return Ok(HashSet::new());
+        }
+        let new: Vec<Uuid> = sqlx::query_scalar(sql.record_processed.clone())
             .bind(consumer)
-            .bind(event_id)
-            .execute(&mut *conn)
+            .bind(event_ids)
+            .fetch_all(&mut *conn)
             .await?;
-        Ok(done.rows_affected() == 1)
+        Ok(new.into_iter().collect())
     }
 
     async fn is_processed(
@@ -647,14 +653,21 @@ impl BusDatabase for Sqlite {
         sql: &BusSql,
         conn: &mut SqliteConnection,
         consumer: &str,
-        event_id: Uuid,
-    ) -> Result<bool, sqlx::Error> {
-        let done = sqlx::query(sql.record_processed.clone())
-            .bind(consumer)
-            .bind(event_id.hyphenated().to_string())
-            .execute(&mut *conn)
-            .await?;
-        Ok(done.rows_affected() == 1)
+        event_ids: &[Uuid],
+    ) -> Result<HashSet<Uuid>, sqlx::Error> {
+        // One statement per id: SQLite runs in-process, so there is no round trip to save.
+        let mut new = HashSet::with_capacity(event_ids.len());
+        for event_id in event_ids {
+            let done = sqlx::query(sql.record_processed.clone())
+                .bind(consumer)
+                .bind(event_id.hyphenated().to_string())
+                .execute(&mut *conn)
+                .await?;
+            if done.rows_affected() == 1 {
+                new.insert(*event_id);
+            }
+        }
+        Ok(new)
     }
 
     async fn is_processed(

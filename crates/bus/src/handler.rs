@@ -10,15 +10,22 @@ use crate::error::HandlerError;
 
 /// Applies events to a service's own state (a projection, a read model, a side table).
 ///
-/// The consumer calls [`Handler::handle`] once per event, in log order, inside a database
+/// The consumer calls [`Handler::handle`] for each event, in log order, inside a database
 /// transaction it owns: the handler writes its effects through `tx`, and the consumer records
 /// the event id and its new position in the same transaction before committing. A redelivered
 /// event whose id is already recorded is acknowledged without calling the handler again, so
 /// effects happen exactly once as long as the handler only changes state through `tx`.
 ///
-/// `tx` is a savepoint inside the consumer's batch transaction: when the handler fails, the
-/// consumer rolls back exactly its writes and keeps the rest of the batch. The handler must
-/// not commit or roll back `tx` itself (it only gets a `&mut`).
+/// The transaction covers a batch of events. When a handler fails, the consumer rolls the
+/// batch back, re-applies the events before the failing one in a fresh transaction, and then
+/// retries or dead-letters the failing one. A handler can therefore be *invoked* more than
+/// once for an event whose first application was rolled back; its effects still commit once.
+/// Side effects outside `tx` (calls to other services, emails) do not get this guarantee:
+/// record an intent through `tx` and act on it elsewhere.
+///
+/// The handler must not commit or roll back `tx` (it only gets a `&mut`), and must return the
+/// error of any failed statement rather than carry on: on PostgreSQL a failed statement
+/// aborts the whole transaction.
 ///
 /// Implement with `async fn`:
 ///

@@ -143,3 +143,25 @@ pub(crate) fn verify_stream_rows(
     }
     Ok(out)
 }
+
+/// The hash an append links to: the stream head's stored hash, or 32 zero bytes for a new
+/// stream. A stored hash of the wrong length (impossible past the column check) is an
+/// integrity failure rather than a silent relink to the genesis value.
+pub(crate) fn link_hash(
+    stream_id: &fairdeal_event::StreamId,
+    head: Option<(u64, &[u8])>,
+) -> Result<fairdeal_event::Hash, StoreError> {
+    match head {
+        None => Ok(GENESIS_PREV_HASH),
+        Some((version, bytes)) => {
+            fairdeal_event::Hash::try_from(bytes).map_err(|_| StoreError::Integrity {
+                position: 0,
+                source: EventError::BrokenChain {
+                    stream_id: stream_id.as_str().to_owned(),
+                    version,
+                    reason: format!("stored hash is {} bytes, not 32", bytes.len()),
+                },
+            })
+        }
+    }
+}

@@ -9,6 +9,7 @@
 //!
 //! Layout:
 //! - [`store`]: the trait, [`ExpectedVersion`] and [`Appended`].
+//! - [`any`]: [`AnyEventStore`], the backend picked from a configured URL.
 //! - [`error`]: the [`StoreError`] enum.
 //! - `conformance` (feature `conformance`): the backend-independent test suite, with
 //!   PostgreSQL and SQLite test backends, reused by other crates.
@@ -16,6 +17,7 @@
 //!   in the pure `fairdeal-event` crate and are re-exported here.
 #![forbid(unsafe_code)]
 
+pub mod any;
 mod codec;
 #[cfg(feature = "conformance")]
 pub mod conformance;
@@ -24,6 +26,7 @@ pub mod postgres;
 pub mod sqlite;
 pub mod store;
 
+pub use any::AnyEventStore;
 pub use error::StoreError;
 pub use fairdeal_event::{
     ChainVerifier, Envelope, EventError, GENESIS_PREV_HASH, Hash, NewEvent, RecordedEvent, StreamId,

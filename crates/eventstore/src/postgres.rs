@@ -32,13 +32,13 @@
 //! counter) or advance the counter (`pg_resetwal -x`) above the largest stored `tx_id`.
 
 use crate::codec::{
-    Row, check_distinct_ids, limit_i64, occurred_at_us, to_i64, trace_context_json,
+    Row, check_distinct_ids, limit_i64, link_hash, occurred_at_us, to_i64, trace_context_json,
     verify_stream_rows,
 };
 use crate::error::StoreError;
 use crate::store::{Appended, EventStore, ExpectedVersion};
 use async_trait::async_trait;
-use fairdeal_event::{GENESIS_PREV_HASH, Hash, NewEvent, RecordedEvent, StreamId, seal};
+use fairdeal_event::{Hash, NewEvent, RecordedEvent, StreamId, seal};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
 use sqlx::{
     AssertSqlSafe, Connection, PgConnection, Postgres, Row as _, SqlSafeStr, SqlStr, Transaction,
@@ -53,6 +53,8 @@ const TX_SHIFT: u32 = 20;
 const MAX_EVENTS_PER_TX: i64 = 1 << TX_SHIFT;
 /// Largest xid whose positions fit a signed 64-bit column.
 const MAX_XID: i64 = (1 << (63 - TX_SHIFT)) - 1;
+// The largest position, (MAX_XID << 20) + MAX_EVENTS_PER_TX - 1, is exactly i64::MAX.
+const _: () = assert!((MAX_XID << TX_SHIFT) + (MAX_EVENTS_PER_TX - 1) == i64::MAX);
 /// Attempts of an `ExpectedVersion::Any` append that loses a race to another writer.
 const ANY_ATTEMPTS: usize = 16;
 
@@ -71,6 +73,7 @@ pub struct PgEventStore {
 #[derive(Debug)]
 struct PgSql {
     head: SqlStr,
+    head_in_tx: SqlStr,
     insert: SqlStr,
     stream_version: SqlStr,
     existing_ids: SqlStr,
@@ -84,10 +87,19 @@ impl PgSql {
         let t = format!("\"{schema}\".events");
         let safe = |s: String| AssertSqlSafe(s).into_sql_str();
         Self {
-            // One round trip: this transaction's xid (assigning one), the last position it
-            // already wrote (several appends in one transaction), the stream head, the
-            // largest stored position and the snapshot's xmax (for the restore guard).
+            // For a standalone append (autocommit, no xid yet): the stream head, the largest
+            // stored position and the snapshot's xmax (for the restore guard).
             head: safe(format!(
+                "SELECT head.version, head.hash, top.max_position, \
+                        pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS xmax \
+                 FROM (SELECT 1) AS one \
+                 LEFT JOIN LATERAL (SELECT version, hash FROM {t} WHERE stream_id = $1 \
+                     ORDER BY version DESC LIMIT 1) AS head ON true \
+                 LEFT JOIN LATERAL (SELECT max(position) AS max_position FROM {t}) AS top ON true"
+            )),
+            // Inside a caller's transaction, also: its xid (assigning one) and the last
+            // position it already wrote (several appends in one transaction).
+            head_in_tx: safe(format!(
                 "SELECT x.xid, own.last_position, head.version, head.hash, top.max_position, \
                         pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS xmax \
                  FROM (SELECT pg_current_xact_id()::text::bigint AS xid) AS x \
@@ -98,18 +110,26 @@ impl PgSql {
                      ORDER BY version DESC LIMIT 1) AS head ON true \
                  LEFT JOIN LATERAL (SELECT max(position) AS max_position FROM {t}) AS top ON true"
             )),
-            // The whole batch in one statement: one round trip whatever its size.
+            // The whole batch in one statement: one round trip whatever its size (and, for a
+            // standalone append, the whole transaction). Positions are computed here from
+            // the inserting transaction's xid ($1 = index of the first event within the
+            // transaction); the statement returns the first one.
             insert: safe(format!(
-                "INSERT INTO {t} (position, event_id, stream_id, version, event_type, \
+                "WITH inserted AS ( \
+                 INSERT INTO {t} (position, event_id, stream_id, version, event_type, \
                      occurred_at_us, correlation_id, causation_id, trace_context, payload, \
                      prev_hash, hash) \
-                 SELECT u.position, u.event_id, $3, u.version, u.event_type, u.occurred_at_us, \
+                 SELECT (pg_current_xact_id()::text::bigint << {TX_SHIFT}) + $1 + u.ord - 1, \
+                     u.event_id, $3, u.version, u.event_type, u.occurred_at_us, \
                      u.correlation_id, u.causation_id, u.trace_context::jsonb, u.payload, \
                      u.prev_hash, u.hash \
-                 FROM UNNEST($1::bigint[], $2::uuid[], $4::bigint[], $5::text[], $6::bigint[], \
+                 FROM UNNEST($2::uuid[], $4::bigint[], $5::text[], $6::bigint[], \
                      $7::text[], $8::text[], $9::text[], $10::bytea[], $11::bytea[], \
-                     $12::bytea[]) AS u(position, event_id, version, event_type, occurred_at_us, \
-                     correlation_id, causation_id, trace_context, payload, prev_hash, hash)"
+                     $12::bytea[]) WITH ORDINALITY AS u(event_id, version, event_type, \
+                     occurred_at_us, correlation_id, causation_id, trace_context, payload, \
+                     prev_hash, hash, ord) \
+                 RETURNING position) \
+                 SELECT min(position) FROM inserted"
             )),
             stream_version: safe(format!(
                 "SELECT coalesce(max(version), 0) FROM {t} WHERE stream_id = $1"
@@ -227,9 +247,9 @@ impl PgEventStore {
         expected: ExpectedVersion,
         events: Vec<NewEvent>,
     ) -> Result<Appended, StoreError> {
-        let mut savepoint = (&mut **tx).begin().await?;
+        let mut savepoint = (**tx).begin().await?;
         match self
-            .append_on(&mut *savepoint, stream_id, expected, events)
+            .append_on(&mut savepoint, stream_id, expected, events, true)
             .await
         {
             Ok(appended) => {
@@ -243,34 +263,51 @@ impl PgEventStore {
             Err(Failure::Unique { constraint, ids }) => {
                 savepoint.rollback().await?;
                 Err(self
-                    .explain_unique(&mut **tx, &constraint, stream_id, expected, &ids)
+                    .explain_unique(tx, &constraint, stream_id, expected, &ids)
                     .await)
             }
         }
     }
 
-    /// The append itself, on a connection that is inside a transaction or savepoint.
+    /// The append itself. `in_tx`: the connection is inside a transaction or savepoint
+    /// (which may already hold events of this transaction); otherwise every statement
+    /// autocommits and the INSERT alone is the append's transaction (two round trips in all).
     async fn append_on(
         &self,
         conn: &mut PgConnection,
         stream_id: &StreamId,
         expected: ExpectedVersion,
         events: Vec<NewEvent>,
+        in_tx: bool,
     ) -> Result<Appended, Failure> {
         check_distinct_ids(&events)?;
-        let head = sqlx::query(self.sql.head.clone())
+        let sql = if in_tx {
+            &self.sql.head_in_tx
+        } else {
+            &self.sql.head
+        };
+        let head = sqlx::query(sql.clone())
             .bind(stream_id.as_str())
             .fetch_one(&mut *conn)
             .await
             .map_err(StoreError::from)?;
-        let xid: i64 = head.try_get("xid").map_err(StoreError::from)?;
-        let own_last: Option<i64> = head.try_get("last_position").map_err(StoreError::from)?;
         let current: Option<i64> = head.try_get("version").map_err(StoreError::from)?;
         let current_hash: Option<Vec<u8>> = head.try_get("hash").map_err(StoreError::from)?;
         let max_position: Option<i64> = head.try_get("max_position").map_err(StoreError::from)?;
         let xmax: i64 = head.try_get("xmax").map_err(StoreError::from)?;
+        // This transaction's xid and the last position it wrote, when it may have one.
+        let (xid, own_last): (Option<i64>, Option<i64>) = if in_tx {
+            (
+                Some(head.try_get("xid").map_err(StoreError::from)?),
+                head.try_get("last_position").map_err(StoreError::from)?,
+            )
+        } else {
+            (None, None)
+        };
 
-        if !(0..=MAX_XID).contains(&xid) {
+        if let Some(xid) = xid
+            && !(0..=MAX_XID).contains(&xid)
+        {
             return Err(StoreError::InvalidArgument(format!(
                 "transaction id {xid} exceeds the position range (2^43)"
             ))
@@ -278,7 +315,7 @@ impl PgEventStore {
         }
         if let Some(max) = max_position {
             let owner = max >> TX_SHIFT;
-            if owner != xid && owner >= xmax {
+            if Some(owner) != xid && owner >= xmax {
                 return Err(StoreError::InvalidArgument(format!(
                     "stored position {max} belongs to transaction {owner}, which this cluster \
                      has not reached (next xid {xmax}): the database was restored into a new \
@@ -304,8 +341,10 @@ impl PgEventStore {
             });
         }
 
-        let base = xid << TX_SHIFT;
-        let first_index = own_last.map_or(0, |last| last - base + 1);
+        let first_index = match (xid, own_last) {
+            (Some(xid), Some(last)) => last - (xid << TX_SHIFT) + 1,
+            _ => 0,
+        };
         let count = i64::try_from(events.len()).unwrap_or(i64::MAX);
         if first_index.saturating_add(count) > MAX_EVENTS_PER_TX {
             return Err(StoreError::InvalidArgument(format!(
@@ -314,21 +353,18 @@ impl PgEventStore {
             .into());
         }
 
-        let mut prev: Hash = match current_hash {
-            Some(bytes) => Hash::try_from(bytes.as_slice()).unwrap_or(GENESIS_PREV_HASH),
-            None => GENESIS_PREV_HASH,
-        };
+        let mut prev: Hash = link_hash(
+            stream_id,
+            current_hash.as_deref().map(|bytes| (current, bytes)),
+        )?;
         let mut sealed = Vec::with_capacity(events.len());
-        for (i, event) in (0_i64..).zip(events) {
-            let version = current + 1 + u64::try_from(i).unwrap_or(0);
-            let mut recorded =
+        for (version, event) in (current + 1..).zip(events) {
+            let recorded =
                 seal(stream_id, version, &prev, event).map_err(StoreError::InvalidEvent)?;
-            recorded.position = u64::try_from(base + first_index + i).unwrap_or(0);
             prev = recorded.hash;
             sealed.push(recorded);
         }
 
-        let mut positions = Vec::with_capacity(sealed.len());
         let mut ids = Vec::with_capacity(sealed.len());
         let mut versions = Vec::with_capacity(sealed.len());
         let mut types = Vec::with_capacity(sealed.len());
@@ -340,7 +376,6 @@ impl PgEventStore {
         let mut prev_hashes = Vec::with_capacity(sealed.len());
         let mut hashes = Vec::with_capacity(sealed.len());
         for e in &sealed {
-            positions.push(to_i64(e.position, "position")?);
             ids.push(e.event_id);
             versions.push(to_i64(e.version, "version")?);
             types.push(e.event_type.clone());
@@ -352,26 +387,34 @@ impl PgEventStore {
             prev_hashes.push(e.prev_hash.to_vec());
             hashes.push(e.hash.to_vec());
         }
-        let inserted = sqlx::query(self.sql.insert.clone())
-            .bind(positions)
-            .bind(ids.clone())
-            .bind(stream_id.as_str())
-            .bind(versions)
-            .bind(types)
-            .bind(times)
-            .bind(correlations)
-            .bind(causations)
-            .bind(traces)
-            .bind(payloads)
-            .bind(prev_hashes)
-            .bind(hashes)
-            .execute(&mut *conn)
-            .await;
+        let inserted: Result<Option<i64>, sqlx::Error> =
+            sqlx::query_scalar(self.sql.insert.clone())
+                .bind(first_index)
+                .bind(ids.clone())
+                .bind(stream_id.as_str())
+                .bind(versions)
+                .bind(types)
+                .bind(times)
+                .bind(correlations)
+                .bind(causations)
+                .bind(traces)
+                .bind(payloads)
+                .bind(prev_hashes)
+                .bind(hashes)
+                .fetch_one(&mut *conn)
+                .await;
         match inserted {
-            Ok(_) => Ok(Appended {
-                version: sealed.last().map_or(current, |e| e.version),
-                events: sealed,
-            }),
+            Ok(first) => {
+                // Rows got first, first + 1, ... in batch order (UNNEST WITH ORDINALITY).
+                let first = u64::try_from(first.unwrap_or(0)).unwrap_or(0);
+                for (e, position) in sealed.iter_mut().zip(first..) {
+                    e.position = position;
+                }
+                Ok(Appended {
+                    version: sealed.last().map_or(current, |e| e.version),
+                    events: sealed,
+                })
+            }
             Err(sqlx::Error::Database(db)) if db.is_unique_violation() => Err(Failure::Unique {
                 constraint: db.constraint().unwrap_or_default().to_owned(),
                 ids,
@@ -432,21 +475,19 @@ impl PgEventStore {
         expected: ExpectedVersion,
         events: Vec<NewEvent>,
     ) -> Result<Appended, StoreError> {
-        let mut tx = self.pool.begin().await?;
-        match self.append_on(&mut *tx, stream_id, expected, events).await {
-            Ok(appended) => {
-                tx.commit().await?;
-                Ok(appended)
-            }
+        // No explicit transaction: the head read and the single INSERT statement each
+        // autocommit, which halves the round trips. A writer that got in between makes the
+        // INSERT hit the unique (stream_id, version) index: a conflict, and nothing written.
+        let mut conn = self.pool.acquire().await?;
+        match self
+            .append_on(&mut conn, stream_id, expected, events, false)
+            .await
+        {
+            Ok(appended) => Ok(appended),
             Err(Failure::Store(e)) => Err(e),
-            Err(Failure::Unique { constraint, ids }) => {
-                // The statement failed, so the transaction is aborted: explain outside it.
-                tx.rollback().await?;
-                let mut conn = self.pool.acquire().await?;
-                Err(self
-                    .explain_unique(&mut conn, &constraint, stream_id, expected, &ids)
-                    .await)
-            }
+            Err(Failure::Unique { constraint, ids }) => Err(self
+                .explain_unique(&mut conn, &constraint, stream_id, expected, &ids)
+                .await),
         }
     }
 }
@@ -506,14 +547,15 @@ impl EventStore for PgEventStore {
         expected: ExpectedVersion,
         events: Vec<NewEvent>,
     ) -> Result<Appended, StoreError> {
+        if expected != ExpectedVersion::Any {
+            return self.append_once(stream_id, expected, events).await;
+        }
         let mut attempt = 1;
         loop {
             match self.append_once(stream_id, expected, events.clone()).await {
                 // `Any` lost a race for the next version: the winner is committed, so a fresh
                 // attempt reads its head and links after it.
-                Err(StoreError::Conflict { .. })
-                    if expected == ExpectedVersion::Any && attempt < ANY_ATTEMPTS =>
-                {
+                Err(StoreError::Conflict { .. }) if attempt < ANY_ATTEMPTS => {
                     attempt += 1;
                 }
                 other => return other,
@@ -583,11 +625,5 @@ mod tests {
         for bad in ["", "Auth", "1x", "a-b", "a\"b", &"a".repeat(64)] {
             assert!(validate_schema(bad).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn position_layout_fits() {
-        assert_eq!(MAX_XID << TX_SHIFT >> TX_SHIFT, MAX_XID);
-        assert!((MAX_XID << TX_SHIFT) + (MAX_EVENTS_PER_TX - 1) > 0);
     }
 }

@@ -12,13 +12,13 @@
 //! migrator sharing the file.
 
 use crate::codec::{
-    COLUMNS, Row, check_distinct_ids, limit_i64, occurred_at_us, to_i64, trace_context_json,
-    verify_stream_rows,
+    COLUMNS, Row, check_distinct_ids, limit_i64, link_hash, occurred_at_us, to_i64,
+    trace_context_json, verify_stream_rows,
 };
 use crate::error::StoreError;
 use crate::store::{Appended, EventStore, ExpectedVersion};
 use async_trait::async_trait;
-use fairdeal_event::{GENESIS_PREV_HASH, Hash, NewEvent, RecordedEvent, StreamId, seal};
+use fairdeal_event::{Hash, NewEvent, RecordedEvent, StreamId, seal};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
     SqliteSynchronous,
@@ -45,8 +45,13 @@ pub struct SqliteEventStore {
 impl SqliteEventStore {
     /// Connection settings for the event store file at `path` (created if missing).
     pub fn connect_options(path: impl AsRef<Path>) -> SqliteConnectOptions {
-        SqliteConnectOptions::new()
-            .filename(path)
+        Self::with_store_settings(SqliteConnectOptions::new().filename(path))
+    }
+
+    /// `options` with the settings the store relies on: create if missing, WAL, full sync,
+    /// a 30 s busy timeout, foreign keys on.
+    pub fn with_store_settings(options: SqliteConnectOptions) -> SqliteConnectOptions {
+        options
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Full)
@@ -56,10 +61,16 @@ impl SqliteEventStore {
 
     /// Opens (creating if needed) the database file at `path` and runs the migrations.
     pub async fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open_with(Self::connect_options(path)).await
+    }
+
+    /// Opens a store with `options` (e.g. parsed from a `sqlite://` URL and passed through
+    /// [`Self::with_store_settings`]) and runs the migrations.
+    pub async fn open_with(options: SqliteConnectOptions) -> Result<Self, StoreError> {
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
             .test_before_acquire(false)
-            .connect_with(Self::connect_options(path))
+            .connect_with(options)
             .await?;
         let store = Self::new(pool);
         store.migrate().await?;
@@ -106,7 +117,7 @@ impl SqliteEventStore {
         expected: ExpectedVersion,
         events: Vec<NewEvent>,
     ) -> Result<Appended, StoreError> {
-        let mut savepoint = (&mut **tx).begin().await?;
+        let mut savepoint = (**tx).begin().await?;
         match append_on(&mut savepoint, stream_id, expected, events).await {
             Ok(appended) => {
                 savepoint.commit().await?;
@@ -171,10 +182,10 @@ async fn append_on(
         .await?;
     let mut position = u64::try_from(last_position).unwrap_or(0);
 
-    let mut prev: Hash = match &head {
-        Some((_, bytes)) => Hash::try_from(bytes.as_slice()).unwrap_or(GENESIS_PREV_HASH),
-        None => GENESIS_PREV_HASH,
-    };
+    let mut prev: Hash = link_hash(
+        stream_id,
+        head.as_ref().map(|(_, bytes)| (current, bytes.as_slice())),
+    )?;
     let mut sealed = Vec::with_capacity(events.len());
     for (version, event) in (current + 1..).zip(events) {
         let mut recorded =

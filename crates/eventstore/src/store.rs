@@ -53,11 +53,15 @@ pub struct Appended {
 ///
 /// Services hold an `Arc<dyn EventStore>`; the backends are [`crate::PgEventStore`] (the
 /// store of record) and [`crate::SqliteEventStore`] (the embedded default). Both pass the
-/// same conformance suite ([`crate::conformance`], feature `conformance`).
+/// same conformance suite (module `conformance`, feature `conformance`).
 ///
-/// Every method that returns events verifies them: each event's hash is recomputed, and
-/// within a stream each `prev_hash` must be the previous event's hash. A failure is
-/// [`StoreError::Integrity`], never silently returned data.
+/// Every method that returns events verifies them: each event's fields are validated and its
+/// hash recomputed, a version-1 event must link to 32 zero bytes, and `read_stream` also
+/// checks that each `prev_hash` is the previous event's hash (including the event just before
+/// `from_version`, which it fetches for that purpose). A failure is
+/// [`StoreError::Integrity`], never silently returned data. (`read_all` interleaves streams,
+/// so it checks each event on its own; whole-chain checks are `read_stream`'s, the
+/// ledger's and the auditor's.)
 #[async_trait]
 pub trait EventStore: Send + Sync + fmt::Debug {
     /// Appends `events` to `stream_id` as versions `current + 1, current + 2, ...`, atomically

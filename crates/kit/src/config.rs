@@ -51,6 +51,10 @@ pub const ENV_PREFIX: &str = "FAIRDEAL_";
 /// Text printed in place of every secret.
 pub const REDACTED: &str = "[redacted]";
 
+/// Text printed in place of credentials inside a URL: characters that need no
+/// percent-encoding in user info or query values, so the redacted URL stays readable.
+pub const URL_REDACTED: &str = "***";
+
 /// A service's own settings, flattened beside [`CommonConfig`] into one command line.
 ///
 /// Field names must equal the long flag names (with `_` for `-`), which is what
@@ -612,7 +616,7 @@ impl Injected {
         let arg_text = match arg.get_action() {
             // Switches take no value: a true-ish value turns them on; false leaves the
             // default (off). Anything else is passed as a value so clap reports it.
-            ArgAction::SetTrue | ArgAction::SetFalse => match value.to_ascii_lowercase().as_str() {
+            ArgAction::SetTrue => match value.to_ascii_lowercase().as_str() {
                 "true" | "1" | "yes" | "on" => format!("--{long}"),
                 "false" | "0" | "no" | "off" | "" => return,
                 _ => format!("--{long}={value}"),
@@ -753,17 +757,17 @@ impl SecretUrl {
     }
 
     /// The URL with user, password and every non-allowlisted query value replaced by
-    /// [`REDACTED`]. A URL that does not parse is redacted whole.
+    /// [`URL_REDACTED`]. A URL that does not parse is redacted whole.
     pub fn redacted(&self) -> String {
         let Ok(mut url) = url::Url::parse(self.expose_secret()) else {
             return REDACTED.to_owned();
         };
         if !url.username().is_empty() {
             // Cannot fail on a URL with a host, which any URL with a user has.
-            let _ = url.set_username(REDACTED);
+            let _ = url.set_username(URL_REDACTED);
         }
         if url.password().is_some() {
-            let _ = url.set_password(Some(REDACTED));
+            let _ = url.set_password(Some(URL_REDACTED));
         }
         if url.query().is_some() {
             let pairs: Vec<(String, String)> = url
@@ -772,7 +776,7 @@ impl SecretUrl {
                     let shown = if HARMLESS_QUERY_KEYS.contains(&key.as_ref()) {
                         value.into_owned()
                     } else {
-                        REDACTED.to_owned()
+                        URL_REDACTED.to_owned()
                     };
                     (key.into_owned(), shown)
                 })

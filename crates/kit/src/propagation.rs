@@ -122,22 +122,57 @@ impl tonic::service::Interceptor for TraceContextInterceptor {
     }
 }
 
+/// A channel whose every call carries the current trace context: wrap once, then build any
+/// generated client on it (`TablesClient::new(traced(channel))`).
+pub fn traced(
+    channel: tonic::transport::Channel,
+) -> tonic::service::interceptor::InterceptedService<
+    tonic::transport::Channel,
+    TraceContextInterceptor,
+> {
+    tonic::service::interceptor::InterceptedService::new(channel, TraceContextInterceptor)
+}
+
 /// Server-side request span, for `tonic::transport::Server::trace_fn` (the kit's server
 /// installs it). Named `package.Service/Method` with OpenTelemetry RPC attributes, and a
-/// child of the caller's span when the request carries `traceparent`.
+/// child of the caller's span when the request carries `traceparent`. Health and
+/// reflection calls get `debug` spans, everything else `info`.
 pub fn grpc_server_span(request: &http::Request<()>) -> Span {
     let path = request.uri().path();
     let name = path.trim_start_matches('/');
     let (service, method) = name.split_once('/').unwrap_or((name, ""));
-    let span = tracing::info_span!(
-        "grpc.request",
-        otel.name = name,
-        otel.kind = "server",
-        rpc.system = "grpc",
-        rpc.service = service,
-        rpc.method = method,
-    );
+    // Probes and tooling call health and reflection every few seconds; at `debug` their
+    // spans stay out of traces (the kit's tracer takes `info` and above) and logs.
+    let span = if service.starts_with("grpc.health.") || service.starts_with("grpc.reflection.") {
+        tracing::debug_span!(
+            "grpc.request",
+            otel.name = name,
+            otel.kind = "server",
+            rpc.system = "grpc",
+            rpc.service = service,
+            rpc.method = method,
+            trace_id = tracing::field::Empty,
+        )
+    } else {
+        tracing::info_span!(
+            "grpc.request",
+            otel.name = name,
+            otel.kind = "server",
+            rpc.system = "grpc",
+            rpc.service = service,
+            rpc.method = method,
+            trace_id = tracing::field::Empty,
+        )
+    };
     set_parent_context(&span, extract_headers(request.headers()));
+    // The trace id as a plain field, so every log line of the request (JSON logs list the
+    // span stack) can be joined with its trace.
+    let cx = span.context();
+    let span_ref = cx.span();
+    let span_context = span_ref.span_context();
+    if span_context.is_valid() {
+        span.record("trace_id", tracing::field::display(span_context.trace_id()));
+    }
     span
 }
 

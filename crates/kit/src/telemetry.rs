@@ -15,6 +15,7 @@ use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
+use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer, Registry};
@@ -79,7 +80,8 @@ impl Drop for TelemetryGuard {
 /// Installs logging and tracing for the whole process. Call once, early in `main`, from
 /// inside the Tokio runtime (the OTLP/gRPC exporter needs it).
 ///
-/// The log filter is `--log` / `FAIRDEAL_LOG`, else `RUST_LOG`, else `info`.
+/// The log filter is `--log` / `FAIRDEAL_LOG`, else `RUST_LOG`, else `info`; it governs log
+/// lines only. Spans at `info` and above always reach the tracer.
 pub fn init(common: &CommonConfig) -> Result<TelemetryGuard, TelemetryError> {
     let filter = log_filter(common.log.as_deref())?;
     let provider = tracer_provider(&common.service_name, exporter_requested())?;
@@ -90,15 +92,18 @@ pub fn init(common: &CommonConfig) -> Result<TelemetryGuard, TelemetryError> {
     let fmt = match common.log_format {
         LogFormat::Json => tracing_subscriber::fmt::layer()
             .json()
-            .with_current_span(true)
-            .with_span_list(false)
+            .with_current_span(false)
+            // The whole span stack, so fields of outer spans (the request's `trace_id`,
+            // `rpc.method`) are on every line.
+            .with_span_list(true)
             .boxed(),
         LogFormat::Pretty => tracing_subscriber::fmt::layer().pretty().boxed(),
     };
+    // The log filter applies to log lines only: spans go to the tracer at `info` and above
+    // whatever the log level, so quieting logs (`--log warn`) never cuts traces.
     Registry::default()
-        .with(filter)
-        .with(fmt)
-        .with(otel_layer(&provider))
+        .with(fmt.with_filter(filter))
+        .with(otel_layer(&provider).with_filter(LevelFilter::INFO))
         .try_init()?;
     Ok(TelemetryGuard {
         provider: Some(provider),

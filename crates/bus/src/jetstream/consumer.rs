@@ -13,6 +13,9 @@
 //!   stream and applies them first, so events are always applied in stream order (which is
 //!   global-position order: the relay guarantees it) without waiting for `ack_wait`. The
 //!   stream denies deletes, so every sequence exists.
+//! - At start, messages JetStream already delivered beyond the position (to an instance that
+//!   crashed before settling them) are read from the stream the same way, rather than waited
+//!   for until `ack_wait` expires.
 //! - The processed-ids table catches the remaining case, the same event under two sequences.
 
 use std::sync::Arc;
@@ -22,7 +25,7 @@ use async_nats::HeaderMap;
 use async_nats::jetstream::{self, consumer, stream};
 use bytes::Bytes;
 use fairdeal_eventstore::RecordedEvent;
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use tokio_util::sync::CancellationToken;
 
 use super::relay::header_u64;
@@ -48,20 +51,25 @@ pub struct JetStreamConsumerConfig {
     pub retry: RetryPolicy,
     /// How long JetStream waits for an ack before redelivering.
     pub ack_wait: Duration,
-    /// Unacknowledged messages JetStream lets this consumer hold (at least `batch_size`).
+    /// Unacknowledged messages JetStream lets this consumer have outstanding (at least
+    /// `batch_size`). Keep it well above `batch_size`: a crashed instance leaves its
+    /// unacknowledged messages pending until `ack_wait` expires, and while the pending count
+    /// is at this limit JetStream delivers nothing to the restarted instance. Above it, the
+    /// restarted instance receives newer messages at once and reads the pending ones straight
+    /// from the stream (see the module docs), so a restart costs no waiting.
     pub max_ack_pending: i64,
 }
 
 impl JetStreamConsumerConfig {
     /// Defaults for consumer `name`: batches of 256, the default [`RetryPolicy`], 30 s ack wait,
-    /// 1024 unacknowledged messages.
+    /// 20,000 unacknowledged messages (room for dozens of crashes within one ack wait).
     pub fn new(name: impl Into<String>) -> Self {
         Self {
             name: name.into(),
             batch_size: 256,
             retry: RetryPolicy::default(),
             ack_wait: Duration::from_secs(30),
-            max_ack_pending: 1024,
+            max_ack_pending: 20_000,
         }
     }
 
@@ -254,6 +262,19 @@ where
         let (stream, consumer) = self.durable().await?;
         let mut position = self.settler.load_position().await?;
         tracing::info!(consumer = %self.config.name, position, "consumer starting");
+        // Messages JetStream delivered beyond our position were lost with a previous instance
+        // (or its acks were): they come back only after `ack_wait`, and nothing newer may
+        // arrive to reveal the gap. Catch up on them from the stream now.
+        let delivered = sequence_to_position(consumer.cached_info().delivered.stream_sequence)?;
+        if delivered > position {
+            let (settled_to, complete) = self
+                .fill_gap(&stream, position, delivered, shutdown)
+                .await?;
+            position = settled_to;
+            if !complete {
+                return Ok(());
+            }
+        }
         let messages = consumer
             .stream()
             .max_messages_per_batch(self.config.batch_size)
@@ -382,23 +403,25 @@ where
             to = up_to,
             "reading pending messages directly from the stream to keep order"
         );
-        let mut deliveries = Vec::with_capacity(self.config.batch_size);
         while position < up_to {
-            let mut sequence = position + 1;
-            while sequence <= up_to && deliveries.len() < self.config.batch_size {
-                let raw_sequence = u64::try_from(sequence).unwrap_or(0);
-                let message = stream
-                    .get_raw_message(raw_sequence)
-                    .await
-                    .map_err(|err| BusError::jetstream("read message from stream", err))?;
-                deliveries.push(delivery(
-                    sequence,
-                    Some(&message.headers),
-                    message.payload,
-                    0,
-                ));
-                sequence += 1;
-            }
+            // One batch of sequences, fetched with many requests in flight: a crash can leave
+            // thousands of messages to read this way, and one round trip each would make a
+            // restart slower than the ack wait it avoids.
+            let last = up_to.min(position.saturating_add(batch_len(self.config.batch_size)));
+            let mut deliveries: Vec<Delivery> = futures::stream::iter(position + 1..=last)
+                .map(|sequence| async move {
+                    let raw_sequence = u64::try_from(sequence).unwrap_or(0);
+                    stream
+                        .get_raw_message(raw_sequence)
+                        .await
+                        .map(|message| {
+                            delivery(sequence, Some(&message.headers), message.payload, 0)
+                        })
+                        .map_err(|err| BusError::jetstream("read message from stream", err))
+                })
+                .buffered(GAP_FILL_CONCURRENCY)
+                .try_collect()
+                .await?;
             let (settled_to, complete) = self.flush(&mut deliveries, position, shutdown).await;
             position = settled_to;
             if !complete {
@@ -407,6 +430,14 @@ where
         }
         Ok((position, true))
     }
+}
+
+/// Direct reads in flight while filling a gap.
+const GAP_FILL_CONCURRENCY: usize = 64;
+
+/// A batch size as a position delta.
+fn batch_len(batch_size: usize) -> i64 {
+    i64::try_from(batch_size).unwrap_or(i64::MAX)
 }
 
 /// Stream sequences are stored as BIGINT positions.

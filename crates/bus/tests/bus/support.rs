@@ -340,7 +340,6 @@ impl Harness for JetStreamHarness {
     fn start_consumer(&self, recorder: Arc<Recorder>, retry: RetryPolicy) -> Running {
         let mut config = JetStreamConsumerConfig::new(recorder.consumer.clone());
         config.batch_size = 64;
-        config.max_ack_pending = 256;
         config.retry = retry;
         let consumer = JetStreamConsumer::new(
             self.js.clone(),

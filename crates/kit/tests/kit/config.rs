@@ -277,7 +277,7 @@ fn dump_config_redacts_every_secret_and_round_trips() {
     }
     // Where the service connects stays visible.
     for visible in [
-        "db.internal:5432/fairdeal",
+        "postgres://***:***@db.internal:5432/fairdeal",
         "sslmode=disable",
         "nats.internal",
         "max_seats = 3",

@@ -79,6 +79,13 @@ async fn server_span_joins_the_callers_trace() {
     assert_eq!(joined.len(), 1);
     assert_eq!(joined[0].parent_span_id, with.span_context.span_id());
     assert_eq!(joined[0].span_kind, opentelemetry::trace::SpanKind::Server);
+    // The trace id is also a plain field, for joining log lines with the trace.
+    let logged = joined[0]
+        .attributes
+        .iter()
+        .find(|attribute| attribute.key.as_str() == "trace_id")
+        .map(|attribute| attribute.value.to_string());
+    assert_eq!(logged, Some(with.span_context.trace_id().to_string()));
     assert!(
         servers
             .iter()
