@@ -94,19 +94,28 @@ fn bench(c: &mut Criterion) {
             b"correct horse battery staple",
         ))
         .unwrap();
-    // Confirm directly through the store's token path: read the code from the queued mail.
-    runtime.block_on(app.dispatcher().send_due()).unwrap();
+    // Confirm with the code from the mail. The background dispatcher may be writing it
+    // already: deliver, wait for the outbox to be empty, then read the .eml file.
+    while runtime.block_on(async {
+        app.dispatcher().send_due().await.unwrap();
+        accounts.store.unsent_mail_count().await.unwrap() > 0
+    }) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     let eml = std::fs::read_dir(&mail)
         .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "eml"))
+        .unwrap();
     let text = std::fs::read_to_string(eml).unwrap();
     let code = text
         .lines()
         .map(str::trim)
-        .find(|l| l.len() == 43)
+        .find(|l| {
+            l.len() == 43
+                && l.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
         .unwrap()
         .to_owned();
     assert_eq!(
