@@ -139,6 +139,21 @@ impl Authenticator {
         Ok(())
     }
 
+    /// Refetches the keys every `period`, forever (spawn it beside the server and stop it with
+    /// the service): a key the auth service withdraws stops being trusted within a period,
+    /// even if no token names an unknown key in between. Failures are logged and the cached
+    /// keys stay in use.
+    pub async fn refresh_every(self, period: Duration) {
+        let mut ticks = tokio::time::interval_at(Instant::now() + period, period);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            if let Err(e) = self.refresh().await {
+                tracing::warn!(error = %e, "periodic public key refresh failed");
+            }
+        }
+    }
+
     /// Refreshes unless a refresh happened within `min_refresh_interval`. A caller that waited
     /// behind a concurrent refresh finds it done and does not fetch again.
     async fn refresh_rate_limited(&self) -> Result<(), KeySourceError> {
@@ -269,6 +284,26 @@ mod tests {
             },
         );
         (key, source, clock, authn)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn periodic_refresh_drops_a_withdrawn_key() {
+        let (key, source, clock, authn) = setup();
+        let token = key
+            .sign(&Claims::service("dealing", clock.unix_seconds(), 3600))
+            .unwrap();
+        authn.verify(token.as_str()).await.unwrap();
+        source.inner.set(KeySet::default());
+        let refresher = tokio::spawn(authn.clone().refresh_every(Duration::from_secs(300)));
+        tokio::time::sleep(Duration::from_secs(299)).await;
+        assert!(authn.verify_cached(token.as_str()).is_ok());
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(matches!(
+            authn.verify_cached(token.as_str()),
+            Err(TokenError::UnknownKey(_))
+        ));
+        assert_eq!(source.calls.load(Ordering::SeqCst), 2);
+        refresher.abort();
     }
 
     #[tokio::test(start_paused = true)]

@@ -1,11 +1,13 @@
 //! Fetching the auth service's public keys over gRPC (`GetPublicKeys`).
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use fairdeal_proto::fairdeal::auth::v1::GetPublicKeysRequest;
 use fairdeal_proto::fairdeal::auth::v1::auth_service_client::AuthServiceClient;
 use tonic::transport::{Channel, Endpoint};
 
-use crate::authenticator::{KeySource, KeySourceError};
+use crate::authenticator::{KeySource, KeySourceError, StaticKeySource};
 use crate::token::{KeyId, KeySet, PublicKey};
 
 /// A [`KeySource`] asking the auth service. Keys with another algorithm than `EdDSA` or a
@@ -55,5 +57,93 @@ impl KeySource for GrpcKeySource {
             }
         }
         Ok(KeySet::new(keys))
+    }
+}
+
+/// Where a service takes the auth service's public keys from, as its settings say: fixed
+/// keys (`kid:64hex,...`), or the auth service's address. The one place that reads these two
+/// settings, both when a configuration is validated and when the service starts.
+#[derive(Debug)]
+pub enum KeysFrom {
+    /// A fixed set (empty: only anonymous methods can be called).
+    Fixed(KeySet),
+    /// The keys the auth service at this address publishes.
+    AuthService(Box<Endpoint>),
+}
+
+/// A setting naming the keys is invalid; `field` is the setting's name.
+#[derive(Debug, thiserror::Error)]
+#[error("{field}: {reason}")]
+pub struct KeysConfigError {
+    /// `auth_public_keys` or `auth_url`.
+    pub field: &'static str,
+    /// What is wrong (never the key bytes).
+    pub reason: String,
+}
+
+impl KeysFrom {
+    /// Reads the settings `auth_public_keys` (`fixed`) and `auth_url`; both at once is
+    /// refused as ambiguous. Needs no runtime and connects to nothing.
+    pub fn parse(fixed: &str, auth_url: Option<&str>) -> Result<Self, KeysConfigError> {
+        let invalid = |field, reason: String| KeysConfigError { field, reason };
+        let keys = KeySet::parse_list(fixed).map_err(|r| invalid("auth_public_keys", r))?;
+        let Some(url) = auth_url else {
+            return Ok(Self::Fixed(keys));
+        };
+        let endpoint = Endpoint::from_shared(url.to_owned())
+            .map_err(|e| invalid("auth_url", e.to_string()))?;
+        if !keys.is_empty() {
+            return Err(invalid(
+                "auth_url",
+                "set either auth_url or auth_public_keys, not both".into(),
+            ));
+        }
+        Ok(Self::AuthService(Box::new(endpoint)))
+    }
+
+    /// The key source (for the auth service, a channel connecting on first use, so a service
+    /// can start before the auth service is up).
+    pub fn into_source(self) -> Arc<dyn KeySource> {
+        match self {
+            Self::Fixed(keys) => Arc::new(StaticKeySource::new(keys)),
+            Self::AuthService(endpoint) => Arc::new(GrpcKeySource::new(endpoint.connect_lazy())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: &str = "k1:3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c";
+
+    #[tokio::test]
+    async fn fixed_keys_are_parsed_and_served() {
+        let source = KeysFrom::parse(KEY, None).unwrap().into_source();
+        let keys = source.fetch().await.unwrap();
+        assert!(keys.contains("k1"));
+        assert_eq!(keys.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn an_auth_address_gives_a_grpc_source_and_both_are_refused() {
+        let from = KeysFrom::parse("", Some("http://127.0.0.1:1")).unwrap();
+        assert!(matches!(from, KeysFrom::AuthService(_)));
+        let _source = from.into_source();
+        let both = KeysFrom::parse(KEY, Some("http://127.0.0.1:1")).unwrap_err();
+        assert_eq!(both.field, "auth_url");
+        assert!(both.to_string().contains("not both"), "{both}");
+        let bad = KeysFrom::parse("", Some("not a url at all")).unwrap_err();
+        assert_eq!(bad.field, "auth_url");
+        assert!(!bad.reason.is_empty());
+    }
+
+    #[test]
+    fn malformed_fixed_keys_are_refused_without_echoing_them() {
+        let e = KeysFrom::parse("k1:zz", None).unwrap_err();
+        assert_eq!(e.field, "auth_public_keys");
+        let e = e.to_string();
+        assert!(e.contains("not hex") && !e.contains("zz"), "{e}");
+        assert!(KeysFrom::parse("nocolon", None).is_err());
     }
 }

@@ -17,6 +17,8 @@
 //!   `GetPublicKeys`).
 //! - [`layer`]: [`AuthLayer`], the tower layer that guards a tonic service, plus the synchronous
 //!   [`Authenticator::interceptor`] and the bearer-token helpers for clients.
+//! - [`service_token`]: the token a service sends to another: [`ServiceTokens`] obtains it
+//!   from the auth service (`IssueServiceToken`) and renews it before it expires.
 //!
 //! A service typically does:
 //!
@@ -45,6 +47,7 @@ pub mod caller;
 pub mod clock;
 pub mod grpc;
 pub mod layer;
+pub mod service_token;
 pub mod token;
 
 pub use authenticator::{
@@ -52,8 +55,12 @@ pub use authenticator::{
 };
 pub use caller::Caller;
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use grpc::GrpcKeySource;
+pub use grpc::{GrpcKeySource, KeysConfigError, KeysFrom};
 pub use layer::{AuthLayer, Authenticated, attach_bearer, bearer_token};
+pub use service_token::{
+    GrpcTokenIssuer, IssuedToken, ServiceTokens, StaticToken, TokenIssuer, TokenProvider,
+    TokenUnavailable,
+};
 pub use token::{
     AccessToken, Claims, KeyId, KeySet, PublicKey, Role, SigningKey, TokenError, UnverifiedToken,
 };

@@ -328,6 +328,21 @@ impl KeySet {
         }
     }
 
+    /// Parses the configuration form `kid:64hex[,kid:64hex...]` (empty: no key). The error
+    /// names the offending entry by its key id, never by its bytes.
+    pub fn parse_list(text: &str) -> Result<Self, String> {
+        let mut keys = Vec::new();
+        for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let (kid, hex_key) = entry
+                .split_once(':')
+                .ok_or_else(|| "each key is kid:64hex".to_owned())?;
+            let kid = KeyId::parse(kid).map_err(|e| e.to_string())?;
+            let bytes = hex::decode(hex_key).map_err(|_| format!("key {kid:?} is not hex"))?;
+            keys.push(PublicKey::from_bytes(kid, &bytes).map_err(|e| e.to_string())?);
+        }
+        Ok(Self::new(keys))
+    }
+
     /// Whether the set holds a key with this id.
     pub fn contains(&self, kid: &str) -> bool {
         self.get(kid).is_some()

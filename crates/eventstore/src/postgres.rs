@@ -514,17 +514,48 @@ async fn fetch_head(
     }
     let stale = match &first {
         Ok(row) => !row.try_get::<bool, _>("autocommit")?,
-        Err(sqlx::Error::Database(db)) => db.code().as_deref() == Some("25P02"),
-        Err(_) => false,
+        Err(e) => in_aborted_transaction(e),
     };
     if !stale {
         return Ok(first?);
     }
+    roll_back_stale(conn).await?;
+    Ok(query().fetch_one(&mut *conn).await?)
+}
+
+/// Whether `error` says the connection is inside an aborted transaction (25P02).
+fn in_aborted_transaction(error: &sqlx::Error) -> bool {
+    matches!(error, sqlx::Error::Database(db) if db.code().as_deref() == Some("25P02"))
+}
+
+/// Rolls back the transaction a pooled connection was found inside (it holds nothing of
+/// ours).
+async fn roll_back_stale(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
     tracing::warn!("pooled connection was inside a stale transaction; rolling it back");
     sqlx::raw_sql(AssertSqlSafe("ROLLBACK").into_sql_str())
-        .execute(&mut *conn)
+        .execute(conn)
         .await?;
-    Ok(query().fetch_one(&mut *conn).await?)
+    Ok(())
+}
+
+/// Makes sure `conn` is not inside a transaction sqlx does not know about, before a
+/// standalone (autocommit) write on it: one extra round trip. See [`fetch_head`] for how a
+/// pooled connection ends up there; a write on it would report success and never commit.
+/// Any service writing outside an explicit transaction on a PostgreSQL pool calls this first.
+pub async fn leave_stale_transaction(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
+    let check =
+        sqlx::query_scalar::<_, bool>("SELECT transaction_timestamp() = statement_timestamp()")
+            .fetch_one(&mut *conn)
+            .await;
+    let stale = match check {
+        Ok(autocommit) => !autocommit,
+        Err(e) if in_aborted_transaction(&e) => true,
+        Err(e) => return Err(e),
+    };
+    if stale {
+        roll_back_stale(conn).await?;
+    }
+    Ok(())
 }
 
 /// How `append_on` fails: a typed error, or a unique violation still to be explained (which

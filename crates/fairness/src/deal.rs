@@ -65,7 +65,12 @@ impl Deal {
     /// Deals `deck` for one round of the generator (salt = the hand's sequence number for
     /// table games).
     pub fn from_seeds(deck: Deck, server_seed: &str, client_seed: &str, salt: &str) -> Deal {
-        let generator = Generator::new(server_seed, client_seed, salt);
+        Deal::from_generator(deck, &Generator::new(server_seed, client_seed, salt))
+    }
+
+    /// Deals `deck` from the numbers of `generator`, cursor 0 on (hand after hand under one
+    /// server seed: build the generators with a [`crate::SeedKeyer`]).
+    pub fn from_generator(deck: Deck, generator: &Generator) -> Deal {
         let mut numbers = generator.numbers();
         match Deal::from_source(deck, &mut numbers) {
             Ok(deal) => deal,
@@ -179,40 +184,143 @@ impl Deal {
 /// `order` should hold `deck.len()` cards; extra cards are ignored and missing cards leave
 /// hands short, so the function is total.
 pub fn split(deck: Deck, order: &[u8]) -> (Vec<Vec<u8>>, Vec<u8>) {
-    let players = deck.hands();
-    let mut hands: Vec<Vec<u8>> = (0..players)
-        .map(|_| Vec::with_capacity(deck.hand_len()))
+    match order.get(..deck.len()) {
+        // A full order (the hot path): every position of the layout is below
+        // `deck.len() == cards.len()`.
+        Some(cards) => split_with(deck, |positions| {
+            positions.iter().map(|&p| cards[usize::from(p)]).collect()
+        }),
+        // A hand's (or the chien's) positions increase, so a short order fills each one up
+        // to its first position past the end, as dealing card by card would.
+        None => split_with(deck, |positions| {
+            positions
+                .iter()
+                .map_while(|&p| order.get(usize::from(p)).copied())
+                .collect()
+        }),
+    }
+}
+
+/// The hands and the chien, each gathered from its positions in the deck's layout.
+fn split_with(deck: Deck, gather: impl Fn(&[u8]) -> Vec<u8>) -> (Vec<Vec<u8>>, Vec<u8>) {
+    let layout = Layout::of(deck);
+    let hands = layout.hands[..deck.hands()]
+        .iter()
+        .map(|positions| gather(&positions[..deck.hand_len()]))
         .collect();
-    let mut chien = Vec::with_capacity(deck.chien_len());
-    if deck.is_tarot() {
-        let mut cards = order.iter().copied().take(deck.len());
-        let mut packet = 0usize;
-        loop {
-            let hand = &mut hands[packet % players];
-            let before = hand.len();
-            hand.extend(cards.by_ref().take(3));
-            if hand.len() == before {
-                break;
-            }
-            if packet > 0 && chien.len() < deck.chien_len() {
-                match cards.next() {
-                    Some(c) => chien.push(c),
-                    None => break,
-                }
-            }
-            packet += 1;
-        }
-    } else {
-        for (k, &c) in order.iter().take(deck.len()).enumerate() {
-            hands[k % players].push(c);
+    (hands, gather(&layout.chien[..deck.chien_len()]))
+}
+
+/// Most hands of a deck, and most cards in a hand or in a chien.
+const MAX_HANDS: usize = 5;
+const MAX_HAND_LEN: usize = 24;
+const MAX_CHIEN_LEN: usize = 6;
+
+/// Where each hand's cards and the chien's lie in a full dealt order: the dealing
+/// convention worked out once per deck, at compile time.
+struct Layout {
+    /// Dealt positions of each hand's cards, in the order the hand receives them.
+    hands: [[u8; MAX_HAND_LEN]; MAX_HANDS],
+    /// Dealt positions of the chien's cards.
+    chien: [u8; MAX_CHIEN_LEN],
+}
+
+impl Layout {
+    const BRIDGE: Layout = Layout::new(Deck::Bridge);
+    const DIX: Layout = Layout::new(Deck::Dix);
+    const RUFF: Layout = Layout::new(Deck::Ruff);
+    const TAROT3: Layout = Layout::new(Deck::Tarot3);
+    const TAROT4: Layout = Layout::new(Deck::Tarot4);
+    const TAROT5: Layout = Layout::new(Deck::Tarot5);
+
+    fn of(deck: Deck) -> &'static Layout {
+        match deck {
+            Deck::Bridge => &Layout::BRIDGE,
+            Deck::Dix => &Layout::DIX,
+            Deck::Ruff => &Layout::RUFF,
+            Deck::Tarot3 => &Layout::TAROT3,
+            Deck::Tarot4 => &Layout::TAROT4,
+            Deck::Tarot5 => &Layout::TAROT5,
         }
     }
-    (hands, chien)
+
+    /// The convention of the module documentation, position by position.
+    const fn new(deck: Deck) -> Layout {
+        let mut layout = Layout {
+            hands: [[0; MAX_HAND_LEN]; MAX_HANDS],
+            chien: [0; MAX_CHIEN_LEN],
+        };
+        let mut held = [0usize; MAX_HANDS];
+        let mut chien = 0;
+        let players = deck.hands();
+        let mut position = 0;
+        if deck.is_tarot() {
+            let mut packet = 0;
+            while position < deck.len() {
+                let hand = packet % players;
+                let mut k = 0;
+                while k < 3 && position < deck.len() {
+                    layout.hands[hand][held[hand]] = position as u8;
+                    held[hand] += 1;
+                    position += 1;
+                    k += 1;
+                }
+                if packet > 0 && chien < deck.chien_len() && position < deck.len() {
+                    layout.chien[chien] = position as u8;
+                    chien += 1;
+                    position += 1;
+                }
+                packet += 1;
+            }
+        } else {
+            while position < deck.len() {
+                let hand = position % players;
+                layout.hands[hand][held[hand]] = position as u8;
+                held[hand] += 1;
+                position += 1;
+            }
+        }
+        layout
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The dealing convention card by card: the reference [`split`]'s layouts must agree with,
+    /// for full and short orders alike.
+    fn split_card_by_card(deck: Deck, order: &[u8]) -> (Vec<Vec<u8>>, Vec<u8>) {
+        let players = deck.hands();
+        let mut hands: Vec<Vec<u8>> = (0..players)
+            .map(|_| Vec::with_capacity(deck.hand_len()))
+            .collect();
+        let mut chien = Vec::with_capacity(deck.chien_len());
+        if deck.is_tarot() {
+            let mut cards = order.iter().copied().take(deck.len());
+            let mut packet = 0usize;
+            loop {
+                let hand = &mut hands[packet % players];
+                let before = hand.len();
+                hand.extend(cards.by_ref().take(3));
+                if hand.len() == before {
+                    break;
+                }
+                if packet > 0 && chien.len() < deck.chien_len() {
+                    match cards.next() {
+                        Some(c) => chien.push(c),
+                        None => break,
+                    }
+                }
+                packet += 1;
+            }
+        } else {
+            for (k, &c) in order.iter().take(deck.len()).enumerate() {
+                hands[k % players].push(c);
+            }
+        }
+        (hands, chien)
+    }
 
     fn identity(deck: Deck) -> Vec<u8> {
         (0..deck.len()).map(|i| i as u8).collect()
@@ -243,6 +351,41 @@ mod tests {
             let (hands, chien) = split(deck, &identity(deck));
             assert_eq!(chien.len(), deck.chien_len());
             assert!(hands.iter().all(|h| h.len() == deck.hand_len()), "{deck}");
+        }
+    }
+
+    #[test]
+    fn layouts_match_the_card_by_card_walk() {
+        for deck in Deck::ALL {
+            for salt in 0..20 {
+                let order = Deal::from_seeds(deck, "layout", "c", &salt.to_string()).order;
+                assert_eq!(
+                    split(deck, &order),
+                    split_card_by_card(deck, &order),
+                    "{deck}"
+                );
+                let mut longer = order.clone();
+                longer.push(0);
+                assert_eq!(
+                    split(deck, &longer),
+                    split_card_by_card(deck, &order),
+                    "{deck}"
+                );
+                for len in 0..order.len() {
+                    let short = &order[..len];
+                    assert_eq!(
+                        split(deck, short),
+                        split_card_by_card(deck, short),
+                        "{deck}"
+                    );
+                }
+            }
+            let (hands, chien) = split(deck, &identity(deck));
+            assert_eq!(
+                (hands, chien),
+                split_card_by_card(deck, &identity(deck)),
+                "{deck}"
+            );
         }
     }
 

@@ -67,20 +67,11 @@ impl std::fmt::Debug for Generator {
 
 impl Generator {
     /// Builds the generator for one round.
+    ///
+    /// For many rounds under one server seed (hand after hand at a table), a [`SeedKeyer`]
+    /// does the same with the seed's part of the key hash computed once.
     pub fn new(server_seed: &str, client_seed: &str, salt: &str) -> Self {
-        let mut hasher = Sha256::new();
-        hasher.update(server_seed.as_bytes());
-        hasher.update(b":");
-        hasher.update(salt.as_bytes());
-        let key: [u8; 32] = hasher.finalize().into();
-        let mut keyed = match HmacSha512::new_from_slice(&key) {
-            Ok(mac) => mac,
-            // HMAC accepts keys of any length; this arm cannot be reached.
-            Err(_) => unreachable_hmac_key(),
-        };
-        keyed.update(client_seed.as_bytes());
-        keyed.update(b":");
-        Generator { key, keyed }
+        SeedKeyer::new(server_seed).generator(client_seed, salt)
     }
 
     /// The HMAC key, `SHA-256(server_seed ":" salt)`.
@@ -104,6 +95,51 @@ impl Generator {
             block: [0; NUMBERS_PER_BLOCK],
             next: NUMBERS_PER_BLOCK,
         }
+    }
+}
+
+/// The key derivation of one server seed, shared by all its rounds.
+///
+/// `SHA-256(server_seed ":" salt)` starts with the same bytes for every salt: the hasher
+/// state after `server_seed ":"` is built once and cloned per round. A 64-character hex
+/// seed fills exactly one SHA-256 block, which the hasher compresses as soon as it has
+/// it, so each round then pays one compression for its key instead of two.
+#[derive(Clone)]
+pub struct SeedKeyer {
+    /// SHA-256 state that has absorbed `server_seed ":"`: as secret as the seed.
+    prefix: Sha256,
+}
+
+impl std::fmt::Debug for SeedKeyer {
+    // The state is derived from the server seed: never print it by accident.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SeedKeyer").finish_non_exhaustive()
+    }
+}
+
+impl SeedKeyer {
+    /// Absorbs `server_seed ":"`.
+    pub fn new(server_seed: &str) -> Self {
+        let mut prefix = Sha256::new();
+        prefix.update(server_seed.as_bytes());
+        prefix.update(b":");
+        SeedKeyer { prefix }
+    }
+
+    /// The generator of the round `(client_seed, salt)` under this server seed; the same
+    /// as [`Generator::new`] with this keyer's server seed.
+    pub fn generator(&self, client_seed: &str, salt: &str) -> Generator {
+        let mut hasher = self.prefix.clone();
+        hasher.update(salt.as_bytes());
+        let key: [u8; 32] = hasher.finalize().into();
+        let mut keyed = match HmacSha512::new_from_slice(&key) {
+            Ok(mac) => mac,
+            // HMAC accepts keys of any length; this arm cannot be reached.
+            Err(_) => unreachable_hmac_key(),
+        };
+        keyed.update(client_seed.as_bytes());
+        keyed.update(b":");
+        Generator { key, keyed }
     }
 }
 
@@ -228,6 +264,22 @@ mod tests {
         let g = Generator::new("server", "client", "7");
         let expected: [u8; 32] = Sha256::digest(b"server:7").into();
         assert_eq!(g.key(), &expected);
+    }
+
+    #[test]
+    fn keyer_matches_fresh_key_derivation() {
+        // Seeds shorter than, exactly one and longer than a SHA-256 block.
+        let long = "f".repeat(64);
+        let longer = "e".repeat(150);
+        for server in ["server", long.as_str(), longer.as_str()] {
+            let keyer = SeedKeyer::new(server);
+            for salt in ["0", "17", "123456789012345678901234567890"] {
+                let expected: [u8; 32] = Sha256::digest(format!("{server}:{salt}")).into();
+                let g = keyer.generator("client", salt);
+                assert_eq!(g.key(), &expected);
+                assert_eq!(g.block(3), Generator::new(server, "client", salt).block(3));
+            }
+        }
     }
 
     #[test]

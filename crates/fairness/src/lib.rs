@@ -33,4 +33,4 @@ pub mod shuffle;
 pub mod squaredeal;
 
 pub use deck::Deck;
-pub use generator::{Generator, NumberSource, RawNumbers, pick};
+pub use generator::{Generator, NumberSource, RawNumbers, SeedKeyer, pick};

@@ -113,6 +113,21 @@ fn chunks(n: usize, limit: u64) -> impl Iterator<Item = (usize, u64)> {
     })
 }
 
+/// How many digits the next ranking chunk takes when `remaining` digits are left (`None`
+/// when none are): with `b` bits for the first radix `r = remaining` (`r <= 2^b`), every
+/// radix of the chunk is at most `2^b`, so `54 / b` of them multiply to at most
+/// [`RANK_CHUNK_LIMIT`]. Unlike [`chunks`] this needs no multiplication to find the chunk
+/// ends, which ranking would otherwise wait on.
+fn rank_chunk_len(remaining: usize) -> Option<usize> {
+    if remaining == 0 {
+        return None;
+    }
+    let radix = remaining as u64;
+    // ceil(log2(radix)), at least 1; at most 8 for radices up to 256, so chunks hold 6 or more.
+    let bits = (u64::BITS - (radix - 1).leading_zeros()).max(1) as usize;
+    Some((RANK_CHUNK_LIMIT.ilog2() as usize / bits).clamp(1, remaining))
+}
+
 /// Limbs (64-bit) of the largest value [`mixed_radix`] can produce: even with every digit
 /// 255, 256 digits stay below `255 * 2 * 255! < 2^1685`, i.e. 27 limbs.
 const MAX_LIMBS: usize = 27;
@@ -131,13 +146,24 @@ pub fn mixed_radix(indices: &[u8]) -> BigUint {
     let mut limbs = [0u64; MAX_LIMBS];
     let mut used = 0usize;
     let mut rest = indices;
-    for (len, product) in chunks(indices.len(), RANK_CHUNK_LIMIT) {
-        let (chunk, tail) = rest.split_at(len.min(rest.len()));
+    while let Some(len) = rank_chunk_len(rest.len()) {
+        let (chunk, tail) = rest.split_at(len);
+        // The chunk's radix product and mixed-radix value, two digits per step: the
+        // multiply chains are what take time here, and `value * (r0 * r1) + (d0 * r1 + d1)`
+        // halves them (same value, same intermediate bound as one digit at a time).
         let mut radix = rest.len() as u64;
         let mut value = 0u64;
-        for &digit in chunk {
+        let mut product = 1u64;
+        let mut pairs = chunk.chunks_exact(2);
+        for pair in pairs.by_ref() {
+            let both = radix * (radix - 1);
+            value = value * both + (u64::from(pair[0]) * (radix - 1) + u64::from(pair[1]));
+            product *= both;
+            radix -= 2;
+        }
+        for &digit in pairs.remainder() {
             value = value * radix + u64::from(digit);
-            radix -= 1;
+            product *= radix;
         }
         // limbs = limbs * product + value; each step's result is below 2^128.
         let mut carry = u128::from(value);
@@ -324,6 +350,23 @@ mod tests {
                 let runs: Vec<_> = chunks(n, limit).collect();
                 assert_eq!(runs.iter().map(|r| r.0).sum::<usize>(), n);
                 assert!(runs.iter().all(|r| r.0 > 0 && r.1 <= limit));
+            }
+        }
+    }
+
+    #[test]
+    fn rank_chunks_stay_below_the_limit() {
+        for n in 0..=MAX_ITEMS {
+            let mut remaining = n;
+            while let Some(len) = rank_chunk_len(remaining) {
+                assert!(len > 0 && len <= remaining);
+                let product = (remaining - len + 1..=remaining)
+                    .try_fold(1u64, |p, r| p.checked_mul(r as u64));
+                assert!(
+                    product.is_some_and(|p| p <= RANK_CHUNK_LIMIT),
+                    "{n} {remaining}"
+                );
+                remaining -= len;
             }
         }
     }

@@ -41,52 +41,84 @@ pub fn shuffle<S: NumberSource + ?Sized>(
     }
     // `n <= 256`, so every item and index fits a u8 (256 items are 0..=255). The remaining
     // list lives on the stack with a spare window's worth of slack after it (see
-    // `remove_at`): this runs once per deal, next to only a handful of HMAC calls.
+    // `remove_two`): this runs once per deal, next to only a handful of HMAC calls.
     let mut remaining = [0u8; MAX_ITEMS + WIDE];
     for (i, slot) in remaining.iter_mut().enumerate().take(n) {
         *slot = i as u8;
     }
     let mut order = Vec::with_capacity(n);
     let mut indices = Vec::with_capacity(n);
-    for len in (2..=n).rev() {
+    // Steps go in pairs: one shift of the list serves two picks (see `remove_two`).
+    let mut len = n;
+    while len >= 3 {
         let i = pick(source.next_number()?, len as u64) as usize;
-        // `pick(_, len) < len <= 256`: `i` is always inside the remaining list.
-        order.push(remaining[i]);
-        remove_at(&mut remaining, i, len);
+        let j = pick(source.next_number()?, len as u64 - 1) as usize;
+        // `pick(_, m) < m`: `i < len` and `j < len - 1`, both inside the list.
+        let (first, second) = remove_two(&mut remaining, i, j, len);
+        order.push(first);
+        order.push(second);
         indices.push(i as u8);
+        indices.push(j as u8);
+        len -= 2;
     }
-    if n > 0 {
+    if len == 2 {
+        let i = pick(source.next_number()?, 2) as usize;
+        order.push(remaining[i]);
+        order.push(remaining[1 - i]);
+        indices.push(i as u8);
+        indices.push(0);
+    } else if len == 1 {
         order.push(remaining[0]);
         indices.push(0);
     }
     Ok(Shuffle { order, indices })
 }
 
-/// Window sizes of [`remove_at`].
-const NARROW: usize = 32;
+/// The largest window of [`remove_two`].
 const WIDE: usize = 128;
 
-/// Removes `list[i]` from the first `len` items by shifting the rest down one place.
+/// Removes two items from the first `len` of `list`: item `i`, then item `j` of what
+/// remains; returns them in that order. Needs `i < len`, `j < len - 1`, `len <= MAX_ITEMS`.
 ///
-/// Lists of up to 128 items shift a fixed-size window, which compiles to a few vector
-/// moves; a variable-length `copy_within` calls `memmove`, whose call and dispatch cost
-/// more than moving a few dozen bytes and showed as 5% of a whole dix deal in profiles.
-/// Bytes shifted in from beyond `len` are never read. Needs `i < len <= MAX_ITEMS` and
-/// `list.len() == MAX_ITEMS + WIDE`.
+/// Both removals are one pass: the bytes between the two items move down one place and
+/// those after the second move down two, each run copied as a fixed-size window (a few
+/// vector moves; a variable-length `copy_within` calls `memmove`, whose call and dispatch
+/// cost more than moving a few dozen bytes). Each step's loads overlap the stores of the
+/// step before at another offset, which the CPU cannot forward from its store buffer: it
+/// waits for them to reach the cache. Pairing the picks halves those waits, the largest
+/// cost of the shuffle. Bytes shifted in from beyond `len` are never read.
 #[inline]
-fn remove_at(list: &mut [u8; MAX_ITEMS + WIDE], i: usize, len: usize) {
-    fn shift<const W: usize>(list: &mut [u8], i: usize) {
-        let mut window = [0u8; W];
-        window.copy_from_slice(&list[i + 1..i + 1 + W]);
-        list[i..i + W].copy_from_slice(&window);
+fn remove_two(list: &mut [u8; MAX_ITEMS + WIDE], i: usize, j: usize, len: usize) -> (u8, u8) {
+    fn shift_two<const W: usize>(list: &mut [u8], low: usize, high: usize) {
+        // Both windows are read before either is written.
+        let mut below = [0u8; W];
+        let mut above = [0u8; W];
+        below.copy_from_slice(&list[low + 1..low + 1 + W]);
+        above.copy_from_slice(&list[high + 1..high + 1 + W]);
+        list[low..low + W].copy_from_slice(&below);
+        list[high - 1..high - 1 + W].copy_from_slice(&above);
     }
-    if len <= NARROW {
-        shift::<NARROW>(list, i);
-    } else if len <= WIDE {
-        shift::<WIDE>(list, i);
-    } else {
-        list.copy_within(i + 1..len, i);
+    // Position of the second item in the list before the first removal.
+    let second = if j < i { j } else { j + 1 };
+    let picked = (list[i], list[second]);
+    let (low, high) = if i < second { (i, second) } else { (second, i) };
+    // The smallest window (in steps of 16 bytes, one vector move) that reaches the end of
+    // the list: the choice follows `len`, which only shrinks, so it is well predicted.
+    match len.div_ceil(16) {
+        0 | 1 => shift_two::<16>(list, low, high),
+        2 => shift_two::<32>(list, low, high),
+        3 => shift_two::<48>(list, low, high),
+        4 => shift_two::<64>(list, low, high),
+        5 => shift_two::<80>(list, low, high),
+        6 => shift_two::<96>(list, low, high),
+        7 => shift_two::<112>(list, low, high),
+        8 => shift_two::<WIDE>(list, low, high),
+        _ => {
+            list.copy_within(low + 1..high, low);
+            list.copy_within(high + 1..len, high - 1);
+        }
     }
+    picked
 }
 
 /// Rebuilds the order from the indices `i_k` (the inverse of reading them off a shuffle).
@@ -202,9 +234,14 @@ mod tests {
 
     #[test]
     fn every_window_size_agrees_with_plain_removal() {
-        // Sizes around the window boundaries of `remove_at`, checked against
+        // Sizes around the window boundaries of `remove_two`, checked against
         // `order_from_indices` (plain `Vec::remove`).
-        for n in [2, 31, 32, 33, 127, 128, 129, 200, 256] {
+        for n in (0..=40)
+            .chain([
+                47, 48, 49, 50, 63, 64, 65, 66, 78, 79, 80, 81, 82, 96, 97, 98, 112, 113,
+            ])
+            .chain([127, 128, 129, 130, 200, 255, 256])
+        {
             for seed in 0..4 {
                 let g = Generator::new("windows", &n.to_string(), &seed.to_string());
                 let s = shuffle(n, &mut g.numbers()).unwrap();

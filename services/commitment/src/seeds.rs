@@ -64,6 +64,10 @@ impl SeedStore {
     pub async fn insert(&self, sealed: &SealedSeed) -> Result<(), sqlx::Error> {
         match self {
             SeedStore::Postgres { pool, schema } => {
+                // The event committing to this seed follows on another connection: the row
+                // must really be committed, even on a connection sqlx left in a transaction.
+                let mut conn = pool.acquire().await?;
+                fairdeal_eventstore::postgres::leave_stale_transaction(&mut conn).await?;
                 sqlx::query(AssertSqlSafe(format!(
                     "INSERT INTO \"{schema}\".sealed_seeds (seed_id, key_id, nonce, ciphertext) \
                      VALUES ($1, $2, $3, $4)"
@@ -72,7 +76,7 @@ impl SeedStore {
                 .bind(&sealed.key_id)
                 .bind(&sealed.nonce)
                 .bind(&sealed.ciphertext)
-                .execute(pool)
+                .execute(&mut *conn)
                 .await?;
             }
             SeedStore::Sqlite { pool } => {

@@ -4,8 +4,10 @@
 
 use std::sync::Arc;
 
+use std::time::Duration;
+
 use fairdeal_authn::{
-    AuthLayer, Authenticator, AuthenticatorOptions, KeyId, KeySet, PublicKey, StaticKeySource,
+    AuthLayer, Authenticator, AuthenticatorOptions, KeySet, KeysFrom, StaticKeySource,
 };
 use fairdeal_bus::{BusDb, JetStreamConfig, Relay, RelayConfig, ensure_streams};
 use fairdeal_eventstore::{EventStore, PgEventStore, SqliteEventStore};
@@ -30,9 +32,14 @@ pub struct CommitmentSettings {
     /// (rotate by putting a new key first and keeping the old ones).
     #[arg(long, value_name = "KEYS")]
     pub seed_keys: Option<Secret>,
-    /// Public keys of the auth service that sign access tokens: `kid:64hex[,...]`.
+    /// Fixed public keys of the auth service that sign access tokens: `kid:64hex[,...]`
+    /// (instead of `auth_url`; they are never refreshed).
     #[arg(long, value_name = "KEYS", default_value = "")]
     pub auth_public_keys: String,
+    /// The auth service's gRPC address (`http://host:port`): its published public keys are
+    /// fetched and kept fresh (instead of `auth_public_keys`).
+    #[arg(long, value_name = "URL")]
+    pub auth_url: Option<String>,
 }
 
 impl Section for CommitmentSettings {
@@ -43,10 +50,16 @@ impl Section for CommitmentSettings {
             .ok_or_else(|| ConfigError::invalid("seed_keys", "is required"))?;
         KeyRing::parse(keys.expose_secret())
             .map_err(|e| ConfigError::invalid("seed_keys", e.to_string()))?;
-        parse_public_keys(&self.auth_public_keys)
-            .map_err(|e| ConfigError::invalid("auth_public_keys", e))?;
-        Ok(())
+        validate_auth(&self.auth_public_keys, self.auth_url.as_deref())
     }
+}
+
+/// Checks the settings naming where access tokens are verified: fixed keys or the auth
+/// service's address, not both (and each well formed).
+pub fn validate_auth(auth_public_keys: &str, auth_url: Option<&str>) -> Result<(), ConfigError> {
+    KeysFrom::parse(auth_public_keys, auth_url)
+        .map(drop)
+        .map_err(|e| ConfigError::invalid(e.field, e.reason))
 }
 
 /// Startup failures.
@@ -63,27 +76,41 @@ pub enum StartError {
     Serve(#[from] ServeError),
 }
 
-/// Parses `kid:64hex[,kid:64hex...]` into the auth service's public keys (empty: none, so
-/// only anonymous methods work).
-pub fn parse_public_keys(text: &str) -> Result<KeySet, String> {
-    let mut keys = Vec::new();
-    for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-        let (kid, hex_key) = entry
-            .split_once(':')
-            .ok_or_else(|| "each key is kid:64hex".to_owned())?;
-        let kid = KeyId::parse(kid).map_err(|e| e.to_string())?;
-        let bytes = hex::decode(hex_key).map_err(|_| format!("key {kid:?} is not hex"))?;
-        keys.push(PublicKey::from_bytes(kid, &bytes).map_err(|e| e.to_string())?);
-    }
-    Ok(KeySet::new(keys))
-}
+/// How often a service refetches the auth service's public keys even when no token names an
+/// unknown key, so a withdrawn key stops being trusted.
+pub const KEY_REFRESH_PERIOD: Duration = Duration::from_secs(300);
 
-/// An authenticator trusting `keys`.
+/// An authenticator trusting `keys` (tests, fixed configuration).
 pub fn authenticator(keys: KeySet) -> Authenticator {
     Authenticator::new(
         Arc::new(StaticKeySource::new(keys)),
         AuthenticatorOptions::default(),
     )
+}
+
+/// The authenticator the settings name: fixed public keys (`auth_public_keys`) or the keys
+/// the auth service at `auth_url` publishes (fetched on first use, when a token names an
+/// unknown key, and every [`KEY_REFRESH_PERIOD`]).
+pub fn configured_authenticator(
+    auth_public_keys: &str,
+    auth_url: Option<&str>,
+) -> Result<Authenticator, ConfigError> {
+    let source = KeysFrom::parse(auth_public_keys, auth_url)
+        .map_err(|e| ConfigError::invalid(e.field, e.reason))?
+        .into_source();
+    Ok(Authenticator::new(source, AuthenticatorOptions::default()))
+}
+
+/// Keeps `authn`'s keys fresh until `shutdown` stops the background tasks.
+pub fn spawn_key_refresh(authn: &Authenticator, shutdown: &fairdeal_kit::Shutdown) {
+    let stop = shutdown.token();
+    let refresh = authn.clone().refresh_every(KEY_REFRESH_PERIOD);
+    shutdown.spawn("public-key-refresh", async move {
+        tokio::select! {
+            () = stop.cancelled() => {}
+            () = refresh => {}
+        }
+    });
 }
 
 /// The event store named by `database_url` (`postgres://` in `schema`, or `sqlite://path`),
@@ -192,10 +219,11 @@ impl Application {
             .ok_or_else(|| StartError::Config("seed_keys is required".into()))?;
         let ring =
             KeyRing::parse(keys.expose_secret()).map_err(|e| StartError::Config(e.to_string()))?;
-        let public_keys =
-            parse_public_keys(&settings.auth_public_keys).map_err(StartError::Config)?;
+        let authn =
+            configured_authenticator(&settings.auth_public_keys, settings.auth_url.as_deref())
+                .map_err(|e| StartError::Config(e.to_string()))?;
         let backend = open_store(common.database_url.expose_secret(), SCHEMA).await?;
-        Self::build_with(&common, backend, ring, authenticator(public_keys)).await
+        Self::build_with(&common, backend, ring, authn).await
     }
 
     /// Wires an already opened backend (tests share one with their assertions).
@@ -218,11 +246,12 @@ impl Application {
             .await
             .map_err(|e| StartError::Database(e.to_string()))?;
         let service = Commitments::new(backend.store.clone(), seeds, ring);
+        let shutdown = fairdeal_kit::Shutdown::new();
+        spawn_key_refresh(&authn, &shutdown);
         let mut layer = AuthLayer::new(authn);
         for path in PUBLIC_METHODS {
             layer = layer.allow_anonymous(path);
         }
-        let shutdown = fairdeal_kit::Shutdown::new();
         start_relay(common, &backend, "commitment", &shutdown).await?;
         let app = fairdeal_kit::Application::builder(common)
             .with_shutdown(shutdown)

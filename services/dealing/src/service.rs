@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use fairdeal_authn::{AccessToken, attach_bearer};
+use fairdeal_authn::{TokenProvider, attach_bearer};
 use fairdeal_eventstore::{
     EventError, EventStore, ExpectedVersion, NewEvent, StoreError, StreamId,
 };
@@ -59,6 +59,9 @@ pub enum DealingError {
     /// The access token could not be attached.
     #[error("service token unusable")]
     Token,
+    /// No access token could be obtained from the auth service.
+    #[error(transparent)]
+    NoToken(#[from] fairdeal_authn::TokenUnavailable),
     /// Concurrent writers kept winning.
     #[error("too many concurrent deals on this table; retry")]
     Contended,
@@ -87,6 +90,7 @@ impl From<DealingError> for ServiceError {
             DealingError::Store(StoreError::Database(e)) => {
                 ServiceError::unavailable("database unavailable", e)
             }
+            DealingError::NoToken(e) => ServiceError::unavailable("auth service unavailable", e),
             other => ServiceError::internal(other),
         }
     }
@@ -120,15 +124,19 @@ pub struct IssuedOutcome {
     pub outcome: Outcome,
 }
 
+/// The commitment service's client, every call traced.
+type CommitmentClient =
+    CommitmentServiceClient<InterceptedService<Channel, TraceContextInterceptor>>;
+
 /// The dealing use cases.
 #[derive(Clone, Debug)]
 pub struct Dealer {
     /// This service's event log.
     store: Arc<dyn EventStore>,
     /// The commitment service.
-    commitment: CommitmentServiceClient<InterceptedService<Channel, TraceContextInterceptor>>,
+    commitment: CommitmentClient,
     /// This service's access token (role service, name `dealing`).
-    token: Arc<AccessToken>,
+    tokens: Arc<dyn TokenProvider>,
 }
 
 /// Seeds of one table hand, from the commitment service. Not Debug: it holds the seed.
@@ -139,33 +147,56 @@ struct TableSeeds {
 }
 
 impl Dealer {
-    /// Use cases over `store`, calling the commitment service on `channel` with `token`.
-    pub fn new(store: Arc<dyn EventStore>, channel: Channel, token: AccessToken) -> Self {
+    /// Use cases over `store`, calling the commitment service on `channel` with the tokens
+    /// of `tokens`.
+    pub fn new(
+        store: Arc<dyn EventStore>,
+        channel: Channel,
+        tokens: Arc<dyn TokenProvider>,
+    ) -> Self {
         Dealer {
             store,
             // Every call carries the trace context, so one trace spans both services.
             commitment: CommitmentServiceClient::new(traced_channel(channel)),
-            token: Arc::new(token),
+            tokens,
         }
     }
 
-    fn request<T>(&self, message: T) -> Result<Request<T>, DealingError> {
-        let mut request = Request::new(message);
-        attach_bearer(&mut request, &self.token).map_err(|_| DealingError::Token)?;
-        Ok(request)
+    /// Calls the commitment service with this service's token. A call refused as
+    /// unauthenticated (the token expired early, or its signing key was withdrawn) is
+    /// repeated once with a renewed token; the refused call changed nothing.
+    async fn call_commitment<T, R, F, Fut>(&self, message: T, call: F) -> Result<R, DealingError>
+    where
+        T: Clone,
+        F: Fn(CommitmentClient, Request<T>) -> Fut,
+        Fut: Future<Output = Result<tonic::Response<R>, Status>>,
+    {
+        let mut retried = false;
+        loop {
+            let token = self.tokens.token().await?;
+            let mut request = Request::new(message.clone());
+            attach_bearer(&mut request, &token).map_err(|_| DealingError::Token)?;
+            match call(self.commitment.clone(), request).await {
+                Ok(response) => return Ok(response.into_inner()),
+                Err(status) if status.code() == Code::Unauthenticated && !retried => {
+                    tracing::warn!("commitment service refused the service token; renewing it");
+                    self.tokens.refused(&token);
+                    retried = true;
+                }
+                Err(status) => return Err(DealingError::Upstream(status)),
+            }
+        }
     }
 
     async fn table_seeds(&self, table_id: Uuid) -> Result<TableSeeds, DealingError> {
-        let request = self.request(cpb::GetTableDealingSeedsRequest {
+        let message = cpb::GetTableDealingSeedsRequest {
             table_id: table_id.to_string(),
-        })?;
+        };
         let r = self
-            .commitment
-            .clone()
-            .get_table_dealing_seeds(request)
-            .await
-            .map_err(DealingError::Upstream)?
-            .into_inner();
+            .call_commitment(message, |mut c, r| async move {
+                c.get_table_dealing_seeds(r).await
+            })
+            .await?;
         Ok(TableSeeds {
             server_seed: r.server_seed,
             client_seed: r.client_seed,
@@ -291,16 +322,12 @@ impl Dealer {
         user_id: Uuid,
         round: Round,
     ) -> Result<IssuedOutcome, DealingError> {
-        let request = self.request(cpb::ReserveBetRequest {
+        let message = cpb::ReserveBetRequest {
             user_id: user_id.to_string(),
-        })?;
+        };
         let bet = self
-            .commitment
-            .clone()
-            .reserve_bet(request)
-            .await
-            .map_err(DealingError::Upstream)?
-            .into_inner();
+            .call_commitment(message, |mut c, r| async move { c.reserve_bet(r).await })
+            .await?;
         let outcome = round.from_seeds(&bet.server_seed, &bet.client_seed, &bet.nonce.to_string());
         let event = pb::OutcomeIssued {
             user_id: user_id.to_string(),

@@ -1,8 +1,14 @@
 //! Settings and wiring of the dealing service on the platform kit.
 
-use fairdeal_authn::{AccessToken, AuthLayer, Authenticator};
+use std::sync::Arc;
+
+use fairdeal_authn::{
+    AccessToken, AuthLayer, Authenticator, GrpcTokenIssuer, ServiceTokens, StaticToken,
+    TokenProvider,
+};
 use fairdeal_commitment::startup::{
-    Backend, StartError, authenticator, open_store, parse_public_keys, start_relay,
+    Backend, StartError, configured_authenticator, open_store, spawn_key_refresh, start_relay,
+    validate_auth,
 };
 use fairdeal_kit::config::{Config, ConfigError, Secret, Section};
 use fairdeal_kit::{CommonConfig, ServeError};
@@ -23,25 +29,83 @@ pub struct DealingSettings {
     /// The commitment service's gRPC address (`http://host:port`).
     #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:50052")]
     pub commitment_url: String,
-    /// This service's access token (role service, subject `dealing`), issued by the auth
-    /// service; sent to the commitment service's internal methods.
+    /// The auth service's gRPC address (`http://host:port`): this service obtains its
+    /// access token there with `service_secret` (renewed before it expires), and verifies
+    /// callers' tokens with the public keys published there.
+    #[arg(long, value_name = "URL")]
+    pub auth_url: Option<String>,
+    /// This service's secret at the auth service (whose `service_credentials` hold its
+    /// SHA-256). Requires `auth_url`.
+    #[arg(long, value_name = "SECRET")]
+    pub service_secret: Option<Secret>,
+    /// A fixed access token instead of `service_secret` (it is never renewed: the service
+    /// stops dealing when it expires; for tests and short manual runs).
     #[arg(long, value_name = "TOKEN")]
     pub service_token: Option<Secret>,
-    /// Public keys of the auth service that sign access tokens: `kid:64hex[,...]`.
+    /// Fixed public keys of the auth service that sign access tokens: `kid:64hex[,...]`
+    /// (instead of `auth_url`).
     #[arg(long, value_name = "KEYS", default_value = "")]
     pub auth_public_keys: String,
 }
 
 impl Section for DealingSettings {
     fn validate(&self) -> Result<(), ConfigError> {
-        if self.service_token.is_none() {
-            return Err(ConfigError::invalid("service_token", "is required"));
+        match (&self.service_secret, &self.service_token) {
+            (Some(_), Some(_)) => {
+                return Err(ConfigError::invalid(
+                    "service_secret",
+                    "set either service_secret or service_token, not both",
+                ));
+            }
+            (None, None) => {
+                return Err(ConfigError::invalid(
+                    "service_secret",
+                    "is required (or a fixed service_token)",
+                ));
+            }
+            (Some(secret), None) => {
+                if self.auth_url.is_none() {
+                    return Err(ConfigError::invalid(
+                        "auth_url",
+                        "is required with service_secret",
+                    ));
+                }
+                let len = secret.expose_secret().len();
+                if len == 0 || len > 1024 {
+                    return Err(ConfigError::invalid(
+                        "service_secret",
+                        "must be 1 to 1024 bytes",
+                    ));
+                }
+            }
+            (None, Some(_)) => {}
         }
         Endpoint::from_shared(self.commitment_url.clone())
             .map_err(|e| ConfigError::invalid("commitment_url", e.to_string()))?;
-        parse_public_keys(&self.auth_public_keys)
-            .map_err(|e| ConfigError::invalid("auth_public_keys", e))?;
-        Ok(())
+        // Fixed public keys and an auth address together are ambiguous: refused.
+        validate_auth(&self.auth_public_keys, self.auth_url.as_deref())
+    }
+}
+
+impl DealingSettings {
+    /// Where this service's own access token comes from; `service_name` (the kit's setting,
+    /// `dealing` by default) is its subject, and the commitment service lets only `dealing`
+    /// read seeds.
+    pub fn token_provider(&self, service_name: &str) -> Result<Arc<dyn TokenProvider>, StartError> {
+        match (&self.service_secret, &self.service_token, &self.auth_url) {
+            (Some(secret), None, Some(url)) => {
+                let issuer =
+                    GrpcTokenIssuer::lazy(url, service_name, secret.expose_secret().as_bytes())
+                        .map_err(|e| StartError::Config(e.to_string()))?;
+                Ok(Arc::new(ServiceTokens::new(Arc::new(issuer))))
+            }
+            (None, Some(token), _) => Ok(Arc::new(StaticToken::new(AccessToken::new(
+                token.expose_secret().to_owned(),
+            )))),
+            _ => Err(StartError::Config(
+                "service_secret with auth_url, or service_token, is required".into(),
+            )),
+        }
     }
 }
 
@@ -57,21 +121,12 @@ impl Application {
     pub async fn build(config: Config<DealingSettings>) -> Result<Self, StartError> {
         let common = config.common;
         let settings = config.service;
-        let token = settings
-            .service_token
-            .as_ref()
-            .map(|t| AccessToken::new(t.expose_secret().to_owned()))
-            .ok_or_else(|| StartError::Config("service_token is required".into()))?;
-        let keys = parse_public_keys(&settings.auth_public_keys).map_err(StartError::Config)?;
+        let tokens = settings.token_provider(&common.service_name)?;
+        let authn =
+            configured_authenticator(&settings.auth_public_keys, settings.auth_url.as_deref())
+                .map_err(|e| StartError::Config(e.to_string()))?;
         let backend = open_store(common.database_url.expose_secret(), SCHEMA).await?;
-        Self::build_with(
-            &common,
-            backend,
-            &settings.commitment_url,
-            token,
-            authenticator(keys),
-        )
-        .await
+        Self::build_with(&common, backend, &settings.commitment_url, tokens, authn).await
     }
 
     /// Wires an already opened backend.
@@ -79,7 +134,7 @@ impl Application {
         common: &CommonConfig,
         backend: Backend,
         commitment_url: &str,
-        token: AccessToken,
+        tokens: Arc<dyn TokenProvider>,
         authn: Authenticator,
     ) -> Result<Self, StartError> {
         // Lazy: the commitment service may start after this one; calls fail UNAVAILABLE
@@ -87,12 +142,13 @@ impl Application {
         let channel = Endpoint::from_shared(commitment_url.to_owned())
             .map_err(|e| StartError::Config(format!("commitment_url: {e}")))?
             .connect_lazy();
-        let dealer = Dealer::new(backend.store.clone(), channel, token);
+        let dealer = Dealer::new(backend.store.clone(), channel, tokens);
+        let shutdown = fairdeal_kit::Shutdown::new();
+        spawn_key_refresh(&authn, &shutdown);
         let mut layer = AuthLayer::new(authn);
         for path in PUBLIC_METHODS {
             layer = layer.allow_anonymous(path);
         }
-        let shutdown = fairdeal_kit::Shutdown::new();
         start_relay(common, &backend, "dealing", &shutdown).await?;
         let app = fairdeal_kit::Application::builder(common)
             .with_shutdown(shutdown)

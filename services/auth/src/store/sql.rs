@@ -428,24 +428,30 @@ macro_rules! impl_auth_store {
             }
 
             async fn add_signing_key(&self, key: StoredKey) -> Result<(), StoreError> {
+                // Tokens are signed with this key once it is stored: it must really commit.
+                let mut conn = self.pool.acquire().await?;
+                <$store as SqlBackend>::standalone(&mut conn).await?;
                 sqlx::query("INSERT INTO auth_signing_keys (key_id, secret, public_key, created_at) VALUES ($1, $2, $3, $4)")
                     .bind(&key.key_id)
                     .bind(&key.secret)
                     .bind(&key.public_key)
                     .bind(key.created_at)
-                    .execute(&self.pool)
+                    .execute(&mut *conn)
                     .await?;
                 Ok(())
             }
 
             async fn claim_mail(&self, now: i64, lease_until: i64, limit: u32) -> Result<Vec<QueuedMail>, StoreError> {
+                // A lease that never commits would let another replica send the mail again.
+                let mut conn = self.pool.acquire().await?;
+                <$store as SqlBackend>::standalone(&mut conn).await?;
                 let ids: Vec<String> = sqlx::query_scalar(
                     "SELECT mail_id FROM auth_mail_outbox WHERE sent_at IS NULL AND next_attempt_at <= $1
                      ORDER BY next_attempt_at, created_at LIMIT $2",
                 )
                 .bind(now)
                 .bind(i64::from(limit))
-                .fetch_all(&self.pool)
+                .fetch_all(&mut *conn)
                 .await?;
                 let mut claimed = Vec::new();
                 for id in ids {
@@ -458,7 +464,7 @@ macro_rules! impl_auth_store {
                     .bind(lease_until)
                     .bind(&id)
                     .bind(now)
-                    .fetch_optional(&self.pool)
+                    .fetch_optional(&mut *conn)
                     .await?;
                     if let Some(row) = row {
                         claimed.push(QueuedMail {
@@ -477,20 +483,24 @@ macro_rules! impl_auth_store {
             }
 
             async fn mail_sent(&self, mail_id: Uuid, now: i64) -> Result<(), StoreError> {
+                let mut conn = self.pool.acquire().await?;
+                <$store as SqlBackend>::standalone(&mut conn).await?;
                 sqlx::query("UPDATE auth_mail_outbox SET sent_at = $1, body = '', last_error = NULL WHERE mail_id = $2")
                     .bind(now)
                     .bind(mail_id.to_string())
-                    .execute(&self.pool)
+                    .execute(&mut *conn)
                     .await?;
                 Ok(())
             }
 
             async fn mail_failed(&self, mail_id: Uuid, retry_at: i64, error: &str) -> Result<(), StoreError> {
+                let mut conn = self.pool.acquire().await?;
+                <$store as SqlBackend>::standalone(&mut conn).await?;
                 sqlx::query("UPDATE auth_mail_outbox SET next_attempt_at = $1, last_error = $2 WHERE mail_id = $3 AND sent_at IS NULL")
                     .bind(retry_at)
                     .bind(error)
                     .bind(mail_id.to_string())
-                    .execute(&self.pool)
+                    .execute(&mut *conn)
                     .await?;
                 Ok(())
             }
@@ -509,14 +519,32 @@ macro_rules! impl_auth_store {
 pub trait SqlBackend {
     /// The sqlx database.
     type Db: sqlx::Database;
+
+    /// Readies a pooled connection for a write outside an explicit transaction.
+    fn standalone(
+        conn: &mut <Self::Db as sqlx::Database>::Connection,
+    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
 }
 
 impl SqlBackend for PgAuthStore {
     type Db = sqlx::Postgres;
+
+    /// sqlx can return a connection still inside a transaction it lost track of; a write
+    /// there would never commit (see `fairdeal_eventstore::postgres::leave_stale_transaction`).
+    fn standalone(
+        conn: &mut sqlx::PgConnection,
+    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send {
+        fairdeal_eventstore::postgres::leave_stale_transaction(conn)
+    }
 }
 
 impl SqlBackend for SqliteAuthStore {
     type Db = sqlx::Sqlite;
+
+    /// SQLite connections have no such state.
+    async fn standalone(_conn: &mut sqlx::SqliteConnection) -> Result<(), sqlx::Error> {
+        Ok(())
+    }
 }
 
 impl_auth_store!(PgAuthStore);

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use fairdeal_authn::{AccessToken, Claims, KeySet, SigningKey, attach_bearer};
+use fairdeal_authn::{AccessToken, Claims, KeySet, SigningKey, StaticToken, attach_bearer};
 use fairdeal_commitment::startup::{Backend, authenticator, open_store};
 use fairdeal_commitment::vault::KeyRing;
 use fairdeal_kit::CommonConfig;
@@ -105,7 +105,7 @@ impl TestApp {
             &common("dealing", prefix.as_deref()),
             dealing_backend.clone(),
             &format!("http://127.0.0.1:{commitment_port}"),
-            dealing_token,
+            std::sync::Arc::new(StaticToken::new(dealing_token)),
             authenticator(keys()),
         )
         .await

@@ -1,0 +1,69 @@
+//! Sealed seeds are committed even on a pooled PostgreSQL connection that sqlx left inside a
+//! transaction (as after a request cancelled in `pool.begin()`): the commitment event that
+//! follows on another connection must never point at a seed row that was not committed.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use fairdeal_commitment::seeds::SeedStore;
+use fairdeal_commitment::vault::SealedSeed;
+use sqlx::Connection;
+use sqlx::postgres::PgPoolOptions;
+use uuid::Uuid;
+
+const PG: &str = "postgres://postgres@127.0.0.1:5432/test";
+
+#[tokio::test]
+async fn a_sealed_seed_commits_on_a_connection_left_in_a_transaction() {
+    let schema = format!("seeds_{}", Uuid::now_v7().simple());
+    let mut admin = sqlx::PgConnection::connect(PG).await.unwrap();
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA \"{schema}\"")))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    // One connection, so the stale one is the one the store gets.
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .connect(PG)
+        .await
+        .unwrap();
+    let seeds = SeedStore::Postgres {
+        pool: pool.clone(),
+        schema: schema.clone(),
+    };
+    seeds.migrate().await.unwrap();
+    let mut ids = Vec::new();
+    for aborted in [false, true] {
+        {
+            // BEGIN behind sqlx's back: the pool does not know the connection is in a
+            // transaction, exactly as after a cancelled begin().
+            let mut conn = pool.acquire().await.unwrap();
+            sqlx::raw_sql("BEGIN").execute(&mut *conn).await.unwrap();
+            if aborted {
+                let _ = sqlx::raw_sql("SELECT 1/0").execute(&mut *conn).await;
+            }
+        }
+        let sealed = SealedSeed {
+            seed_id: Uuid::now_v7(),
+            key_id: "k1".into(),
+            nonce: vec![1; 24],
+            ciphertext: vec![2; 48],
+        };
+        seeds.insert(&sealed).await.unwrap();
+        ids.push(sealed.seed_id);
+    }
+    // Seen from another connection: both rows are committed.
+    let committed: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "SELECT count(*) FROM \"{schema}\".sealed_seeds WHERE seed_id = ANY($1)"
+    )))
+    .bind(&ids)
+    .fetch_one(&mut admin)
+    .await
+    .unwrap();
+    assert_eq!(committed, 2);
+    pool.close().await;
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "DROP SCHEMA \"{schema}\" CASCADE"
+    )))
+    .execute(&mut admin)
+    .await
+    .unwrap();
+}
