@@ -115,6 +115,28 @@ impl Game {
     }
 }
 
+/// The round as the arguments of `fairdeal outcome` that replay it: the game, then its
+/// option (`dice`, `mines --mines 3`, `jackpot --tickets 500`, `slot --spins 1`,
+/// `plinko --pins 16`). Records of a bet carry it so an auditor can rerun the bet as
+/// written.
+impl fmt::Display for Round {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let game = self.game().name();
+        match self {
+            Round::Jackpot(tickets) => write!(f, "{game} --tickets {}", tickets.get()),
+            Round::Mines(mines) => write!(f, "{game} --mines {}", mines.get()),
+            Round::Slot(spins) => write!(f, "{game} --spins {}", spins.get()),
+            Round::Plinko(pins) => write!(f, "{game} --pins {}", pins.get()),
+            Round::Dice
+            | Round::Double
+            | Round::X50
+            | Round::Crash
+            | Round::Overgo
+            | Round::Tower => f.write_str(game),
+        }
+    }
+}
+
 impl fmt::Display for Game {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -1347,6 +1369,56 @@ mod tests {
         fn hundredths_text_round_trips(v in any::<u64>()) {
             let h = Hundredths(v);
             prop_assert_eq!(h.to_string().parse::<Hundredths>(), Ok(h));
+        }
+    }
+    #[test]
+    fn a_round_displays_as_the_cli_arguments_that_replay_it() {
+        let cases = [
+            (Game::Dice, Options::default(), "dice"),
+            (Game::Tower, Options::default(), "tower"),
+            (
+                Game::Mines,
+                Options {
+                    mines: Some(3),
+                    ..Options::default()
+                },
+                "mines --mines 3",
+            ),
+            (
+                Game::Jackpot,
+                Options {
+                    tickets: Some(500),
+                    ..Options::default()
+                },
+                "jackpot --tickets 500",
+            ),
+            (Game::Slot, Options::default(), "slot --spins 1"),
+            (
+                Game::Plinko,
+                Options {
+                    pins: Some(16),
+                    ..Options::default()
+                },
+                "plinko --pins 16",
+            ),
+        ];
+        for (game, options, text) in cases {
+            let round = Round::new(game, &options).unwrap();
+            assert_eq!(round.to_string(), text);
+            // Parsed back as the CLI would, the words name the same round.
+            let words: Vec<&str> = text.split(' ').collect();
+            let mut parsed = Options::default();
+            if let [_, flag, value] = words[..] {
+                let value = Some(value.parse().unwrap());
+                match flag {
+                    "--mines" => parsed.mines = value,
+                    "--tickets" => parsed.tickets = value,
+                    "--spins" => parsed.spins = value,
+                    "--pins" => parsed.pins = value,
+                    other => panic!("unexpected flag {other}"),
+                }
+            }
+            assert_eq!(Round::new(words[0].parse().unwrap(), &parsed), Ok(round));
         }
     }
 }

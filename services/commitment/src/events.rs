@@ -253,12 +253,16 @@ impl Aggregate for SeedPairs {
                 index,
                 nonce,
                 client_seed,
+                bet_id,
+                bet,
             } => new_event(
                 &pb::BetNonceConsumed {
                     user_id,
                     index: *index,
                     nonce: *nonce,
                     client_seed: client_seed.as_str().to_owned(),
+                    bet_id: bet_id.map(|id| id.to_string()).unwrap_or_default(),
+                    bet: bet.clone(),
                 },
                 id,
             ),
@@ -304,6 +308,12 @@ impl Aggregate for SeedPairs {
                 index: m.index,
                 nonce: m.nonce,
                 client_seed: client_seed(&m.client_seed)?,
+                bet_id: if m.bet_id.is_empty() {
+                    None
+                } else {
+                    Some(uuid(event, "bet_id", &m.bet_id)?)
+                },
+                bet: m.bet,
             }
         } else if t == pb::SeedPairRotated::full_name() {
             let m: pb::SeedPairRotated = payload(event)?;

@@ -17,7 +17,7 @@ use uuid::Uuid;
 
 use crate::domain::RevealReason;
 use crate::domain::client_seed::{Contribution, DelayedSource, DelayedValue};
-use crate::domain::pair::{ClientSeed, PairEvent, SeedPairs};
+use crate::domain::pair::{BetRequest, ClientSeed, PairEvent, SeedPairs};
 use crate::domain::table::TableCommitment;
 use crate::domain::tournament::TournamentSet;
 use crate::service::{CommitmentError, Commitments};
@@ -358,8 +358,10 @@ impl CommitmentService for CommitmentApi {
         request: Request<pb::ReserveBetRequest>,
     ) -> Result<Response<pb::ReserveBetResponse>, Status> {
         require_dealing(&request)?;
-        let user = parse_uuid("user_id", &request.get_ref().user_id)?;
-        let (bet, seed, state) = self.service.reserve_bet(user).await.map_err(status)?;
+        let r = request.get_ref();
+        let user = parse_uuid("user_id", &r.user_id)?;
+        let bet = domain(BetRequest::parse(&r.bet_id, &r.bet))?;
+        let (bet, seed, state) = self.service.reserve_bet(user, bet).await.map_err(status)?;
         Ok(Response::new(pb::ReserveBetResponse {
             index: bet.index,
             nonce: bet.nonce,

@@ -17,7 +17,7 @@ use fairdeal_kit::ServiceError;
 use uuid::Uuid;
 
 use crate::domain::client_seed::{Contribution, DelayedSource, DelayedValue};
-use crate::domain::pair::{BetSeeds, ClientSeed, PairEvent, SeedPairs};
+use crate::domain::pair::{BetRequest, BetSeeds, ClientSeed, PairEvent, Reservation, SeedPairs};
 use crate::domain::table::TableCommitment;
 use crate::domain::tournament::{Board, TournamentEvent, TournamentSet};
 use crate::domain::{DomainError, ErrorClass, RevealReason};
@@ -442,18 +442,20 @@ impl Commitments {
             .ok_or(DomainError::NotFound("a revealed seed pair with this index").into())
     }
 
-    /// Reserves the next nonce of the user's pair. Returns the bet's seeds, the server
-    /// seed (for the dealing service only) and the pair.
-    #[tracing::instrument(skip(self), fields(user_id = %user_id))]
+    /// Reserves the next nonce of the user's pair for `bet` (or, for a bet id reserved
+    /// before, returns that reservation). Returns the bet's seeds, the server seed (for the
+    /// dealing service only) and the pair.
+    #[tracing::instrument(skip(self, bet), fields(user_id = %user_id))]
     pub async fn reserve_bet(
         &self,
         user_id: Uuid,
+        bet: BetRequest,
     ) -> Result<(BetSeeds, ServerSeed, SeedPairs), CommitmentError> {
-        match self.reserve_on_existing_pair(user_id).await {
+        match self.reserve_on_existing_pair(user_id, &bet).await {
             // The first bet of a user opens their pair (one extra read only then).
             Err(CommitmentError::Domain(DomainError::NotFound(_))) => {
                 self.pair(user_id).await?;
-                self.reserve_on_existing_pair(user_id).await
+                self.reserve_on_existing_pair(user_id, &bet).await
             }
             other => other,
         }
@@ -462,6 +464,7 @@ impl Commitments {
     async fn reserve_on_existing_pair(
         &self,
         user_id: Uuid,
+        bet: &BetRequest,
     ) -> Result<(BetSeeds, ServerSeed, SeedPairs), CommitmentError> {
         let ((bet, seed), state) = self
             .execute::<SeedPairs, _>(
@@ -473,8 +476,10 @@ impl Commitments {
                     if seed.commitment() != state.commitment {
                         return Err(DomainError::SeedMismatch.into());
                     }
-                    let (bet, event) = state.consume_nonce()?;
-                    Ok((vec![event], (bet, seed.clone())))
+                    Ok(match state.reserve(bet)? {
+                        Reservation::New(seeds, event) => (vec![event], (seeds, seed.clone())),
+                        Reservation::Earlier(seeds) => (Vec::new(), (seeds, seed.clone())),
+                    })
                 },
             )
             .await?;

@@ -107,8 +107,17 @@ impl DealingService for DealingApi {
         let user = Caller::from_request(&request)?.player_id()?;
         // Options are validated before a nonce is consumed.
         let round = verify::round(request.get_ref().options.as_ref()).map_err(invalid)?;
-        let issued = self.dealer.place_bet(user, round).await.map_err(status)?;
+        let bet_id = match request.get_ref().bet_id.as_str() {
+            "" => Uuid::now_v7(),
+            id => parse_uuid("bet_id", id)?,
+        };
+        let issued = self
+            .dealer
+            .place_bet(user, round, bet_id)
+            .await
+            .map_err(status)?;
         Ok(Response::new(pb::PlaceBetResponse {
+            bet_id: issued.bet_id.to_string(),
             user_id: user.to_string(),
             pair_index: issued.pair_index,
             nonce: issued.nonce,

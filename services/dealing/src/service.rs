@@ -76,6 +76,7 @@ impl From<DealingError> for ServiceError {
                 // The commitment service's verdicts pass through unchanged.
                 Code::InvalidArgument => ServiceError::InvalidArgument(status.message().into()),
                 Code::NotFound => ServiceError::NotFound(status.message().into()),
+                Code::AlreadyExists => ServiceError::AlreadyExists(status.message().into()),
                 Code::FailedPrecondition => {
                     ServiceError::FailedPrecondition(status.message().into())
                 }
@@ -112,6 +113,8 @@ pub struct DealtHand {
 /// An issued single-player outcome.
 #[derive(Debug, Clone)]
 pub struct IssuedOutcome {
+    /// The bet's idempotency key.
+    pub bet_id: Uuid,
     /// The seed pair and counter used.
     pub pair_index: u64,
     /// The counter value (salt).
@@ -317,13 +320,21 @@ impl Dealer {
 
     /// Plays `round` for `user_id` with the next nonce of their seed pair.
     #[tracing::instrument(skip(self, round), fields(user_id = %user_id, game = %round.game()))]
+    ///
+    /// Retrying with the same `bet_id` (after an error or a lost reply) gets the same bet:
+    /// the commitment service hands out the nonce it reserved for that id, and the
+    /// `OutcomeIssued` event's id is derived from `(user, pair, nonce)`, so the bet is
+    /// recorded once whether or not the first attempt got as far as the append.
     pub async fn place_bet(
         &self,
         user_id: Uuid,
         round: Round,
+        bet_id: Uuid,
     ) -> Result<IssuedOutcome, DealingError> {
         let message = cpb::ReserveBetRequest {
             user_id: user_id.to_string(),
+            bet_id: bet_id.to_string(),
+            bet: round.to_string(),
         };
         let bet = self
             .call_commitment(message, |mut c, r| async move { c.reserve_bet(r).await })
@@ -337,12 +348,24 @@ impl Dealer {
             client_seed: bet.client_seed.clone(),
             game: round.game().name().to_owned(),
             result_json: verify::outcome_json(&outcome)?,
+            bet: round.to_string(),
+            bet_id: bet_id.to_string(),
         };
         let stream = StreamId::of("outcomes", user_id)?;
-        self.store
-            .append(&stream, ExpectedVersion::Any, vec![traced(&event, user_id)])
-            .await?;
+        let recorded =
+            traced(&event, user_id).with_event_id(outcome_event_id(user_id, bet.index, bet.nonce));
+        match self
+            .store
+            .append(&stream, ExpectedVersion::Any, vec![recorded])
+            .await
+        {
+            // A retry of a bet already recorded: the commitment service gave it the same
+            // nonce for the same game, so the stored event holds this very result.
+            Ok(_) | Err(StoreError::DuplicateEventId { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
         Ok(IssuedOutcome {
+            bet_id,
             pair_index: bet.index,
             nonce: bet.nonce,
             commitment: bet.commitment,
@@ -350,6 +373,19 @@ impl Dealer {
             outcome,
         })
     }
+}
+
+/// Namespace of the `OutcomeIssued` event ids (UUIDv5).
+const OUTCOME_EVENT_NAMESPACE: Uuid = Uuid::from_u128(0x5d0c_7a1e_3b4f_4c8a_9e21_6f0b_d2a4_c713);
+
+/// The id of the `OutcomeIssued` event of nonce `nonce` of the user's pair `pair`: one bet,
+/// one id, so a retried bet cannot be recorded twice. (A UUIDv5 never equals the UUIDv7 ids
+/// of other events: the version bits differ.)
+pub fn outcome_event_id(user_id: Uuid, pair: u64, nonce: u64) -> Uuid {
+    Uuid::new_v5(
+        &OUTCOME_EVENT_NAMESPACE,
+        format!("{user_id}/{pair}/{nonce}").as_bytes(),
+    )
 }
 
 /// An event of `message`, correlated to `correlation`, carrying the current trace context.

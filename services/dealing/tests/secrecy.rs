@@ -193,6 +193,7 @@ async fn the_server_seed_never_appears_before_its_reveal() {
                         game: game.into(),
                         ..Default::default()
                     }),
+                    ..Default::default()
                 },
             ))
             .await
@@ -208,6 +209,7 @@ async fn the_server_seed_never_appears_before_its_reveal() {
                         mines: Some(99),
                         ..Default::default()
                     }),
+                    ..Default::default()
                 },
             ))
             .await

@@ -91,6 +91,12 @@ pub enum DomainError {
     /// The bet counter of the pair cannot advance.
     #[error("the bet counter of this seed pair is exhausted; rotate the seed pair")]
     NonceExhausted,
+    /// A bet id already used by another bet (its description is given).
+    #[error("bet_id is already used by another bet ({0:?})")]
+    BetIdReused(String),
+    /// A retried bet whose seed pair was rotated since it was reserved.
+    #[error("bet_id names a bet of seed pair {0}, which has been rotated since")]
+    BetPairRotated(u64),
     /// The stored sealed seed does not hash to the published commitment.
     #[error("the stored seed does not match the published commitment")]
     SeedMismatch,
@@ -107,7 +113,9 @@ impl DomainError {
                 ErrorClass::InvalidArgument
             }
             DomainError::NotFound(_) => ErrorClass::NotFound,
-            DomainError::AlreadyExists(_) => ErrorClass::AlreadyExists,
+            DomainError::AlreadyExists(_) | DomainError::BetIdReused(_) => {
+                ErrorClass::AlreadyExists
+            }
             DomainError::SeedMismatch | DomainError::Corrupt(_) => ErrorClass::Internal,
             DomainError::ClientSeedFixed(_)
             | DomainError::SeatAlreadyContributed(_)
@@ -118,7 +126,8 @@ impl DomainError {
             | DomainError::GameNotStarted
             | DomainError::AlreadyRevealed
             | DomainError::OperatorReveal(_)
-            | DomainError::NonceExhausted => ErrorClass::FailedPrecondition,
+            | DomainError::NonceExhausted
+            | DomainError::BetPairRotated(_) => ErrorClass::FailedPrecondition,
         }
     }
 }

@@ -57,6 +57,8 @@ async fn players_cannot_read_seeds_or_deal() {
             &me,
             cpb::ReserveBetRequest {
                 user_id: player.to_string(),
+                bet: "dice".into(),
+                ..Default::default()
             },
         ))
         .await
@@ -135,6 +137,7 @@ async fn players_cannot_read_seeds_or_deal() {
                     game: "dice".into(),
                     ..Default::default()
                 }),
+                ..Default::default()
             },
         ))
         .await

@@ -1,8 +1,14 @@
-//! A single-player flow over 100 bets with rotations; the CLI reproduces every bet.
+//! A single-player flow over 100 bets with rotations; the CLI reproduces every bet. Retried
+//! bets (same bet id) stay one bet.
 
+use fairdeal_eventstore::StreamId;
 use fairdeal_fairness::commitment::Commitment;
+use fairdeal_fairness::outcome::{Game, Options, Round};
 use fairdeal_proto::fairdeal::commitment::v1 as cpb;
 use fairdeal_proto::fairdeal::dealing::v1 as dpb;
+use fairdeal_proto::fairdeal::dealing::v1::OutcomeIssued;
+use prost::Message;
+use tonic::Code;
 use uuid::Uuid;
 
 use crate::common::{Db, TestApp, cli_json, with};
@@ -88,6 +94,7 @@ async fn pair_flow(db: Db) {
                 &me,
                 dpb::PlaceBetRequest {
                     options: Some(options(i)),
+                    ..Default::default()
                 },
             ))
             .await
@@ -166,4 +173,143 @@ async fn pair_flow_sqlite() {
 #[tokio::test]
 async fn pair_flow_postgres() {
     pair_flow(Db::Postgres).await;
+}
+
+/// The `OutcomeIssued` events of a user, as (pair, nonce, bet id).
+async fn recorded_outcomes(app: &TestApp, user: Uuid) -> Vec<(u64, u64, String)> {
+    let stream = StreamId::of("outcomes", user).unwrap();
+    app.dealing_backend
+        .store
+        .read_stream(&stream, 1, 1000)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let m = OutcomeIssued::decode(e.payload.as_slice()).unwrap();
+            (m.pair_index, m.nonce, m.bet_id)
+        })
+        .collect()
+}
+
+async fn bet_retries(db: Db) {
+    let mut app = TestApp::spawn(db).await;
+    let user = Uuid::now_v7();
+    let me = app.player_token(user);
+    let bet = |bet_id: &str, mines: u64| dpb::PlaceBetRequest {
+        options: Some(dpb::GameOptions {
+            game: "mines".into(),
+            mines: Some(mines),
+            ..Default::default()
+        }),
+        bet_id: bet_id.into(),
+    };
+
+    // A retried bet (its reply lost) is the same bet: same nonce and result, one record.
+    let id = Uuid::now_v7().to_string();
+    let first = app
+        .dealing
+        .place_bet(with(&me, bet(&id, 3)))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!((first.nonce, first.bet_id.as_str()), (0, id.as_str()));
+    let again = app
+        .dealing
+        .place_bet(with(&me, bet(&id, 3)))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(again, first);
+    assert_eq!(
+        recorded_outcomes(&app, user).await,
+        vec![(0, 0, id.clone())]
+    );
+
+    // The same id for another bet is refused, and nothing is reserved or recorded.
+    let refused = app
+        .dealing
+        .place_bet(with(&me, bet(&id, 5)))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::AlreadyExists, "{refused:?}");
+    assert!(refused.message().contains("bet_id"), "{refused:?}");
+    let bad = app
+        .dealing
+        .place_bet(with(&me, bet("not-a-uuid", 3)))
+        .await
+        .unwrap_err();
+    assert_eq!(bad.code(), Code::InvalidArgument);
+    assert!(bad.message().contains("bet_id"), "{bad:?}");
+
+    // The dealing service stopped after the reservation (the nonce is consumed, nothing
+    // recorded): the client's retry completes that very bet.
+    let crashed = Uuid::now_v7().to_string();
+    let reserved = app
+        .commitment
+        .reserve_bet(with(
+            &app.service_token("dealing"),
+            cpb::ReserveBetRequest {
+                user_id: user.to_string(),
+                bet_id: crashed.clone(),
+                bet: "mines --mines 3".into(),
+            },
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(reserved.nonce, 1);
+    let completed = app
+        .dealing
+        .place_bet(with(&me, bet(&crashed, 3)))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(completed.nonce, 1);
+    let outcome = Round::new(
+        Game::Mines,
+        &Options {
+            mines: Some(3),
+            ..Options::default()
+        },
+    )
+    .unwrap()
+    .from_seeds(&reserved.server_seed, &reserved.client_seed, "1");
+    assert_eq!(completed.result_text, outcome.to_string());
+
+    // Bets without an id are new bets each time.
+    let fresh = app
+        .dealing
+        .place_bet(with(&me, bet("", 3)))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(fresh.nonce, 2);
+    assert!(Uuid::parse_str(&fresh.bet_id).is_ok());
+
+    // After a rotation the old bet can no longer be retried.
+    app.commitment
+        .rotate_seed_pair(with(&me, cpb::RotateSeedPairRequest::default()))
+        .await
+        .unwrap();
+    let late = app
+        .dealing
+        .place_bet(with(&me, bet(&id, 3)))
+        .await
+        .unwrap_err();
+    assert_eq!(late.code(), Code::FailedPrecondition, "{late:?}");
+    assert_eq!(
+        recorded_outcomes(&app, user).await,
+        vec![(0, 0, id), (0, 1, crashed), (0, 2, fresh.bet_id)]
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn bet_retries_sqlite() {
+    bet_retries(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn bet_retries_postgres() {
+    bet_retries(Db::Postgres).await;
 }
