@@ -306,14 +306,66 @@ impl Accounts {
         Ok(())
     }
 
-    async fn check_limits(&self, subjects: &[Subject], now: i64) -> Result<(), AuthError> {
+    /// Admits `attempt` on every subject before any secret is checked, or refuses it with
+    /// the longest wait (settling what was admitted, so a refusal leaves nothing in flight).
+    /// Every admitted attempt is then settled by [`Self::failed`], [`Self::succeeded`] or
+    /// [`Self::release`].
+    async fn admit(&self, subjects: &[Subject], attempt: Uuid, now: i64) -> Result<(), AuthError> {
         let mut wait: Option<RetryAfter> = None;
+        let mut admitted = Vec::new();
         for subject in subjects {
-            if let Some(r) = self.limiter.check(subject, now).await? {
-                wait = Some(wait.map_or(r, |w| RetryAfter(w.0.max(r.0))));
+            match self.limiter.admit(subject, attempt, now).await {
+                Ok(None) => admitted.push(subject),
+                Ok(Some(r)) => wait = Some(wait.map_or(r, |w| RetryAfter(w.0.max(r.0)))),
+                Err(e) => {
+                    self.release(admitted, attempt).await;
+                    return Err(e.into());
+                }
             }
         }
-        wait.map_or(Ok(()), |w| Err(AuthError::RateLimited(w)))
+        match wait {
+            None => Ok(()),
+            Some(w) => {
+                self.release(admitted, attempt).await;
+                Err(AuthError::RateLimited(w))
+            }
+        }
+    }
+
+    /// Settles an admitted attempt as a failure on every subject.
+    async fn failed(&self, subjects: &[Subject], attempt: Uuid, now: i64) -> Result<(), AuthError> {
+        for subject in subjects {
+            self.limiter.record_failure(subject, attempt, now).await?;
+        }
+        Ok(())
+    }
+
+    /// Settles an admitted attempt as a success on every subject.
+    async fn succeeded(
+        &self,
+        subjects: &[Subject],
+        attempt: Uuid,
+        now: i64,
+    ) -> Result<(), AuthError> {
+        for subject in subjects {
+            self.limiter.record_success(subject, attempt, now).await?;
+        }
+        Ok(())
+    }
+
+    /// Settles an admitted attempt that reached no verdict (an error on the way). A failure
+    /// to do so is logged, not returned: the attempt stops counting after
+    /// [`crate::domain::PENDING_TTL_SECS`] by itself, and the caller's own error matters more.
+    async fn release<'a>(&self, subjects: impl IntoIterator<Item = &'a Subject>, attempt: Uuid) {
+        for subject in subjects {
+            if let Err(e) = self.limiter.release(subject, attempt).await {
+                tracing::warn!(
+                    subject = ?subject,
+                    error = %e,
+                    "attempt not released; it stops counting when it expires"
+                );
+            }
+        }
     }
 
     /// Exchanges a confirmed account's username and password for tokens. Every failure is
@@ -335,30 +387,35 @@ impl Accounts {
         let mut subjects = vec![Subject::Username(Username::key_of(username))];
         subjects.extend(client.map(Subject::address));
         let now = self.now();
-        self.check_limits(&subjects, now).await?;
+        let attempt = Uuid::now_v7();
+        self.admit(&subjects, attempt, now).await?;
 
-        let account = self
-            .store
-            .account_by_username(&Username::key_of(username))
-            .await?;
-        let matches = self
-            .verify(
-                password.clone(),
-                account.as_ref().map(|a| a.password_hash.clone()),
-            )
-            .await?;
-        let account = match account {
-            Some(a) if matches && a.confirmed => a,
-            _ => {
-                for subject in &subjects {
-                    self.limiter.record_failure(subject, now).await?;
-                }
+        let checked = async {
+            let account = self
+                .store
+                .account_by_username(&Username::key_of(username))
+                .await?;
+            let matches = self
+                .verify(
+                    password.clone(),
+                    account.as_ref().map(|a| a.password_hash.clone()),
+                )
+                .await?;
+            Ok::<_, AuthError>(account.filter(|a| matches && a.confirmed))
+        }
+        .await;
+        let account = match checked {
+            Ok(Some(account)) => account,
+            Ok(None) => {
+                self.failed(&subjects, attempt, now).await?;
                 return Err(AuthError::AccessDenied);
             }
+            Err(e) => {
+                self.release(&subjects, attempt).await;
+                return Err(e);
+            }
         };
-        for subject in &subjects {
-            self.limiter.record_success(subject, now).await?;
-        }
+        self.succeeded(&subjects, attempt, now).await?;
         let rehash = if self.hasher.needs_rehash(&account.password_hash) {
             Some(self.hash(password).await?)
         } else {
@@ -467,15 +524,21 @@ impl Accounts {
         let mut subjects = vec![Subject::Username(account.username_key.clone())];
         subjects.extend(client.map(Subject::address));
         let now = self.now();
-        self.check_limits(&subjects, now).await?;
-        if !self
+        let attempt = Uuid::now_v7();
+        self.admit(&subjects, attempt, now).await?;
+        match self
             .verify(current, Some(account.password_hash.clone()))
-            .await?
+            .await
         {
-            for subject in &subjects {
-                self.limiter.record_failure(subject, now).await?;
+            Ok(true) => self.release(&subjects, attempt).await,
+            Ok(false) => {
+                self.failed(&subjects, attempt, now).await?;
+                return Err(AuthError::AccessDenied);
             }
-            return Err(AuthError::AccessDenied);
+            Err(e) => {
+                self.release(&subjects, attempt).await;
+                return Err(e);
+            }
         }
         let hash = self.hash(new).await?;
         self.store.change_password(user_id, hash, now).await?;
@@ -553,7 +616,8 @@ impl Accounts {
         }
         let now = self.now();
         let subjects: Vec<Subject> = client.map(Subject::address).into_iter().collect();
-        self.check_limits(&subjects, now).await?;
+        let attempt = Uuid::now_v7();
+        self.admit(&subjects, attempt, now).await?;
         let presented: [u8; 32] = Sha256::digest(secret).into();
         let known = self.services.iter().find(|s| s.name == name);
         // Compare against something even for an unknown name, so timing does not say which
@@ -561,11 +625,10 @@ impl Accounts {
         let expected = known.map_or([0u8; 32], |s| s.secret_sha256);
         let ok = bool::from(presented.ct_eq(&expected)) && known.is_some();
         if !ok {
-            for subject in &subjects {
-                self.limiter.record_failure(subject, now).await?;
-            }
+            self.failed(&subjects, attempt, now).await?;
             return Err(AuthError::InvalidToken("service credential"));
         }
+        self.release(&subjects, attempt).await;
         let claims = Claims::service(name, now, self.lifetimes.service_token);
         let token = self
             .keys

@@ -6,8 +6,18 @@
 //! while locked are refused before any password work and are not counted (they must not
 //! extend the lock an attacker is already sitting out, nor cost hashing time).
 //!
+//! Attempts in flight count too. An attempt is *admitted* before its password is checked
+//! and stays pending until its result is recorded: a subject admits no more attempts than
+//! the failures it has left in its window, so a burst of concurrent guesses cannot all pass
+//! the lock check before the first failure is counted. A pending attempt whose result never
+//! comes (its process died) stops counting after [`PENDING_TTL_SECS`].
+//!
 //! The in-memory limiter applies these functions directly; the Redis limiter runs the same
 //! rules in a Lua script (see `limits::redis`), and one conformance test runs both.
+
+/// How long an admitted attempt counts as in flight at most (a password check takes well
+/// under a second; this only bounds the slots held by a process that died mid-attempt).
+pub const PENDING_TTL_SECS: i64 = 60;
 
 /// How a kind of subject is limited. All durations in seconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -91,6 +101,21 @@ impl LockoutState {
     /// `Some` while locked.
     pub fn retry_after(&self, now: i64) -> Option<RetryAfter> {
         (self.locked_until > now).then(|| RetryAfter(self.locked_until.saturating_sub(now)))
+    }
+
+    /// Whether one more attempt may start at `now` while `pending` others are in flight:
+    /// `None` if so, otherwise how long to wait (the lock's rest, or 1 s while the attempts
+    /// in flight use up the failures left in the window).
+    pub fn admits(&self, policy: &LockoutPolicy, pending: u32, now: i64) -> Option<RetryAfter> {
+        if let Some(wait) = self.retry_after(now) {
+            return Some(wait);
+        }
+        let failures = if now.saturating_sub(self.window_start) >= policy.window_secs {
+            0
+        } else {
+            self.failures
+        };
+        (failures.saturating_add(pending) >= policy.max_failures).then_some(RetryAfter(1))
     }
 
     /// The state after a failed attempt at `now`.
@@ -199,5 +224,21 @@ mod tests {
             let _ = s.retry_after(a);
             let _ = P.retention_secs(&s, a);
         }
+    }
+
+    #[test]
+    fn attempts_in_flight_use_up_the_failures_left() {
+        let now = 1_000;
+        let s = LockoutState::default();
+        assert_eq!(s.admits(&P, 4, now), None);
+        assert_eq!(s.admits(&P, 5, now), Some(RetryAfter(1)));
+        let s = fail_n(s, 3, now);
+        assert_eq!(s.admits(&P, 1, now), None);
+        assert_eq!(s.admits(&P, 2, now), Some(RetryAfter(1)));
+        // Failures of a past window no longer count.
+        assert_eq!(s.admits(&P, 4, now + P.window_secs), None);
+        // A lock answers with its own wait.
+        let locked = fail_n(s, 2, now);
+        assert_eq!(locked.admits(&P, 0, now + 10), Some(RetryAfter(50)));
     }
 }

@@ -22,7 +22,7 @@ pub mod username;
 
 pub use email::{Email, EmailError};
 pub use hashing::{HashError, HashParams, PasswordHash, PasswordHasher};
-pub use lockout::{LockoutPolicy, LockoutState, RetryAfter};
+pub use lockout::{LockoutPolicy, LockoutState, PENDING_TTL_SECS, RetryAfter};
 pub use password::{Password, PasswordError};
 pub use refresh::{RefreshDecision, RefreshRecord};
 pub use secret_token::{SecretToken, SecretTokenError, TokenHash};

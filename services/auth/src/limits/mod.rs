@@ -15,6 +15,7 @@ use std::net::IpAddr;
 
 use async_trait::async_trait;
 use sha2::{Digest, Sha256};
+use uuid::Uuid;
 
 use crate::domain::{LockoutPolicy, RetryAfter};
 
@@ -93,18 +94,41 @@ impl Policies {
 pub struct LimiterError(pub String);
 
 /// Counts failed logins and locks subjects out. `now` is seconds since the epoch.
+///
+/// An attempt is [admitted](AttemptLimiter::admit) before any password work, then settled
+/// by exactly one of [`record_failure`](AttemptLimiter::record_failure),
+/// [`record_success`](AttemptLimiter::record_success) or
+/// [`release`](AttemptLimiter::release) (no verdict, e.g. the database failed); until then
+/// it counts as in flight (see [`crate::domain::lockout`]).
 #[async_trait]
 pub trait AttemptLimiter: Send + Sync + fmt::Debug {
-    /// `Some` while `subject` is locked.
+    /// `Some` while `subject` is locked (read only; nothing is admitted).
     async fn check(&self, subject: &Subject, now: i64) -> Result<Option<RetryAfter>, LimiterError>;
-    /// Records a failure; `Some` when it (or an earlier one) locked the subject.
+    /// Admits `attempt` (`None`) or says how long to wait (`Some`; nothing is recorded).
+    async fn admit(
+        &self,
+        subject: &Subject,
+        attempt: Uuid,
+        now: i64,
+    ) -> Result<Option<RetryAfter>, LimiterError>;
+    /// Records a failure (settling `attempt` if it was admitted); `Some` when it (or an
+    /// earlier one) locked the subject.
     async fn record_failure(
         &self,
         subject: &Subject,
+        attempt: Uuid,
         now: i64,
     ) -> Result<Option<RetryAfter>, LimiterError>;
-    /// Records a success (clears the state when the subject's policy says so).
-    async fn record_success(&self, subject: &Subject, now: i64) -> Result<(), LimiterError>;
+    /// Records a success (settling `attempt`; clears the state when the subject's policy
+    /// says so).
+    async fn record_success(
+        &self,
+        subject: &Subject,
+        attempt: Uuid,
+        now: i64,
+    ) -> Result<(), LimiterError>;
+    /// Settles `attempt` without a verdict.
+    async fn release(&self, subject: &Subject, attempt: Uuid) -> Result<(), LimiterError>;
 }
 
 #[cfg(test)]

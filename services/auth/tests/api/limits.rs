@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fairdeal_authn::ManualClock;
+use fairdeal_proto::fairdeal::auth::v1 as pb;
 use tonic::Code;
 
 use crate::helpers::*;
@@ -100,6 +101,40 @@ async fn lockout_after_failures_then_recovery(backend: Backend) {
     );
 }
 on_both_backends!(lockout, lockout_after_failures_then_recovery);
+
+/// A burst of concurrent guesses cannot all pass the lock check before the first failure
+/// is counted: attempts in flight use up the failures left, so exactly five are checked.
+async fn a_burst_of_guesses_gets_five_checks(backend: Backend) {
+    let res = Resources::new(backend).await;
+    let mut app = spawn_app(&res).await;
+    let (_, username, _) = app.confirmed_user().await;
+    let guesses: Vec<_> = (0..16)
+        .map(|_| {
+            let mut client = app.client.clone();
+            let username = username.clone();
+            tokio::spawn(async move {
+                client
+                    .login(pb::LoginRequest {
+                        username,
+                        password: "wrong password!!".into(),
+                    })
+                    .await
+                    .unwrap_err()
+                    .code()
+            })
+        })
+        .collect();
+    let mut checked = 0;
+    for guess in guesses {
+        match guess.await.unwrap() {
+            Code::Unauthenticated => checked += 1,
+            Code::ResourceExhausted => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(checked, 5, "one check per failure left");
+}
+on_both_backends!(burst, a_burst_of_guesses_gets_five_checks);
 
 /// Two replicas on one database and one Redis: failures through either count together.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
