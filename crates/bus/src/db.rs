@@ -189,6 +189,39 @@ pub trait BusDatabase: sqlx::Database + sealed::Sealed {
         conn: &mut Self::Connection,
         consumer: &str,
     ) -> impl Future<Output = Result<Vec<DeadLetter>, sqlx::Error>> + Send;
+
+    /// Takes the lease named `key` if no other process holds it (see [`Lease`]).
+    fn try_lease(
+        pool: &Pool<Self>,
+        key: &str,
+    ) -> impl Future<Output = Result<Option<Lease<Self>>, sqlx::Error>> + Send;
+
+    /// Checks that `lease` is still held (its session is alive) and keeps it from idling
+    /// out; an error means it is lost.
+    fn keep_lease(lease: &mut Lease<Self>) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
+}
+
+/// How long a lease's session may stay silent before the server ends it, releasing the
+/// lease (PostgreSQL `idle_session_timeout`). The holder checks its lease far more often
+/// (every [`LEASE_CHECK_INTERVAL`]); this bounds how long a holder that vanished without
+/// closing its connection (a lost node) keeps the others waiting.
+pub const LEASE_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// How often a lease holder checks its lease.
+pub const LEASE_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// An exclusive, process-wide claim on a name, such as "the relay of this events table":
+/// of all the replicas of a service, the one holding the lease does the work and the others
+/// stand by, taking over when it is released.
+///
+/// On PostgreSQL it is a session advisory lock (`pg_try_advisory_lock`) held by a dedicated
+/// connection outside the pool: released when the lease is dropped, when the process dies
+/// (its connection closes), or when the session stays silent for [`LEASE_IDLE_TIMEOUT`].
+/// On SQLite (one process) every request is granted.
+#[derive(Debug)]
+pub struct Lease<DB: BusDatabase> {
+    /// The session holding the lock (`None` on SQLite).
+    conn: Option<DB::Connection>,
 }
 
 /// The bus's tables in one database (and on PostgreSQL one schema): what the relay and the
@@ -293,6 +326,20 @@ impl<DB: BusDatabase> BusDb<DB> {
     pub async fn dead_letters(&self, consumer: &str) -> Result<Vec<DeadLetter>, BusError> {
         let mut conn = self.pool.acquire().await?;
         Ok(DB::dead_letters(&self.sql, &mut conn, consumer).await?)
+    }
+
+    /// Takes the lease of `name` (in this schema) if nobody holds it.
+    pub async fn try_lease(&self, name: &str) -> Result<Option<Lease<DB>>, BusError> {
+        let key = format!(
+            "fairdeal-bus:{}:{name}",
+            self.schema.as_deref().unwrap_or("main")
+        );
+        Ok(DB::try_lease(&self.pool, &key).await?)
+    }
+
+    /// Checks that `lease` is still held; an error means it is lost.
+    pub async fn keep_lease(&self, lease: &mut Lease<DB>) -> Result<(), BusError> {
+        Ok(DB::keep_lease(lease).await?)
     }
 }
 
@@ -525,6 +572,44 @@ impl BusDatabase for Postgres {
             })
             .collect()
     }
+
+    fn try_lease(
+        pool: &Pool<Self>,
+        key: &str,
+    ) -> impl Future<Output = Result<Option<Lease<Self>>, sqlx::Error>> + Send {
+        let options = pool.connect_options();
+        let key = key.to_owned();
+        async move {
+            use sqlx::{ConnectOptions, Connection};
+            let mut conn = options.connect().await?;
+            let held: bool =
+                sqlx::query_scalar("SELECT pg_try_advisory_lock(hashtextextended($1, 0))")
+                    .bind(&key)
+                    .fetch_one(&mut conn)
+                    .await?;
+            if !held {
+                conn.close().await?;
+                return Ok(None);
+            }
+            let timeout = format!(
+                "SET idle_session_timeout = '{}s'",
+                LEASE_IDLE_TIMEOUT.as_secs()
+            );
+            if let Err(error) = sqlx::query(AssertSqlSafe(timeout)).execute(&mut conn).await {
+                // PostgreSQL before 14: the lease is still released when the connection
+                // closes, but a holder lost without closing it keeps it until TCP gives up.
+                tracing::warn!(%error, key, "no idle_session_timeout for the lease");
+            }
+            Ok(Some(Lease { conn: Some(conn) }))
+        }
+    }
+
+    async fn keep_lease(lease: &mut Lease<Self>) -> Result<(), sqlx::Error> {
+        if let Some(conn) = lease.conn.as_mut() {
+            sqlx::query("SELECT 1").execute(conn).await?;
+        }
+        Ok(())
+    }
 }
 
 /// SQLite stores event ids as hyphenated text: readable with the sqlite3 shell, and the same
@@ -739,6 +824,15 @@ impl BusDatabase for Sqlite {
                 })
             })
             .collect()
+    }
+
+    async fn try_lease(_pool: &Pool<Self>, _key: &str) -> Result<Option<Lease<Self>>, sqlx::Error> {
+        // One process owns an embedded database: nobody to share the work with.
+        Ok(Some(Lease { conn: None }))
+    }
+
+    async fn keep_lease(_lease: &mut Lease<Self>) -> Result<(), sqlx::Error> {
+        Ok(())
     }
 }
 

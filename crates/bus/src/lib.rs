@@ -131,7 +131,7 @@ pub mod jetstream;
 pub mod signal;
 pub mod trace;
 
-pub use db::{BusDatabase, BusDb, DeadLetter, MIGRATIONS_TABLE};
+pub use db::{BusDatabase, BusDb, DeadLetter, Lease, MIGRATIONS_TABLE};
 pub use embedded::{EmbeddedBus, EmbeddedConsumer, EmbeddedConsumerConfig};
 pub use error::{BoxError, BusError, HandlerError};
 pub use handler::{Handler, RetryPolicy};

@@ -18,6 +18,13 @@
 //! 3. **`Nats-Msg-Id` = event id.** JetStream's deduplication window turns any remaining
 //!    double publish (e.g. two relays racing on the same event) into a no-op.
 //!
+//! Of several replicas of a service, one relays: the relay holds the [`Lease`] named after
+//! its checkpoint (a PostgreSQL advisory lock) while it works; the others stand by, trying
+//! to take it every `poll_interval`, and take over within about that long once the holder
+//! stops, or within [`crate::db::LEASE_IDLE_TIMEOUT`] when it vanished without closing its
+//! connection. The points above keep the stream exact even while two relays overlap (a
+//! holder that lost its lease only notices at its next check).
+//!
 //! The checkpoint in `bus_relay_checkpoints` is written after the acks (at most every
 //! `checkpoint_interval` while busy, and whenever the relay catches up or stops): it is the
 //! operator's view of relay progress (and the resume point if the stream were ever recreated
@@ -38,7 +45,7 @@ use super::{
     HEADER_EVENT_TYPE, HEADER_GLOBAL_POSITION, HEADER_STREAM_ID, HEADER_STREAM_VERSION,
     JetStreamConfig, validate_name,
 };
-use crate::db::{BusDatabase, BusDb};
+use crate::db::{BusDatabase, BusDb, LEASE_CHECK_INTERVAL, Lease};
 use crate::error::{BusError, error_chain};
 use crate::signal::{AppendWaiter, Wake, wait_for_events};
 use crate::trace::{TRACEPARENT, TRACESTATE};
@@ -86,6 +93,14 @@ impl RelayConfig {
             return Err(BusError::Config(
                 "relay batch_size and max_in_flight must be at least 1".into(),
             ));
+        }
+        // An idle relay checks its lease once per poll; a longer silence would let the
+        // server end the lease's session.
+        if self.poll_interval > LEASE_CHECK_INTERVAL {
+            return Err(BusError::Config(format!(
+                "relay poll_interval must be at most {} s",
+                LEASE_CHECK_INTERVAL.as_secs()
+            )));
         }
         Ok(())
     }
@@ -159,7 +174,12 @@ impl<DB: BusDatabase> Relay<DB> {
     pub async fn run(mut self, shutdown: CancellationToken) -> Result<(), BusError> {
         let mut failures = 0u32;
         while !shutdown.is_cancelled() {
-            match self.relay_until_error(&shutdown).await {
+            let result = match self.lead(&shutdown).await {
+                Ok(Some(mut lease)) => self.relay_until_error(&shutdown, &mut lease).await,
+                Ok(None) => return Ok(()),
+                Err(err) => Err(err),
+            };
+            match result {
                 Ok(()) => return Ok(()),
                 Err(err) if err.is_retryable() => {
                     failures = failures.saturating_add(1);
@@ -188,8 +208,35 @@ impl<DB: BusDatabase> Relay<DB> {
         Ok(())
     }
 
-    /// Resumes from the tail and relays until shutdown (Ok) or the first error.
-    async fn relay_until_error(&mut self, shutdown: &CancellationToken) -> Result<(), BusError> {
+    /// Waits until this relay holds the lease (`None`: shut down while standing by).
+    async fn lead(&self, shutdown: &CancellationToken) -> Result<Option<Lease<DB>>, BusError> {
+        let mut announced = false;
+        loop {
+            if let Some(lease) = self.db.try_lease(&self.config.name).await? {
+                tracing::info!(relay = %self.config.name, "relay holds the lease");
+                return Ok(Some(lease));
+            }
+            if !announced {
+                tracing::info!(
+                    relay = %self.config.name,
+                    "another replica relays; standing by"
+                );
+                announced = true;
+            }
+            tokio::select! {
+                () = shutdown.cancelled() => return Ok(None),
+                () = tokio::time::sleep(self.config.poll_interval) => {}
+            }
+        }
+    }
+
+    /// Resumes from the tail and relays until shutdown (Ok) or the first error (a lost
+    /// lease included).
+    async fn relay_until_error(
+        &mut self,
+        shutdown: &CancellationToken,
+        lease: &mut Lease<DB>,
+    ) -> Result<(), BusError> {
         let mut stream = self
             .js
             .get_stream(self.streams.stream_name())
@@ -205,7 +252,12 @@ impl<DB: BusDatabase> Relay<DB> {
         // What the checkpoint row says, and when it was last written.
         let mut saved = tail.position;
         let mut saved_at = Instant::now();
+        let mut lease_checked_at = Instant::now();
         loop {
+            if lease_checked_at.elapsed() >= LEASE_CHECK_INTERVAL {
+                self.db.keep_lease(lease).await?;
+                lease_checked_at = Instant::now();
+            }
             let from = tail.position.saturating_add(1);
             let events = if shutdown.is_cancelled() {
                 Vec::new()

@@ -219,3 +219,51 @@ async fn undecodable_messages_are_dead_lettered() {
     })
     .await;
 }
+
+/// One lease per name: a second session is refused while the first holds it, and gets it
+/// once the first is dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_has_one_holder_at_a_time() {
+    run_with(JetStreamHarness::create, |h| async move {
+        let db = h.db();
+        let mut first = db.try_lease("relay").await.unwrap().expect("free lease");
+        assert!(db.try_lease("relay").await.unwrap().is_none());
+        // Another name is another lease.
+        let other = db.try_lease("other").await.unwrap();
+        assert!(other.is_some());
+        db.keep_lease(&mut first).await.unwrap();
+        drop(first);
+        let again = wait_for(Duration::from_secs(10), || async {
+            db.try_lease("relay").await.unwrap()
+        })
+        .await;
+        assert!(again.is_some(), "the lease is free once its holder is gone");
+    })
+    .await;
+}
+
+/// Two relays on one outbox: the second stands by while the first relays, takes over when
+/// it stops, and every event is in the stream once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_relay_takes_over_when_the_holder_stops() {
+    run_with(JetStreamHarness::create, |h| async move {
+        let store = h.store();
+        let first = h.start_relay();
+        append_round_robin(&*store, 2, 10, 1).await;
+        published_at_least(&h, 10).await;
+        let second = h.start_relay();
+        // While the first holds the lease the second cannot take it.
+        assert!(h.db().try_lease("relay").await.unwrap().is_none());
+        first.stop().await;
+        append_round_robin(&*store, 2, 10, 1).await;
+        published_at_least(&h, 20).await;
+        second.stop().await;
+        assert_eq!(h.published().await, Some(20));
+        let last = log_events(&*store, 20).await[19].position;
+        assert_eq!(
+            h.db().relay_checkpoint("relay").await.unwrap(),
+            i64::try_from(last).unwrap()
+        );
+    })
+    .await;
+}
