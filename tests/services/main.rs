@@ -158,10 +158,11 @@ impl Platform {
             "127.0.0.1:0",
             "--database-url",
             &format!("sqlite://{}", self.dir.path().join("dealing.db").display()),
+            // As on Kubernetes (headless Services): names resolved and balanced over.
             "--commitment-url",
-            &self.commitment_url,
+            &self.commitment_url.replace("http://", "dns:///"),
             "--auth-url",
-            &self.auth_url,
+            &self.auth_url.replace("http://", "dns:///"),
             "--service-secret",
             secret,
         ])
@@ -234,8 +235,12 @@ async fn dealing_gets_and_renews_its_token_from_the_auth_service() {
     let config: Config<DealingSettings> = load("dealing", &platform.dealing_args(DEALING_SECRET));
     let issued = Arc::new(AtomicU64::new(0));
     let issuer = Counting {
-        inner: GrpcTokenIssuer::lazy(&platform.auth_url, "dealing", DEALING_SECRET.as_bytes())
-            .unwrap(),
+        inner: GrpcTokenIssuer::lazy(
+            config.service.auth_url.as_deref().unwrap(),
+            "dealing",
+            DEALING_SECRET.as_bytes(),
+        )
+        .unwrap(),
         issued: issued.clone(),
     };
     let backend = open_store(config.common.database_url.expose_secret(), "dealing")
@@ -244,9 +249,9 @@ async fn dealing_gets_and_renews_its_token_from_the_auth_service() {
     let dealing_app = fairdeal_dealing::Application::build_with(
         &config.common,
         backend,
-        &platform.commitment_url,
+        &config.service.commitment_url,
         Arc::new(ServiceTokens::new(Arc::new(issuer))),
-        configured_authenticator("", Some(&platform.auth_url)).unwrap(),
+        configured_authenticator("", config.service.auth_url.as_deref()).unwrap(),
     )
     .await
     .unwrap();

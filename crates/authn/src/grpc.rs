@@ -3,9 +3,10 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use fairdeal_kit::client::Target;
 use fairdeal_proto::fairdeal::auth::v1::GetPublicKeysRequest;
 use fairdeal_proto::fairdeal::auth::v1::auth_service_client::AuthServiceClient;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 use crate::authenticator::{KeySource, KeySourceError, StaticKeySource};
 use crate::token::{KeyId, KeySet, PublicKey};
@@ -26,12 +27,13 @@ impl GrpcKeySource {
         }
     }
 
-    /// A source for `endpoint` (`http://auth:50051`) that connects on first use, so a
-    /// service can start before the auth service is up.
-    pub fn lazy(endpoint: &str) -> Result<Self, KeySourceError> {
-        let endpoint = Endpoint::from_shared(endpoint.to_owned())
+    /// A source for the auth service at `url` (`http://auth:50051`, or `dns:///auth:50051`
+    /// balanced over every address; see [`fairdeal_kit::client`]) that connects on first
+    /// use, so a service can start before the auth service is up.
+    pub fn lazy(url: &str) -> Result<Self, KeySourceError> {
+        let channel = fairdeal_kit::client::channel("auth_url", url)
             .map_err(|e| KeySourceError(e.to_string()))?;
-        Ok(Self::new(endpoint.connect_lazy()))
+        Ok(Self::new(channel))
     }
 }
 
@@ -68,7 +70,7 @@ pub enum KeysFrom {
     /// A fixed set (empty: only anonymous methods can be called).
     Fixed(KeySet),
     /// The keys the auth service at this address publishes.
-    AuthService(Box<Endpoint>),
+    AuthService(Target),
 }
 
 /// A setting naming the keys is invalid; `field` is the setting's name.
@@ -90,24 +92,29 @@ impl KeysFrom {
         let Some(url) = auth_url else {
             return Ok(Self::Fixed(keys));
         };
-        let endpoint = Endpoint::from_shared(url.to_owned())
-            .map_err(|e| invalid("auth_url", e.to_string()))?;
+        let target = Target::parse("auth_url", url).map_err(|e| invalid(e.field, e.reason))?;
         if !keys.is_empty() {
             return Err(invalid(
                 "auth_url",
                 "set either auth_url or auth_public_keys, not both".into(),
             ));
         }
-        Ok(Self::AuthService(Box::new(endpoint)))
+        Ok(Self::AuthService(target))
     }
 
     /// The key source (for the auth service, a channel connecting on first use, so a service
-    /// can start before the auth service is up).
-    pub fn into_source(self) -> Arc<dyn KeySource> {
-        match self {
+    /// can start before the auth service is up; it needs a Tokio runtime).
+    pub fn into_source(self) -> Result<Arc<dyn KeySource>, KeysConfigError> {
+        Ok(match self {
             Self::Fixed(keys) => Arc::new(StaticKeySource::new(keys)),
-            Self::AuthService(endpoint) => Arc::new(GrpcKeySource::new(endpoint.connect_lazy())),
-        }
+            Self::AuthService(target) => {
+                let channel = target.channel("auth_url").map_err(|e| KeysConfigError {
+                    field: e.field,
+                    reason: e.reason,
+                })?;
+                Arc::new(GrpcKeySource::new(channel))
+            }
+        })
     }
 }
 
@@ -119,7 +126,7 @@ mod tests {
 
     #[tokio::test]
     async fn fixed_keys_are_parsed_and_served() {
-        let source = KeysFrom::parse(KEY, None).unwrap().into_source();
+        let source = KeysFrom::parse(KEY, None).unwrap().into_source().unwrap();
         let keys = source.fetch().await.unwrap();
         assert!(keys.contains("k1"));
         assert_eq!(keys.len(), 1);
@@ -129,7 +136,9 @@ mod tests {
     async fn an_auth_address_gives_a_grpc_source_and_both_are_refused() {
         let from = KeysFrom::parse("", Some("http://127.0.0.1:1")).unwrap();
         assert!(matches!(from, KeysFrom::AuthService(_)));
-        let _source = from.into_source();
+        let _source = from.into_source().unwrap();
+        let balanced = KeysFrom::parse("", Some("dns:///auth:50051")).unwrap();
+        assert!(balanced.into_source().is_ok());
         let both = KeysFrom::parse(KEY, Some("http://127.0.0.1:1")).unwrap_err();
         assert_eq!(both.field, "auth_url");
         assert!(both.to_string().contains("not both"), "{both}");

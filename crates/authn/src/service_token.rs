@@ -23,7 +23,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use fairdeal_proto::fairdeal::auth::v1::IssueServiceTokenRequest;
 use fairdeal_proto::fairdeal::auth::v1::auth_service_client::AuthServiceClient;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 use crate::clock::{Clock, SystemClock};
 use crate::token::AccessToken;
@@ -120,12 +120,13 @@ impl GrpcTokenIssuer {
         }
     }
 
-    /// An issuer for the auth service at `endpoint` (`http://auth:50051`), connecting on
-    /// first use so a service can start before the auth service is up.
-    pub fn lazy(endpoint: &str, name: &str, secret: &[u8]) -> Result<Self, TokenUnavailable> {
-        let endpoint = Endpoint::from_shared(endpoint.to_owned())
-            .map_err(|e| TokenUnavailable(format!("auth service address: {e}")))?;
-        Ok(Self::new(endpoint.connect_lazy(), name, secret))
+    /// An issuer for the auth service at `url` (`http://auth:50051`, or `dns:///auth:50051`
+    /// balanced over every address; see [`fairdeal_kit::client`]), connecting on first use so
+    /// a service can start before the auth service is up.
+    pub fn lazy(url: &str, name: &str, secret: &[u8]) -> Result<Self, TokenUnavailable> {
+        let channel = fairdeal_kit::client::channel("auth_url", url)
+            .map_err(|e| TokenUnavailable(e.to_string()))?;
+        Ok(Self::new(channel, name, secret))
     }
 }
 

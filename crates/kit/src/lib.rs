@@ -3,6 +3,8 @@
 //! log, trace, serve and stop the same way.
 //!
 //! Layout (one concern per module):
+//! - [`client`]: channels to other services from a URL setting (`http://` or a balanced
+//!   `dns:///` name).
 //! - [`config`]: typed settings from defaults, a TOML file, `FAIRDEAL_*` environment and
 //!   flags; validation; `--dump-config` with secrets redacted.
 //! - [`telemetry`]: JSON logs and OpenTelemetry traces (OTLP export when
@@ -28,6 +30,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod client;
 pub mod config;
 pub mod propagation;
 pub mod server;

@@ -36,8 +36,9 @@ pub struct CommitmentSettings {
     /// (instead of `auth_url`; they are never refreshed).
     #[arg(long, value_name = "KEYS", default_value = "")]
     pub auth_public_keys: String,
-    /// The auth service's gRPC address (`http://host:port`): its published public keys are
-    /// fetched and kept fresh (instead of `auth_public_keys`).
+    /// The auth service's gRPC address (`http://host:port`, or `dns:///host:port` to balance
+    /// over every address of the name): its published public keys are fetched and kept
+    /// fresh (instead of `auth_public_keys`).
     #[arg(long, value_name = "URL")]
     pub auth_url: Option<String>,
 }
@@ -96,8 +97,8 @@ pub fn configured_authenticator(
     auth_url: Option<&str>,
 ) -> Result<Authenticator, ConfigError> {
     let source = KeysFrom::parse(auth_public_keys, auth_url)
-        .map_err(|e| ConfigError::invalid(e.field, e.reason))?
-        .into_source();
+        .and_then(KeysFrom::into_source)
+        .map_err(|e| ConfigError::invalid(e.field, e.reason))?;
     Ok(Authenticator::new(source, AuthenticatorOptions::default()))
 }
 

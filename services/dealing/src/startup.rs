@@ -3,18 +3,19 @@
 use std::sync::Arc;
 
 use fairdeal_authn::{
-    AccessToken, AuthLayer, Authenticator, GrpcTokenIssuer, ServiceTokens, StaticToken,
-    TokenProvider,
+    AccessToken, AuthLayer, Authenticator, AuthenticatorOptions, GrpcKeySource, GrpcTokenIssuer,
+    ServiceTokens, StaticToken, TokenProvider,
 };
 use fairdeal_commitment::startup::{
     Backend, StartError, configured_authenticator, open_store, spawn_key_refresh, start_relay,
     validate_auth,
 };
+use fairdeal_kit::client::Target;
 use fairdeal_kit::config::{Config, ConfigError, Secret, Section};
 use fairdeal_kit::{CommonConfig, ServeError};
 use fairdeal_proto::fairdeal::dealing::v1::dealing_service_server::DealingServiceServer;
 use serde::Serialize;
-use tonic::transport::Endpoint;
+use tonic::transport::Channel;
 
 use crate::grpc::{DealingApi, PUBLIC_METHODS};
 use crate::service::Dealer;
@@ -26,10 +27,12 @@ pub const SCHEMA: &str = "dealing";
 #[derive(Debug, Clone, clap::Args, Serialize)]
 #[command(next_help_heading = "Dealing settings")]
 pub struct DealingSettings {
-    /// The commitment service's gRPC address (`http://host:port`).
+    /// The commitment service's gRPC address: `http://host:port`, or `dns:///host:port` to
+    /// balance calls over every address of the name (a headless Service's pods).
     #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:50052")]
     pub commitment_url: String,
-    /// The auth service's gRPC address (`http://host:port`): this service obtains its
+    /// The auth service's gRPC address (`http://host:port` or `dns:///host:port`; one
+    /// channel serves both uses): this service obtains its
     /// access token there with `service_secret` (renewed before it expires), and verifies
     /// callers' tokens with the public keys published there.
     #[arg(long, value_name = "URL")]
@@ -80,8 +83,8 @@ impl Section for DealingSettings {
             }
             (None, Some(_)) => {}
         }
-        Endpoint::from_shared(self.commitment_url.clone())
-            .map_err(|e| ConfigError::invalid("commitment_url", e.to_string()))?;
+        Target::parse("commitment_url", &self.commitment_url)
+            .map_err(|e| ConfigError::invalid(e.field, e.reason))?;
         // Fixed public keys and an auth address together are ambiguous: refused.
         validate_auth(&self.auth_public_keys, self.auth_url.as_deref())
     }
@@ -91,12 +94,21 @@ impl DealingSettings {
     /// Where this service's own access token comes from; `service_name` (the kit's setting,
     /// `dealing` by default) is its subject, and the commitment service lets only `dealing`
     /// read seeds.
-    pub fn token_provider(&self, service_name: &str) -> Result<Arc<dyn TokenProvider>, StartError> {
-        match (&self.service_secret, &self.service_token, &self.auth_url) {
-            (Some(secret), None, Some(url)) => {
-                let issuer =
-                    GrpcTokenIssuer::lazy(url, service_name, secret.expose_secret().as_bytes())
-                        .map_err(|e| StartError::Config(e.to_string()))?;
+    ///
+    /// `auth` is the channel to `auth_url` (built once by the caller, shared with the key
+    /// source).
+    pub fn token_provider(
+        &self,
+        service_name: &str,
+        auth: Option<&Channel>,
+    ) -> Result<Arc<dyn TokenProvider>, StartError> {
+        match (&self.service_secret, &self.service_token, auth) {
+            (Some(secret), None, Some(channel)) => {
+                let issuer = GrpcTokenIssuer::new(
+                    channel.clone(),
+                    service_name,
+                    secret.expose_secret().as_bytes(),
+                );
                 Ok(Arc::new(ServiceTokens::new(Arc::new(issuer))))
             }
             (None, Some(token), _) => Ok(Arc::new(StaticToken::new(AccessToken::new(
@@ -121,10 +133,22 @@ impl Application {
     pub async fn build(config: Config<DealingSettings>) -> Result<Self, StartError> {
         let common = config.common;
         let settings = config.service;
-        let tokens = settings.token_provider(&common.service_name)?;
-        let authn =
-            configured_authenticator(&settings.auth_public_keys, settings.auth_url.as_deref())
-                .map_err(|e| StartError::Config(e.to_string()))?;
+        // One channel to the auth service, for this service's token and for the keys.
+        let auth = settings
+            .auth_url
+            .as_deref()
+            .map(|url| fairdeal_kit::client::channel("auth_url", url))
+            .transpose()
+            .map_err(|e| StartError::Config(e.to_string()))?;
+        let tokens = settings.token_provider(&common.service_name, auth.as_ref())?;
+        let authn = match auth {
+            Some(channel) if settings.auth_public_keys.is_empty() => Authenticator::new(
+                Arc::new(GrpcKeySource::new(channel)),
+                AuthenticatorOptions::default(),
+            ),
+            _ => configured_authenticator(&settings.auth_public_keys, settings.auth_url.as_deref())
+                .map_err(|e| StartError::Config(e.to_string()))?,
+        };
         let backend = open_store(common.database_url.expose_secret(), SCHEMA).await?;
         Self::build_with(&common, backend, &settings.commitment_url, tokens, authn).await
     }
@@ -139,9 +163,8 @@ impl Application {
     ) -> Result<Self, StartError> {
         // Lazy: the commitment service may start after this one; calls fail UNAVAILABLE
         // until it is up.
-        let channel = Endpoint::from_shared(commitment_url.to_owned())
-            .map_err(|e| StartError::Config(format!("commitment_url: {e}")))?
-            .connect_lazy();
+        let channel = fairdeal_kit::client::channel("commitment_url", commitment_url)
+            .map_err(|e| StartError::Config(e.to_string()))?;
         let dealer = Dealer::new(backend.store.clone(), channel, tokens);
         let shutdown = fairdeal_kit::Shutdown::new();
         spawn_key_refresh(&authn, &shutdown);
