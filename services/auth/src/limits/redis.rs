@@ -5,7 +5,6 @@ use std::fmt;
 use async_trait::async_trait;
 use redis::Script;
 use redis::aio::ConnectionManager;
-
 use uuid::Uuid;
 
 use super::{AttemptLimiter, LimiterError, Policies, Subject};
