@@ -49,6 +49,7 @@ use crate::generator::{
     BLOCK_LEN, BadRawLength, Exhausted, Generator, NUMBERS_PER_BLOCK, NumberSource, RawNumbers,
     pick,
 };
+use crate::shuffle::{ShuffleError, shuffle};
 
 /// The single-round games.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -761,6 +762,13 @@ impl<'a, S: NumberSource + ?Sized> Reader<'a, S> {
     }
 }
 
+impl<S: NumberSource + ?Sized> NumberSource for Reader<'_, S> {
+    #[inline]
+    fn next_number(&mut self) -> Result<u64, Exhausted> {
+        self.next().map(|(_, n)| n)
+    }
+}
+
 /// Adds a line to the walk-through, if one is being written. The line is built lazily so
 /// that plain play never formats text.
 #[inline]
@@ -805,8 +813,19 @@ fn play_traced<S: NumberSource + ?Sized>(
         Round::Crash => Outcome::Crash(crash(reader, CRASH_NUMERATOR, steps)?),
         Round::Overgo => Outcome::Overgo(crash(reader, OVERGO_NUMERATOR, steps)?),
         Round::Mines(mines) => {
-            let cells: Vec<u8> = (0..MINES_CELLS).collect();
-            let mut order = draw(reader, cells, MINES_CELLS as usize - 1, steps)?;
+            let mut order = if steps.is_some() {
+                // The walk-through names every pick and the cells left at each.
+                let cells: Vec<u8> = (0..MINES_CELLS).collect();
+                draw(reader, cells, MINES_CELLS as usize - 1, steps)?
+            } else {
+                // Plain play: the same shuffle (SPEC section 2), with its paired removals.
+                match shuffle(MINES_CELLS.into(), reader) {
+                    Ok(shuffled) => shuffled.order,
+                    Err(ShuffleError::Exhausted(e)) => return Err(e),
+                    // 25 cells are far below the shuffle's limit.
+                    Err(ShuffleError::TooLong(_)) => Vec::new(),
+                }
+            };
             order.truncate(mines.get().into());
             note(steps, || {
                 format!(
@@ -1301,6 +1320,16 @@ mod tests {
     }
 
     proptest! {
+        /// Plain play and the walk-through take different routes for some games (mines
+        /// uses the shuffle's paired removals, the walk-through removes one cell at a time
+        /// to show each list): the results must agree.
+        #[test]
+        fn the_walk_through_reaches_the_same_result(round in any_round(), seed in any::<u32>(), nonce in any::<u64>()) {
+            let (seed, nonce) = (seed.to_string(), nonce.to_string());
+            let (explained, _) = round.explain_seeds(&seed, "client", &nonce);
+            prop_assert_eq!(explained, round.from_seeds(&seed, "client", &nonce));
+        }
+
         #[test]
         fn raw_path_equals_seeded_path(round in any_round(), seed in any::<u32>(), nonce in any::<u64>()) {
             let g = Generator::new(&seed.to_string(), "client", &nonce.to_string());
