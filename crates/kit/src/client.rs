@@ -4,8 +4,9 @@
 //!   Kubernetes ClusterIP Service that is one pod for the connection's whole life: gRPC
 //!   multiplexes every call on it.
 //! - `dns:///host:port` (the gRPC naming convention): the name is resolved now and every
-//!   [`RESOLVE_INTERVAL`], and calls are balanced over every address it returns (power of
-//!   two choices, by pending calls). Behind a headless Service (`clusterIP: None`) that is
+//!   [`RESOLVE_INTERVAL`], and calls are spread over every address it returns (tonic's
+//!   balancer: power of two choices, but its connections report no load, so in effect each
+//!   call goes to a random address). Behind a headless Service (`clusterIP: None`) that is
 //!   every ready pod, so a scaled-out peer shares the load and a stopped pod leaves the set.
 //!   The connections are plaintext HTTP/2, as `http://` (in-cluster traffic; a mesh adds mTLS).
 //!
@@ -284,7 +285,7 @@ mod tests {
             b_calls.load(Ordering::SeqCst),
         );
         assert_eq!(on_a + on_b, 200);
-        // Random choices between two idle peers: each gets about half.
+        // Each call goes to a random peer: each gets about half.
         assert!(on_a >= 40 && on_b >= 40, "a {on_a}, b {on_b}");
 
         // `a` leaves the name: after the next resolution only `b` is called.
