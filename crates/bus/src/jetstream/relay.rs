@@ -20,7 +20,7 @@
 //!
 //! Of several replicas of a service, one relays: the relay holds the [`Lease`] named after
 //! its checkpoint (a PostgreSQL advisory lock) while it works; the others stand by, trying
-//! to take it every `poll_interval`, and take over within about that long once the holder
+//! to take it every `standby_interval`, and take over within about that long once the holder
 //! stops, or within [`crate::db::LEASE_IDLE_TIMEOUT`] when it vanished without closing its
 //! connection. The points above keep the stream exact even while two relays overlap (a
 //! holder that lost its lease only notices at its next check).
@@ -70,11 +70,15 @@ pub struct RelayConfig {
     /// is busy (it is also written whenever the relay catches up or stops). Resuming never
     /// depends on it: the stream's tail is authoritative.
     pub checkpoint_interval: Duration,
+    /// How often a relay standing by (another replica holds the lease) tries to take the
+    /// lease. Each try opens a database connection, so this is much longer than the poll.
+    pub standby_interval: Duration,
 }
 
 impl RelayConfig {
     /// Defaults for a relay named `name`: batches of 512, 256 publishes in flight, a 100 ms
-    /// poll, backoff from 100 ms to 10 s, the checkpoint written at least every 250 ms.
+    /// poll, backoff from 100 ms to 10 s, the checkpoint written at least every 250 ms, a
+    /// try for the lease every 2 s while standing by.
     pub fn new(name: impl Into<String>) -> Self {
         Self {
             name: name.into(),
@@ -84,6 +88,7 @@ impl RelayConfig {
             initial_backoff: Duration::from_millis(100),
             max_backoff: Duration::from_secs(10),
             checkpoint_interval: Duration::from_millis(250),
+            standby_interval: Duration::from_secs(2),
         }
     }
 
@@ -225,7 +230,7 @@ impl<DB: BusDatabase> Relay<DB> {
             }
             tokio::select! {
                 () = shutdown.cancelled() => return Ok(None),
-                () = tokio::time::sleep(self.config.poll_interval) => {}
+                () = tokio::time::sleep(self.config.standby_interval) => {}
             }
         }
     }

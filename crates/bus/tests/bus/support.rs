@@ -371,6 +371,7 @@ fn test_relay_config() -> RelayConfig {
     config.poll_interval = Duration::from_millis(50);
     config.initial_backoff = Duration::from_millis(10);
     config.max_backoff = Duration::from_millis(200);
+    config.standby_interval = Duration::from_millis(50);
     config
 }
 
