@@ -251,7 +251,7 @@ async fn dealing_gets_and_renews_its_token_from_the_auth_service() {
         backend,
         &config.service.commitment_url,
         Arc::new(ServiceTokens::new(Arc::new(issuer))),
-        configured_authenticator("", config.service.auth_url.as_deref()).unwrap(),
+        configured_authenticator("", config.service.auth_url.as_deref(), None).unwrap(),
     )
     .await
     .unwrap();

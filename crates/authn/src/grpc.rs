@@ -102,12 +102,18 @@ impl KeysFrom {
         Ok(Self::AuthService(target))
     }
 
-    /// The key source (for the auth service, a channel connecting on first use, so a service
-    /// can start before the auth service is up; it needs a Tokio runtime).
-    pub fn into_source(self) -> Result<Arc<dyn KeySource>, KeysConfigError> {
-        Ok(match self {
-            Self::Fixed(keys) => Arc::new(StaticKeySource::new(keys)),
-            Self::AuthService(target) => {
+    /// The key source. For the auth service it asks over `shared`, a channel to that same
+    /// `auth_url` the caller already holds for its other calls to auth, or else over a channel
+    /// of its own; either connects on first use, so a service can start before the auth
+    /// service is up (a Tokio runtime is needed).
+    pub fn into_source(
+        self,
+        shared: Option<Channel>,
+    ) -> Result<Arc<dyn KeySource>, KeysConfigError> {
+        Ok(match (self, shared) {
+            (Self::Fixed(keys), _) => Arc::new(StaticKeySource::new(keys)),
+            (Self::AuthService(_), Some(channel)) => Arc::new(GrpcKeySource::new(channel)),
+            (Self::AuthService(target), None) => {
                 let channel = target.channel("auth_url").map_err(|e| KeysConfigError {
                     field: e.field,
                     reason: e.reason,
@@ -126,7 +132,10 @@ mod tests {
 
     #[tokio::test]
     async fn fixed_keys_are_parsed_and_served() {
-        let source = KeysFrom::parse(KEY, None).unwrap().into_source().unwrap();
+        let source = KeysFrom::parse(KEY, None)
+            .unwrap()
+            .into_source(None)
+            .unwrap();
         let keys = source.fetch().await.unwrap();
         assert!(keys.contains("k1"));
         assert_eq!(keys.len(), 1);
@@ -136,9 +145,9 @@ mod tests {
     async fn an_auth_address_gives_a_grpc_source_and_both_are_refused() {
         let from = KeysFrom::parse("", Some("http://127.0.0.1:1")).unwrap();
         assert!(matches!(from, KeysFrom::AuthService(_)));
-        let _source = from.into_source().unwrap();
+        let _source = from.into_source(None).unwrap();
         let balanced = KeysFrom::parse("", Some("dns:///auth:50051")).unwrap();
-        assert!(balanced.into_source().is_ok());
+        assert!(balanced.into_source(None).is_ok());
         let both = KeysFrom::parse(KEY, Some("http://127.0.0.1:1")).unwrap_err();
         assert_eq!(both.field, "auth_url");
         assert!(both.to_string().contains("not both"), "{both}");

@@ -15,6 +15,7 @@ use fairdeal_kit::config::{Config, ConfigError, Secret, Section};
 use fairdeal_kit::{CommonConfig, ServeError};
 use fairdeal_proto::fairdeal::commitment::v1::commitment_service_server::CommitmentServiceServer;
 use serde::Serialize;
+use tonic::transport::Channel;
 
 use crate::grpc::{CommitmentApi, PUBLIC_METHODS};
 use crate::seeds::SeedStore;
@@ -91,13 +92,15 @@ pub fn authenticator(keys: KeySet) -> Authenticator {
 
 /// The authenticator the settings name: fixed public keys (`auth_public_keys`) or the keys
 /// the auth service at `auth_url` publishes (fetched on first use, when a token names an
-/// unknown key, and every [`KEY_REFRESH_PERIOD`]).
+/// unknown key, and every [`KEY_REFRESH_PERIOD`]). `shared_auth` is a channel to `auth_url`
+/// the service already holds for other calls to auth (`None`: the keys get their own).
 pub fn configured_authenticator(
     auth_public_keys: &str,
     auth_url: Option<&str>,
+    shared_auth: Option<Channel>,
 ) -> Result<Authenticator, ConfigError> {
     let source = KeysFrom::parse(auth_public_keys, auth_url)
-        .and_then(KeysFrom::into_source)
+        .and_then(|keys| keys.into_source(shared_auth))
         .map_err(|e| ConfigError::invalid(e.field, e.reason))?;
     Ok(Authenticator::new(source, AuthenticatorOptions::default()))
 }
@@ -220,9 +223,12 @@ impl Application {
             .ok_or_else(|| StartError::Config("seed_keys is required".into()))?;
         let ring =
             KeyRing::parse(keys.expose_secret()).map_err(|e| StartError::Config(e.to_string()))?;
-        let authn =
-            configured_authenticator(&settings.auth_public_keys, settings.auth_url.as_deref())
-                .map_err(|e| StartError::Config(e.to_string()))?;
+        let authn = configured_authenticator(
+            &settings.auth_public_keys,
+            settings.auth_url.as_deref(),
+            None,
+        )
+        .map_err(|e| StartError::Config(e.to_string()))?;
         let backend = open_store(common.database_url.expose_secret(), SCHEMA).await?;
         Self::build_with(&common, backend, ring, authn).await
     }

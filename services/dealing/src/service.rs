@@ -331,10 +331,11 @@ impl Dealer {
         round: Round,
         bet_id: Uuid,
     ) -> Result<IssuedOutcome, DealingError> {
+        let described = round.to_string();
         let message = cpb::ReserveBetRequest {
             user_id: user_id.to_string(),
             bet_id: bet_id.to_string(),
-            bet: round.to_string(),
+            bet: described.clone(),
         };
         let bet = self
             .call_commitment(message, |mut c, r| async move { c.reserve_bet(r).await })
@@ -348,7 +349,7 @@ impl Dealer {
             client_seed: bet.client_seed.clone(),
             game: round.game().name().to_owned(),
             result_json: verify::outcome_json(&outcome)?,
-            bet: round.to_string(),
+            bet: described,
             bet_id: bet_id.to_string(),
         };
         let stream = StreamId::of("outcomes", user_id)?;

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use fairdeal_authn::{
-    AccessToken, AuthLayer, Authenticator, AuthenticatorOptions, GrpcKeySource, GrpcTokenIssuer,
-    ServiceTokens, StaticToken, TokenProvider,
+    AccessToken, AuthLayer, Authenticator, GrpcTokenIssuer, ServiceTokens, StaticToken,
+    TokenProvider,
 };
 use fairdeal_commitment::startup::{
     Backend, StartError, configured_authenticator, open_store, spawn_key_refresh, start_relay,
@@ -141,14 +141,12 @@ impl Application {
             .transpose()
             .map_err(|e| StartError::Config(e.to_string()))?;
         let tokens = settings.token_provider(&common.service_name, auth.as_ref())?;
-        let authn = match auth {
-            Some(channel) if settings.auth_public_keys.is_empty() => Authenticator::new(
-                Arc::new(GrpcKeySource::new(channel)),
-                AuthenticatorOptions::default(),
-            ),
-            _ => configured_authenticator(&settings.auth_public_keys, settings.auth_url.as_deref())
-                .map_err(|e| StartError::Config(e.to_string()))?,
-        };
+        let authn = configured_authenticator(
+            &settings.auth_public_keys,
+            settings.auth_url.as_deref(),
+            auth,
+        )
+        .map_err(|e| StartError::Config(e.to_string()))?;
         let backend = open_store(common.database_url.expose_secret(), SCHEMA).await?;
         Self::build_with(&common, backend, &settings.commitment_url, tokens, authn).await
     }
