@@ -188,19 +188,32 @@ impl Platform {
             ))
             .await
             .unwrap();
+        self.contribute(tables, table_id, 0, "north's luck")
+            .await
+            .unwrap();
+        table_id
+    }
+
+    /// A new player's seed for `seat` of the table.
+    async fn contribute(
+        &mut self,
+        tables: &AccessToken,
+        table_id: Uuid,
+        seat: u32,
+        contribution: &str,
+    ) -> Result<(), tonic::Status> {
         self.commitment
             .contribute_seed(with(
                 tables,
                 cpb::ContributeSeedRequest {
                     table_id: table_id.to_string(),
-                    seat: 0,
+                    seat,
                     player_id: Uuid::now_v7().to_string(),
-                    contribution: "north's luck".into(),
+                    contribution: contribution.into(),
                 },
             ))
             .await
-            .unwrap();
-        table_id
+            .map(|_| ())
     }
 
     fn stop(self) {
@@ -351,16 +364,7 @@ async fn a_wrong_service_secret_is_unavailable_and_deals_nothing() {
     );
     // Nothing was dealt: the table's client seed is still open to contributions.
     platform
-        .commitment
-        .contribute_seed(with(
-            &tables,
-            cpb::ContributeSeedRequest {
-                table_id: table_id.to_string(),
-                seat: 1,
-                player_id: Uuid::now_v7().to_string(),
-                contribution: "east's luck".into(),
-            },
-        ))
+        .contribute(&tables, table_id, 1, "east's luck")
         .await
         .unwrap();
     platform.stop();
