@@ -12,7 +12,8 @@
 //! t_keying)`, both timed in the same run; the target is at least 80% of it. The table also
 //! shows the narrower reading "keyed call rate / calls per deal", which leaves the keying
 //! out: no implementation can reach 80% of that for bridge or dix (the keying alone costs
-//! about as much as one call; see the ceiling lines), nor for any single-call outcome.
+//! about as much as one call; see the "calls-only reading" lines), nor for any
+//! single-call outcome.
 //!
 //! Criterion measures each piece on its own; at the end, in `cargo bench` mode, an
 //! interleaved run (short rounds alternating baseline and deals) prints deals/s, the bound
