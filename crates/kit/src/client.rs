@@ -78,11 +78,11 @@ impl Target {
     /// runtime (the connection, and for `dns:///` the resolver, are tasks); `field` names
     /// the setting in errors and logs.
     pub fn channel(self, field: &'static str) -> Result<Channel, ClientError> {
-        let runtime = tokio::runtime::Handle::try_current().map_err(|_| ClientError {
+        // Checked here rather than left to `connect_lazy`, which would panic outside one.
+        tokio::runtime::Handle::try_current().map_err(|_| ClientError {
             field,
             reason: "a channel needs a Tokio runtime".into(),
         })?;
-        let _entered = runtime.enter();
         match self {
             Target::Direct(endpoint) => Ok(endpoint.connect_lazy()),
             Target::Dns { host, port } => {
