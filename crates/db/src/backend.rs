@@ -1,0 +1,230 @@
+//! The one pattern for code that runs on both backends.
+//!
+//! SQL is written once. PostgreSQL and SQLite both accept `$1`-style parameters,
+//! `RETURNING`, `ON CONFLICT ... DO UPDATE/NOTHING` with `excluded`, and the same column
+//! types once ids are TEXT (or go through [`Backend::store_uuid`]), times INTEGER and hashes
+//! byte strings. On PostgreSQL every connection's `search_path` is the service's schema, so
+//! table names are unqualified on both.
+//!
+//! Rust code that must exist for both backends (a repository's trait impl, a consumer's
+//! `Handler` impl, an inherent impl over a pool) is written once inside
+//! [`for_each_backend!`], which compiles it twice, with the alias it names standing for
+//! `sqlx::Postgres` and then `sqlx::Sqlite`. Where the backends really differ, the body asks
+//! [`Backend`] (its constants and functions are the complete list of differences), and
+//! [`on_db!`] picks the instance for a [`Db`] at start:
+//!
+//! ```ignore
+//! pub struct SeedTable<DB: Backend> { pool: sqlx::Pool<DB> }
+//!
+//! fairdeal_db::for_each_backend! { DB =>
+//!     #[async_trait::async_trait]
+//!     impl SealedSeeds for SeedTable<DB> {
+//!         async fn insert(&self, seed: &SealedSeed) -> Result<(), sqlx::Error> {
+//!             sqlx::query("INSERT INTO sealed_seeds (seed_id, key_id) VALUES ($1, $2)")
+//!                 .bind(seed.seed_id.to_string())
+//!                 .bind(&seed.key_id)
+//!                 .execute(&self.pool)
+//!                 .await?;
+//!             Ok(())
+//!         }
+//!     }
+//! }
+//!
+//! let seeds: Arc<dyn SealedSeeds> =
+//!     fairdeal_db::on_db!(&db, pool => Arc::new(SeedTable { pool: pool.clone() }));
+//! ```
+//!
+//! Why a macro rather than generic code: a generic `fn f<DB: sqlx::Database>` needs a bound
+//! for every type it binds or decodes and for the executor of every connection type
+//! (`for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>`, `String: Encode<DB>`,
+//! ...), repeated at every use, because Rust does not imply where-clauses of a trait. Compiled
+//! per backend, the same text needs none of them.
+
+use std::future::Future;
+
+use sqlx::{Pool, Postgres, Sqlite, Transaction};
+use uuid::Uuid;
+
+use crate::pool::{BackendKind, Db};
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for sqlx::Postgres {}
+    impl Sealed for sqlx::Sqlite {}
+}
+
+/// A database backend: PostgreSQL or SQLite. Sealed; its items are every difference between
+/// the two that code written once has to know about.
+pub trait Backend: sqlx::Database + sealed::Sealed {
+    /// Which one this is.
+    const KIND: BackendKind;
+
+    /// The SQL function giving the larger of two values (`GREATEST` on PostgreSQL, the
+    /// two-argument `MAX` on SQLite).
+    const GREATEST: &'static str;
+
+    /// How a UUID column is stored: `uuid` on PostgreSQL, hyphenated TEXT on SQLite.
+    type StoredUuid;
+
+    /// A UUID as this backend binds it.
+    fn store_uuid(id: Uuid) -> Self::StoredUuid;
+
+    /// A UUID as this backend decoded it; a malformed stored value is a decode error
+    /// naming the column.
+    fn load_uuid(stored: Self::StoredUuid, column: &str) -> Result<Uuid, sqlx::Error>;
+
+    /// This backend's pool in `db`, if `db` is on this backend.
+    fn pool(db: &Db) -> Option<&Pool<Self>>;
+
+    /// Begins a transaction that will write. SQLite takes the write lock up front
+    /// (`BEGIN IMMEDIATE`): a deferred transaction that reads before it writes fails with
+    /// `SQLITE_BUSY` when another writer got in between, instead of waiting its turn.
+    fn begin_write(
+        pool: &Pool<Self>,
+    ) -> impl Future<Output = Result<Transaction<'static, Self>, sqlx::Error>> + Send;
+}
+
+impl Backend for Postgres {
+    const KIND: BackendKind = BackendKind::Postgres;
+    const GREATEST: &'static str = "GREATEST";
+    type StoredUuid = Uuid;
+
+    fn store_uuid(id: Uuid) -> Uuid {
+        id
+    }
+
+    fn load_uuid(stored: Uuid, _column: &str) -> Result<Uuid, sqlx::Error> {
+        Ok(stored)
+    }
+
+    fn pool(db: &Db) -> Option<&Pool<Self>> {
+        match db {
+            Db::Postgres { pool, .. } => Some(pool),
+            Db::Sqlite { .. } => None,
+        }
+    }
+
+    async fn begin_write(pool: &Pool<Self>) -> Result<Transaction<'static, Self>, sqlx::Error> {
+        pool.begin().await
+    }
+}
+
+impl Backend for Sqlite {
+    const KIND: BackendKind = BackendKind::Sqlite;
+    const GREATEST: &'static str = "MAX";
+    type StoredUuid = String;
+
+    fn store_uuid(id: Uuid) -> String {
+        id.hyphenated().to_string()
+    }
+
+    fn load_uuid(stored: String, column: &str) -> Result<Uuid, sqlx::Error> {
+        Uuid::parse_str(&stored).map_err(|source| sqlx::Error::ColumnDecode {
+            index: column.to_owned(),
+            source: Box::new(source),
+        })
+    }
+
+    fn pool(db: &Db) -> Option<&Pool<Self>> {
+        match db {
+            Db::Sqlite { pool } => Some(pool),
+            Db::Postgres { .. } => None,
+        }
+    }
+
+    async fn begin_write(pool: &Pool<Self>) -> Result<Transaction<'static, Self>, sqlx::Error> {
+        pool.begin_with("BEGIN IMMEDIATE").await
+    }
+}
+
+/// Compiles the items that follow twice: with `$alias` standing for `sqlx::Postgres`, then
+/// for `sqlx::Sqlite`. See the [module docs](crate::backend).
+#[macro_export]
+macro_rules! for_each_backend {
+    ($alias:ident => $($item:item)*) => {
+        const _: () = {
+            #[allow(unused_imports)]
+            use $crate::__private::Postgres as $alias;
+            $($item)*
+        };
+        const _: () = {
+            #[allow(unused_imports)]
+            use $crate::__private::Sqlite as $alias;
+            $($item)*
+        };
+    };
+}
+
+/// Evaluates `$body` with `$pool` bound to the pool of the [`Db`] `$db`, whichever backend
+/// it is on (the body is compiled once per backend). See the [module docs](crate::backend).
+#[macro_export]
+macro_rules! on_db {
+    ($db:expr, $pool:ident => $body:expr) => {
+        match $db {
+            $crate::Db::Postgres { pool: $pool, .. } => $body,
+            $crate::Db::Sqlite { pool: $pool } => $body,
+        }
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::{DatabaseUrl, Schema};
+
+    /// A repository written once for both backends.
+    trait Counter {
+        fn increment(&self, name: &str) -> impl Future<Output = Result<i64, sqlx::Error>>;
+    }
+
+    struct Counters<DB: Backend> {
+        pool: Pool<DB>,
+    }
+
+    crate::for_each_backend! { DB =>
+        impl Counter for Counters<DB> {
+            async fn increment(&self, name: &str) -> Result<i64, sqlx::Error> {
+                let sql = format!(
+                    "INSERT INTO counters (name, value) VALUES ($1, 1) \
+                     ON CONFLICT (name) DO UPDATE SET value = {}(counters.value + 1, 0) \
+                     RETURNING value",
+                    DB::GREATEST
+                );
+                sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+                    .bind(name)
+                    .fetch_one(&self.pool)
+                    .await
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn one_body_runs_on_sqlite() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(
+            &DatabaseUrl::sqlite(dir.path().join("c.db")),
+            &Schema::new("x").unwrap(),
+        )
+        .await
+        .unwrap();
+        let Db::Sqlite { pool } = &db else {
+            unreachable!()
+        };
+        sqlx::query("CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)")
+            .execute(pool)
+            .await
+            .unwrap();
+        let value = on_db!(&db, pool => {
+            let counters = Counters { pool: pool.clone() };
+            counters.increment("a").await.unwrap();
+            counters.increment("a").await.unwrap()
+        });
+        assert_eq!(value, 2);
+        assert_eq!(
+            Sqlite::load_uuid(Sqlite::store_uuid(Uuid::nil()), "id").unwrap(),
+            Uuid::nil()
+        );
+        assert!(Sqlite::load_uuid("nope".into(), "id").is_err());
+    }
+}

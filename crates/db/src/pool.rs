@@ -1,0 +1,276 @@
+//! [`Db`]: a service's database on either backend, opened once from its [`DatabaseUrl`].
+//!
+//! - PostgreSQL: one pool whose connections start with `search_path` set to the service's
+//!   [`Schema`], so the service's SQL names its tables unqualified, exactly as on SQLite.
+//!   The pool carries the stale-transaction guard (see [`postgres_pool_options`]).
+//! - SQLite: one pool on the file, with the settings the event store relies on (WAL,
+//!   `synchronous = FULL`, a busy timeout, foreign keys): see [`sqlite_connect_options`].
+
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use sqlx::PgConnection;
+
+use crate::url::DatabaseUrl;
+
+/// A PostgreSQL schema name: a lowercase SQL identifier (`[a-z_][a-z0-9_]*`, at most 63
+/// bytes), so it can be spliced into SQL and `search_path` without quoting surprises.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Schema(Arc<str>);
+
+/// A name that is not a lowercase SQL identifier.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("schema {0:?} is not a lowercase SQL identifier ([a-z_][a-z0-9_]*, at most 63 bytes)")]
+pub struct BadSchema(pub String);
+
+impl Schema {
+    /// Validates `name`.
+    pub fn new(name: &str) -> Result<Self, BadSchema> {
+        let mut bytes = name.bytes();
+        let valid = name.len() <= 63
+            && bytes
+                .next()
+                .is_some_and(|b| b.is_ascii_lowercase() || b == b'_')
+            && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if valid {
+            Ok(Schema(name.into()))
+        } else {
+            let shown: String = name.chars().take(64).collect();
+            Err(BadSchema(shown))
+        }
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The name as a quoted SQL identifier (`"name"`).
+    pub fn quoted(&self) -> String {
+        format!("\"{}\"", self.0)
+    }
+}
+
+impl FromStr for Schema {
+    type Err = BadSchema;
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Schema::new(name)
+    }
+}
+
+impl fmt::Display for Schema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for Schema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+/// Why a database could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// Connecting failed (server down, authentication, file not writable). The URL is
+    /// shown redacted.
+    #[error("cannot open the database {url}: {source}")]
+    Connect {
+        /// The database, credentials redacted.
+        url: String,
+        /// The driver's error.
+        source: sqlx::Error,
+    },
+}
+
+/// A service's database: the pool of its backend (and, on PostgreSQL, its schema).
+///
+/// Cheap to clone. The event store, the bus tables and the service's own tables all live
+/// here, so a consumer's effects and its bookkeeping commit in one transaction.
+#[derive(Debug, Clone)]
+pub enum Db {
+    /// PostgreSQL: every connection's `search_path` is `schema`.
+    Postgres {
+        /// The pool.
+        pool: PgPool,
+        /// The service's schema.
+        schema: Schema,
+    },
+    /// SQLite (the embedded default).
+    Sqlite {
+        /// The pool.
+        pool: SqlitePool,
+    },
+}
+
+/// The two backends, as a value (see [`crate::Backend::KIND`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BackendKind {
+    /// PostgreSQL.
+    Postgres,
+    /// SQLite.
+    Sqlite,
+}
+
+impl Db {
+    /// Opens `url`; on PostgreSQL, connections start in `schema` (created by the first
+    /// migration run, see [`Db::migrate`](crate::Migrations)). Nothing is migrated here.
+    pub async fn open(url: &DatabaseUrl, schema: &Schema) -> Result<Db, OpenError> {
+        let failed = |source| OpenError::Connect {
+            url: url.to_string(),
+            source,
+        };
+        match url {
+            DatabaseUrl::Postgres(pg) => {
+                let options: PgConnectOptions = pg.expose_secret().parse().map_err(failed)?;
+                let pool = postgres_pool_options()
+                    .connect_with(in_schema(options, schema))
+                    .await
+                    .map_err(failed)?;
+                Ok(Db::Postgres {
+                    pool,
+                    schema: schema.clone(),
+                })
+            }
+            DatabaseUrl::Sqlite(path) => {
+                let pool = sqlite_pool_options()
+                    .connect_with(sqlite_connect_options(path))
+                    .await
+                    .map_err(failed)?;
+                Ok(Db::Sqlite { pool })
+            }
+        }
+    }
+
+    /// Which backend this is.
+    pub fn kind(&self) -> BackendKind {
+        match self {
+            Db::Postgres { .. } => BackendKind::Postgres,
+            Db::Sqlite { .. } => BackendKind::Sqlite,
+        }
+    }
+
+    /// The PostgreSQL schema (`None` on SQLite).
+    pub fn schema(&self) -> Option<&Schema> {
+        match self {
+            Db::Postgres { schema, .. } => Some(schema),
+            Db::Sqlite { .. } => None,
+        }
+    }
+
+    /// Closes the pool (waits for checked-out connections to come back).
+    pub async fn close(&self) {
+        match self {
+            Db::Postgres { pool, .. } => pool.close().await,
+            Db::Sqlite { pool } => pool.close().await,
+        }
+    }
+}
+
+/// `options` whose sessions start with `search_path` = `schema`.
+pub fn in_schema(options: PgConnectOptions, schema: &Schema) -> PgConnectOptions {
+    options.options([("search_path", schema.quoted())])
+}
+
+/// Pool settings for PostgreSQL: bounded waits, no ping before every checkout (it doubles
+/// the cost of a one-row commit), and the stale-transaction guard.
+///
+/// The guard: sqlx 0.9 can hand back a connection still inside a transaction, when a
+/// future was cancelled in `begin()` after `BEGIN` was sent but before sqlx counted it.
+/// An autocommit write on such a connection reports success and never commits. Every
+/// connection returned to the pool is therefore checked (one round trip, after the caller
+/// has moved on): in an autocommit statement `transaction_timestamp()` equals
+/// `statement_timestamp()`; inside an older transaction it does not, and in an aborted one
+/// the statement fails with SQLSTATE 25P02. Such a connection is closed, which makes the
+/// server roll the stale transaction back, and a warning is logged. Every service query on
+/// the pool is safe this way, not only the event store's.
+pub fn postgres_pool_options() -> PgPoolOptions {
+    PgPoolOptions::new()
+        .max_connections(16)
+        .test_before_acquire(false)
+        .acquire_timeout(Duration::from_secs(10))
+        .after_release(|conn, _meta| {
+            Box::pin(async move {
+                if in_stale_transaction(conn).await? {
+                    tracing::warn!(
+                        "a pooled PostgreSQL connection came back inside a transaction; closing it"
+                    );
+                    return Ok(false);
+                }
+                Ok(true)
+            })
+        })
+}
+
+/// Whether `conn` is inside a transaction sqlx does not know about (see
+/// [`postgres_pool_options`]). An error means the connection is unusable.
+pub async fn in_stale_transaction(conn: &mut PgConnection) -> Result<bool, sqlx::Error> {
+    let check = sqlx::query_scalar::<_, bool>(
+        "SELECT transaction_timestamp() = statement_timestamp()",
+    )
+    .fetch_one(&mut *conn)
+    .await;
+    match check {
+        Ok(autocommit) => Ok(!autocommit),
+        Err(sqlx::Error::Database(db)) if db.code().as_deref() == Some("25P02") => Ok(true),
+        Err(error) => Err(error),
+    }
+}
+
+/// Pool settings for SQLite: a few connections for readers (WAL lets them run beside the
+/// one writer) and no ping before checkout.
+pub fn sqlite_pool_options() -> SqlitePoolOptions {
+    SqlitePoolOptions::new()
+        .max_connections(8)
+        .test_before_acquire(false)
+}
+
+/// Connection settings for the SQLite file at `path`: created if missing, WAL (readers
+/// never block the writer), `synchronous = FULL` (a committed write survives a power cut),
+/// a 30 s busy timeout, foreign keys on.
+pub fn sqlite_connect_options(path: impl AsRef<Path>) -> SqliteConnectOptions {
+    SqliteConnectOptions::new()
+        .filename(path)
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Full)
+        .busy_timeout(Duration::from_secs(30))
+        .foreign_keys(true)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn schema_names() {
+        for ok in ["public", "auth", "_x", "tables_v2"] {
+            assert!(Schema::new(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "Auth", "1x", "a-b", "a\"b", &"a".repeat(64)] {
+            assert!(Schema::new(bad).is_err(), "{bad}");
+        }
+        assert_eq!(Schema::new("auth").unwrap().quoted(), "\"auth\"");
+    }
+
+    #[tokio::test]
+    async fn opens_a_sqlite_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = DatabaseUrl::sqlite(dir.path().join("x.db"));
+        let db = Db::open(&url, &Schema::new("ignored").unwrap())
+            .await
+            .unwrap();
+        assert_eq!(db.kind(), BackendKind::Sqlite);
+        assert!(db.schema().is_none());
+        db.close().await;
+    }
+}
