@@ -15,8 +15,11 @@ use uuid::Uuid;
 /// SHA-256 of `0:5:alpha\n2:2:zz\n`, the example of docs/commitment-and-dealing.md.
 const EXAMPLE_HASH: &str = "5d38c1fa699894ff7bf6b31bccf4d5d6ddb2154e73287c87db3167354e5a0cd0";
 
+/// Contributions as `(seat, text)` pairs, in command-line order.
+type Contributions<'a> = [(u32, &'a str)];
+
 /// The arguments that pass `contributions` and `delayed` to `fairdeal client-seed`.
-fn args(contributions: &[(u32, &str)], delayed: Option<&str>) -> Vec<String> {
+fn args(contributions: &Contributions, delayed: Option<&str>) -> Vec<String> {
     let mut args = vec!["client-seed".to_owned()];
     for (seat, text) in contributions {
         args.push("--contribution".into());
@@ -29,7 +32,7 @@ fn args(contributions: &[(u32, &str)], delayed: Option<&str>) -> Vec<String> {
 }
 
 /// The one JSON line `fairdeal client-seed` prints for these inputs.
-fn cli_line(contributions: &[(u32, &str)], delayed: Option<&str>) -> serde_json::Value {
+fn cli_line(contributions: &Contributions, delayed: Option<&str>) -> serde_json::Value {
     let args = args(contributions, delayed);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let lines = json_lines(&args);
@@ -40,7 +43,7 @@ fn cli_line(contributions: &[(u32, &str)], delayed: Option<&str>) -> serde_json:
 /// `(client_seed, contributions_hash)` as the commitment service fixes them: a table
 /// published (naming a delayed-value source when there is a value), one player per
 /// contributing seat, the value bound, then the first deal.
-fn fixed_by_the_service(contributions: &[(u32, &str)], delayed: Option<&str>) -> (String, String) {
+fn fixed_by_the_service(contributions: &Contributions, delayed: Option<&str>) -> (String, String) {
     let state = |events: &[TableEvent]| TableCommitment::replay(events).unwrap().unwrap();
     let seed = ServerSeed::new("a".repeat(64));
     let source = delayed.map(|_| DelayedSource::parse("drand quicknet round 1").unwrap());
@@ -90,7 +93,7 @@ fn the_documented_example() {
 #[test]
 fn the_verifier_gives_the_seed_the_commitment_service_fixes() {
     let longest = "é".repeat(128);
-    let cases: [(&[(u32, &str)], Option<&str>); 6] = [
+    let cases: [(&Contributions, Option<&str>); 6] = [
         (&[], None),
         (&[], Some("beacon round 7")),
         (&[(0, "alpha"), (2, "zz")], None),
