@@ -4,6 +4,10 @@
 //! `proto/fairdeal/<service>/v1/` and they are compiled, exported (through the generated
 //! `_includes.rs` module tree) and added to the descriptor set served by gRPC reflection.
 //! `protoc` comes from the `protoc-bin-vendored` crate so a machine with only cargo builds.
+//!
+//! Every service's gRPC client and server modules are generated too, each behind a
+//! `#[cfg(feature = "client")]` / `#[cfg(feature = "server")]` attribute, so the crate's
+//! features (not the build script) decide whether tonic is compiled in.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -37,9 +41,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .include_file("_includes.rs");
 
     let well_known = protoc_bin_vendored::include_path()?;
+    // Clients and servers are always generated, and compiled only with the crate feature
+    // of the same name: the messages alone need no transport (tonic), so pure crates such as
+    // `fairdeal-event` depend on this crate without pulling it in.
     tonic_prost_build::configure()
         .build_client(true)
         .build_server(true)
+        .client_mod_attribute(".", r#"#[cfg(feature = "client")]"#)
+        .server_mod_attribute(".", r#"#[cfg(feature = "server")]"#)
         .file_descriptor_set_path(out_dir.join("fairdeal_descriptor.bin"))
         .compile_with_config(config, &protos, &[proto_root, well_known])?;
     Ok(())

@@ -25,3 +25,32 @@ impl CliError {
         CliError::Invalid(format!("{name}: {problem}"))
     }
 }
+
+/// Longest prefix of a value, in characters, that an error message repeats.
+const QUOTED_CHARS: usize = 40;
+
+/// A value as an error message shows it: quoted with escapes (so the message stays one
+/// line), and cut after its first 40 characters when longer, with its length in bytes.
+pub(crate) fn quoted(value: &str) -> String {
+    match value.char_indices().nth(QUOTED_CHARS) {
+        None => format!("{value:?}"),
+        Some((end, _)) => format!("{:?}... ({} bytes)", &value[..end], value.len()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoted_values_are_one_short_line() {
+        assert_eq!(quoted("1=alpha"), "\"1=alpha\"");
+        assert_eq!(quoted("a\nb"), "\"a\\nb\"");
+        let long = "é".repeat(300);
+        assert_eq!(
+            quoted(&long),
+            format!("\"{}\"... (600 bytes)", "é".repeat(QUOTED_CHARS))
+        );
+        assert_eq!(quoted(&"x".repeat(40)), format!("\"{}\"", "x".repeat(40)));
+    }
+}

@@ -6,6 +6,7 @@
 //! arguments and a `run` function; this file only dispatches.
 #![forbid(unsafe_code)]
 
+mod client_seed;
 mod commit;
 mod deal;
 mod demo;
@@ -42,6 +43,8 @@ enum Command {
     Commit(commit::CommitArgs),
     /// A fresh server seed from the OS CSPRNG, with its commitment.
     Seed,
+    /// A table's client seed from its players' contributions and the delayed value.
+    ClientSeed(client_seed::ClientSeedArgs),
     /// Tarot duplicate selection: the accepted deal and every rejected candidate with its reason.
     Duplicate(duplicate::DuplicateArgs),
     /// BigDeal-compatible bridge boards and the SquareDeal procedure.
@@ -58,6 +61,7 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
         Command::Outcome(args) => outcome::run(args, out),
         Command::Commit(args) => commit::run_commit(args, out),
         Command::Seed => commit::run_seed(out),
+        Command::ClientSeed(args) => client_seed::run(args, out),
         Command::Duplicate(args) => duplicate::run(args, out),
         Command::Squaredeal(cmd) => squaredeal::run(cmd, out),
         Command::Demo => demo::run(out),

@@ -1,47 +1,14 @@
-//! The hash chain: canonical bytes, hashing, sealing new events and verifying links.
+//! The hash chain: sealing new events into the next link of a stream and verifying links.
 //!
-//! `hash = SHA-256(prev_hash || canonical_bytes)`, where `canonical_bytes` is the protobuf
-//! encoding of the [`Envelope`] with `hash` empty: fields in field-number order, proto3
-//! defaults omitted, `occurred_at` always present, `trace_context` entries sorted by key with
-//! both key and value written, no unknown fields. The normative, byte-level description for
-//! auditors is the comment on `Envelope` in `proto/fairdeal/event/v1/envelope.proto`; the
-//! tests below pin prost's output to an independent encoder written from that description.
-//!
-//! The first event of a stream has `prev_hash` = [`GENESIS_PREV_HASH`] (32 zero bytes).
+//! Each event's `hash` follows the rule of [`crate::hash`]; the chain adds that version 1
+//! links to [`GENESIS_PREV_HASH`] and every later version to its predecessor's `hash`, with
+//! no gaps. The tests below pin prost's encoding to an independent encoder written from the
+//! normative description in `proto/fairdeal/event/v1/envelope.proto`.
 
 use crate::error::EventError;
 use crate::event::{NewEvent, RecordedEvent, micros_since_epoch, system_time_from_micros};
+use crate::hash::{GENESIS_PREV_HASH, Hash, compute_hash};
 use crate::id::StreamId;
-use fairdeal_proto::fairdeal::event::v1::Envelope;
-use prost::Message;
-use sha2::{Digest, Sha256};
-
-/// A SHA-256 digest.
-pub type Hash = [u8; 32];
-
-/// The `prev_hash` of every stream's first event: 32 zero bytes.
-pub const GENESIS_PREV_HASH: Hash = [0; 32];
-
-/// The canonical bytes of `envelope`: its protobuf encoding with `hash` empty.
-pub fn canonical_bytes(envelope: &Envelope) -> Vec<u8> {
-    if envelope.hash.is_empty() {
-        envelope.encode_to_vec()
-    } else {
-        let unhashed = Envelope {
-            hash: Vec::new(),
-            ..envelope.clone()
-        };
-        unhashed.encode_to_vec()
-    }
-}
-
-/// `SHA-256(envelope.prev_hash || canonical_bytes(envelope))`.
-pub fn compute_hash(envelope: &Envelope) -> Hash {
-    let mut hasher = Sha256::new();
-    hasher.update(&envelope.prev_hash);
-    hasher.update(canonical_bytes(envelope));
-    hasher.finalize().into()
-}
 
 /// Turns `event` into version `version` of `stream_id`, linked to `prev_hash` (the hash of
 /// version `version - 1`, or [`GENESIS_PREV_HASH`] for version 1).
@@ -147,7 +114,10 @@ impl ChainVerifier {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hash::canonical_bytes;
+    use fairdeal_proto::fairdeal::event::v1::Envelope;
     use proptest::prelude::*;
+    use sha2::{Digest, Sha256};
     use std::collections::BTreeMap;
     use std::time::{Duration, UNIX_EPOCH};
     use uuid::Uuid;

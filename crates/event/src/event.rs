@@ -1,7 +1,7 @@
 //! [`NewEvent`] (what a service appends) and [`RecordedEvent`] (what a store returns).
 
-use crate::chain::{Hash, compute_hash};
 use crate::error::{EventError, clip};
+use crate::hash::{Hash, compute_hash};
 use crate::id::{StreamId, validate_event_type};
 use fairdeal_proto::fairdeal::event::v1::Envelope;
 use prost::Message;

@@ -9,21 +9,24 @@
 //! - [`id`]: [`StreamId`] (e.g. `table-<uuid>`) and the event-type rules.
 //! - [`event`]: [`NewEvent`] (what a service appends) and [`RecordedEvent`] (what a store
 //!   returns), with conversions to and from the wire [`Envelope`].
-//! - [`chain`]: canonical bytes, [`compute_hash`], [`seal`] (turning a new event into the
-//!   next link of a stream) and [`ChainVerifier`] (checking links while reading).
+//! - [`hash`]: the hash rule: [`canonical_bytes`] of an envelope and [`compute_hash`].
+//! - [`chain`]: [`seal`] (turning a new event into the next link of a stream) and
+//!   [`ChainVerifier`] (checking links while reading).
 //! - [`error`]: [`EventError`], one typed error for every way an event can be invalid.
 //!
 //! The hash rule, normative for auditors in any language, is documented on the `Envelope`
-//! message in `proto/fairdeal/event/v1/envelope.proto` and restated in [`chain`].
+//! message in `proto/fairdeal/event/v1/envelope.proto` and restated in [`hash`].
 #![forbid(unsafe_code)]
 
 pub mod chain;
 pub mod error;
 pub mod event;
+pub mod hash;
 pub mod id;
 
-pub use chain::{ChainVerifier, GENESIS_PREV_HASH, Hash, canonical_bytes, compute_hash, seal};
+pub use chain::{ChainVerifier, seal};
 pub use error::EventError;
 pub use event::{NewEvent, RecordedEvent};
 pub use fairdeal_proto::fairdeal::event::v1::Envelope;
+pub use hash::{GENESIS_PREV_HASH, Hash, canonical_bytes, compute_hash};
 pub use id::{StreamId, validate_event_type};

@@ -3,7 +3,8 @@
 use crate::error::StoreError;
 use crate::postgres::PgEventStore;
 use crate::sqlite::SqliteEventStore;
-use crate::store::{Appended, EventStore, ExpectedVersion};
+use crate::store::{Appended, EventStore};
+use crate::version::ExpectedVersion;
 use async_trait::async_trait;
 use fairdeal_event::{NewEvent, RecordedEvent, StreamId};
 use sqlx::sqlite::SqliteConnectOptions;

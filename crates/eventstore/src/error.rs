@@ -1,6 +1,6 @@
 //! [`StoreError`]: every way an event-store call fails.
 
-use crate::store::ExpectedVersion;
+use crate::version::ExpectedVersion;
 use fairdeal_event::{EventError, StreamId};
 use uuid::Uuid;
 

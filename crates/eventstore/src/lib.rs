@@ -8,7 +8,9 @@
 //! - [`sqlite`] ([`SqliteEventStore`]): the embedded default, one file, WAL, single writer.
 //!
 //! Layout:
-//! - [`store`]: the trait, [`ExpectedVersion`] and [`Appended`].
+//! - [`store`]: the trait and [`Appended`].
+//! - [`version`]: [`ExpectedVersion`] (optimistic concurrency), taken by appends and named
+//!   by conflicts.
 //! - [`any`]: [`AnyEventStore`], the backend picked from a configured URL.
 //! - [`error`]: the [`StoreError`] enum.
 //! - `conformance` (feature `conformance`): the backend-independent test suite, with
@@ -25,6 +27,7 @@ pub mod error;
 pub mod postgres;
 pub mod sqlite;
 pub mod store;
+pub mod version;
 
 pub use any::AnyEventStore;
 pub use error::StoreError;
@@ -33,4 +36,5 @@ pub use fairdeal_event::{
 };
 pub use postgres::PgEventStore;
 pub use sqlite::SqliteEventStore;
-pub use store::{Appended, EventStore, ExpectedVersion};
+pub use store::{Appended, EventStore};
+pub use version::ExpectedVersion;

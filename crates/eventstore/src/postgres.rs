@@ -36,7 +36,8 @@ use crate::codec::{
     verify_stream_rows,
 };
 use crate::error::StoreError;
-use crate::store::{Appended, EventStore, ExpectedVersion};
+use crate::store::{Appended, EventStore};
+use crate::version::ExpectedVersion;
 use async_trait::async_trait;
 use fairdeal_event::{Hash, NewEvent, RecordedEvent, StreamId, seal};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};

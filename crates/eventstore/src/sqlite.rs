@@ -16,7 +16,8 @@ use crate::codec::{
     trace_context_json, verify_stream_rows,
 };
 use crate::error::StoreError;
-use crate::store::{Appended, EventStore, ExpectedVersion};
+use crate::store::{Appended, EventStore};
+use crate::version::ExpectedVersion;
 use async_trait::async_trait;
 use fairdeal_event::{Hash, NewEvent, RecordedEvent, StreamId, seal};
 use sqlx::sqlite::{

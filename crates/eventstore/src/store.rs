@@ -1,42 +1,10 @@
-//! The [`EventStore`] trait and the values it takes and returns.
+//! The [`EventStore`] trait and the result of an append ([`Appended`]).
 
 use crate::error::StoreError;
+use crate::version::ExpectedVersion;
 use async_trait::async_trait;
 use fairdeal_event::{NewEvent, RecordedEvent, StreamId};
 use std::fmt;
-
-/// What the appender believes the stream's current version is (optimistic concurrency).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ExpectedVersion {
-    /// Append whatever the current version is (retried internally on a race).
-    Any,
-    /// The stream must not exist yet (its first event becomes version 1).
-    NoStream,
-    /// The stream's last event must be this version. `Exact(0)` means the same as `NoStream`.
-    Exact(u64),
-}
-
-impl ExpectedVersion {
-    /// Whether a stream whose last version is `current` (0: no stream) satisfies this
-    /// expectation.
-    pub fn matches(self, current: u64) -> bool {
-        match self {
-            Self::Any => true,
-            Self::NoStream => current == 0,
-            Self::Exact(v) => current == v,
-        }
-    }
-}
-
-impl fmt::Display for ExpectedVersion {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Any => f.write_str("any version"),
-            Self::NoStream => f.write_str("no stream"),
-            Self::Exact(v) => write!(f, "version {v}"),
-        }
-    }
-}
 
 /// The result of a successful append.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,17 +77,6 @@ pub trait EventStore: Send + Sync + fmt::Debug {
 mod tests {
     use super::*;
     use std::sync::Arc;
-
-    #[test]
-    fn expectations() {
-        assert!(ExpectedVersion::Any.matches(0));
-        assert!(ExpectedVersion::Any.matches(7));
-        assert!(ExpectedVersion::NoStream.matches(0));
-        assert!(!ExpectedVersion::NoStream.matches(1));
-        assert!(ExpectedVersion::Exact(0).matches(0));
-        assert!(ExpectedVersion::Exact(3).matches(3));
-        assert!(!ExpectedVersion::Exact(3).matches(4));
-    }
 
     #[test]
     fn the_trait_is_dyn_compatible() {

@@ -14,6 +14,8 @@
 //! - [`deal`]: dealing conventions (one by one, Tarot packets and chien), sequence numbers.
 //! - [`explain`]: human-readable walk-throughs (key, cursor bytes, each pick).
 //! - [`commitment`]: server seeds, commitments and short codes.
+//! - [`client_seed`]: a table's client seed from its players' contributions and a public
+//!   delayed value.
 //! - [`outcome`]: single-round games (dice, crash, mines, ...).
 //! - [`duplicate`]: Tarot duplicate-deal selection with its candidate log.
 //! - [`bigdeal`] and [`squaredeal`]: BigDeal-compatible bridge boards and the SquareDeal
@@ -21,6 +23,7 @@
 #![forbid(unsafe_code)]
 
 pub mod bigdeal;
+pub mod client_seed;
 pub mod commitment;
 pub mod deal;
 pub mod deck;

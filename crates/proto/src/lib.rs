@@ -5,6 +5,13 @@
 //! the protobuf packages, so `package fairdeal.event.v1;` is [`fairdeal::event::v1`]. A
 //! service adds its API by dropping `.proto` files into `proto/`; nothing here changes.
 //!
+//! Features (none by default): the message types and [`FILE_DESCRIPTOR_SET`] need no
+//! transport and are always there. `client` adds each service's tonic client
+//! (`<service>_client`, e.g. `fairdeal::auth::v1::auth_service_client`), `server` its
+//! server trait and router glue (`<service>_server`). A crate enables only what it calls:
+//! a service `server` (plus `client` if it calls another service), its tests `client`, and
+//! pure crates such as `fairdeal-event` neither, so they do not compile tonic.
+//!
 //! Generated conventions, relied on elsewhere:
 //! - protobuf `map` fields are `BTreeMap`s, so encoding is deterministic (the event hash
 //!   chain in `fairdeal-event` depends on it);

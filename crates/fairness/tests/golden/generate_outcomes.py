@@ -13,7 +13,7 @@ Regenerate (the output is deterministic):
 Each line is one JSON object:
   {"server_seed", "client_seed", "salt"}  or  {"bytes": hex of raw cursor blocks},
   "game", "options" (mines / tickets / pins / spins, only those given),
-  "expected": {"game": ..., "result": ...}  (the JSON form documented in outcome.rs).
+  "expected": {"game": ..., "result": ...}  (the JSON form documented in outcome/mod.rs).
 """
 
 import hashlib

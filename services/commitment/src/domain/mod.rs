@@ -6,7 +6,8 @@
 //! No IO here: seeds come in already generated (or decrypted), and the service stores the
 //! returned events.
 //!
-//! - [`client_seed`]: contributions, delayed values and the canonical table client seed.
+//! - [`client_seed`]: contributions and delayed values, validated; the table client seed they
+//!   make is `fairdeal_fairness::client_seed`'s formula.
 //! - [`table`]: a table's commitment: created, contributions, delayed value, client seed
 //!   fixed at the first deal, revealed at the end.
 //! - [`pair`]: a player's single-player seed pairs: active commitment, changeable client

@@ -8,12 +8,11 @@
 
 use std::collections::BTreeMap;
 
+use fairdeal_fairness::client_seed::{contributions_hash, table_client_seed};
 use fairdeal_fairness::commitment::{Commitment, ServerSeed};
 use uuid::Uuid;
 
-use super::client_seed::{
-    Contribution, DelayedSource, DelayedValue, contributions_hash, table_client_seed,
-};
+use super::client_seed::{Contribution, DelayedSource, DelayedValue};
 use super::{DomainError, RevealReason};
 
 /// Highest seat number accepted (tables seat at most 10 players; the margin is harmless).
@@ -233,12 +232,12 @@ impl TableCommitment {
             }
             (_, value) => value.as_ref(),
         };
-        let contributions: BTreeMap<u32, Contribution> = self
+        let contributions: BTreeMap<u32, &str> = self
             .contributions
             .iter()
-            .map(|(seat, (_, c))| (*seat, c.clone()))
+            .map(|(seat, (_, c))| (*seat, c.as_str()))
             .collect();
-        let client_seed = table_client_seed(&contributions, delayed);
+        let client_seed = table_client_seed(&contributions, delayed.map(DelayedValue::as_str));
         let event = TableEvent::ClientSeedFixed {
             client_seed: client_seed.clone(),
             contributions_hash: contributions_hash(&contributions),
@@ -273,6 +272,7 @@ impl TableCommitment {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sha2::{Digest, Sha256};
 
     fn table(source: Option<&str>) -> (ServerSeed, Vec<TableEvent>) {
         let seed = ServerSeed::new("a".repeat(64));
@@ -335,6 +335,32 @@ mod tests {
             Err(DomainError::AlreadyRevealed)
         );
         assert_eq!(s.client_seed_for_deal(), Err(DomainError::AlreadyRevealed));
+    }
+
+    #[test]
+    fn the_fixed_client_seed_has_the_documented_bytes() {
+        // docs/commitment-and-dealing.md: seats 0 and 2 contribute "alpha" and "zz".
+        let (_, mut events) = table(Some("lottery"));
+        for (seat, text) in [(2, "zz"), (0, "alpha")] {
+            let e = state(&events)
+                .contribute(seat, Uuid::now_v7(), c(text))
+                .unwrap();
+            events.push(e);
+        }
+        let e = state(&events)
+            .bind_delayed_value(DelayedValue::parse("07 12 23 34 45").unwrap())
+            .unwrap();
+        events.push(e);
+        let hash = hex::encode(Sha256::digest(b"0:5:alpha\n2:2:zz\n"));
+        let (client_seed, fix) = state(&events).client_seed_for_deal().unwrap();
+        assert_eq!(client_seed, format!("{hash}:07 12 23 34 45"));
+        assert_eq!(
+            fix,
+            Some(TableEvent::ClientSeedFixed {
+                client_seed,
+                contributions_hash: hash,
+            })
+        );
     }
 
     #[test]

@@ -15,6 +15,12 @@
 //!   [`Round::explain_seeds`] / [`Round::explain_bytes`] also return a walk-through of every
 //!   number used and how it became the result.
 //!
+//! Files: this module holds the shared types ([`Game`], [`Options`], [`Round`], [`Outcome`])
+//! and the dispatch from a round to its game; each game or family of games has its own
+//! file with its constants and its one implementation: `dice`, `wheel` (double, x50,
+//! jackpot), `crash` (crash, overgo), `mines`, `tower`, `slot`, `plinko`; `hundredths`
+//! holds the exact decimals of [`Hundredths`]. Everything public is re-exported here.
+//!
 //! How many numbers each game reads (this fixes how many raw bytes a verifier must supply:
 //! whole 64-byte cursor blocks covering them; extra blocks are ignored):
 //!
@@ -38,6 +44,15 @@
 //! - plinko: `{"bucket": b, "path": [..]}`, the path being each pin's `floor(u * 2)`
 //!   (0 = left, 1 = right) and the bucket their sum (0..=n).
 
+mod crash;
+mod dice;
+mod hundredths;
+mod mines;
+mod plinko;
+mod slot;
+mod tower;
+mod wheel;
+
 use std::fmt;
 use std::num::NonZeroU64;
 use std::str::FromStr;
@@ -49,7 +64,12 @@ use crate::generator::{
     BLOCK_LEN, BadRawLength, Exhausted, Generator, NUMBERS_PER_BLOCK, NumberSource, RawNumbers,
     pick,
 };
-use crate::shuffle::{ShuffleError, shuffle};
+
+pub use hundredths::{BadHundredths, Hundredths};
+pub use mines::MINES_CELLS;
+pub use plinko::PlinkoDrop;
+pub use slot::{SLOT_LAST_STOPS, SLOT_STOPS};
+pub use tower::{TOWER_DRAWN, TOWER_POSITIONS, TOWER_ROWS};
 
 /// The single-round games.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -340,26 +360,6 @@ pub enum Round {
     Plinko(Pins),
 }
 
-/// Cells on the mines board.
-pub const MINES_CELLS: u8 = 25;
-/// Rows of the tower.
-pub const TOWER_ROWS: usize = 10;
-/// Positions per tower row.
-pub const TOWER_POSITIONS: u8 = 5;
-/// Positions drawn per tower row.
-pub const TOWER_DRAWN: usize = 4;
-/// Stops of slot reels 0..3.
-pub const SLOT_STOPS: u64 = 30;
-/// Stops of slot reel 4.
-pub const SLOT_LAST_STOPS: u64 = 41;
-
-/// Numerator of crash (house edge 5%).
-const CRASH_NUMERATOR: u64 = 950_000;
-/// Numerator of overgo (house edge 3%).
-const OVERGO_NUMERATOR: u64 = 970_000;
-/// Range of `h` in crash and overgo.
-const CRASH_RANGE: u64 = 1_000_000;
-
 impl Round {
     /// Validates `options` for `game`.
     ///
@@ -579,67 +579,6 @@ pub enum RawError {
     },
 }
 
-/// A decimal with exactly two places, held as an integer count of hundredths.
-///
-/// Written as `"<integer>.<two digits>"`; serialised as that string.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(into = "String", try_from = "String")]
-pub struct Hundredths(pub u64);
-
-impl fmt::Display for Hundredths {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{:02}", self.0 / 100, self.0 % 100)
-    }
-}
-
-/// Text that is not a decimal with exactly two places.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0:?} is not a decimal with exactly two places (like \"1.90\")")]
-pub struct BadHundredths(pub String);
-
-impl FromStr for Hundredths {
-    type Err = BadHundredths;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let bad = || BadHundredths(s.to_owned());
-        let (whole, frac) = s.split_once('.').ok_or_else(bad)?;
-        let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
-        if !digits(whole) || frac.len() != 2 || !digits(frac) {
-            return Err(bad());
-        }
-        let whole: u64 = whole.parse().map_err(|_| bad())?;
-        let frac: u64 = frac.parse().map_err(|_| bad())?;
-        whole
-            .checked_mul(100)
-            .and_then(|w| w.checked_add(frac))
-            .map(Hundredths)
-            .ok_or_else(bad)
-    }
-}
-
-impl From<Hundredths> for String {
-    fn from(h: Hundredths) -> String {
-        h.to_string()
-    }
-}
-
-impl TryFrom<String> for Hundredths {
-    type Error = BadHundredths;
-
-    fn try_from(s: String) -> Result<Self, Self::Error> {
-        s.parse()
-    }
-}
-
-/// A plinko drop.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PlinkoDrop {
-    /// The bucket, `0..=n`: the number of right bounces.
-    pub bucket: u8,
-    /// Each pin's `floor(u * 2)`: 0 = left, 1 = right.
-    pub path: Vec<u8>,
-}
-
 /// The result of a round (see the module docs for the JSON form).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "game", content = "result", rename_all = "lowercase")]
@@ -786,177 +725,17 @@ fn play_traced<S: NumberSource + ?Sized>(
 ) -> Result<Outcome, Exhausted> {
     let steps = &mut steps;
     Ok(match *round {
-        Round::Dice => {
-            let (i, u) = reader.next()?;
-            let roll = Hundredths(pick(u, 10_001));
-            note(steps, || {
-                format!(
-                    "floor(U[{i}] * 10001) = {} -> roll {} / 100 = {roll}",
-                    roll.0, roll.0
-                )
-            });
-            Outcome::Dice(roll)
-        }
-        Round::Double => Outcome::Double(slot(reader, 15, steps)?),
-        Round::X50 => Outcome::X50(slot(reader, 54, steps)?),
-        Round::Jackpot(tickets) => {
-            let (i, u) = reader.next()?;
-            let t = tickets.get();
-            let index = pick(u, t);
-            // `index < t`, so adding 1 cannot overflow.
-            let ticket = index + 1;
-            note(steps, || {
-                format!("floor(U[{i}] * {t}) + 1 = {index} + 1 -> ticket {ticket}")
-            });
-            Outcome::Jackpot(ticket)
-        }
-        Round::Crash => Outcome::Crash(crash(reader, CRASH_NUMERATOR, steps)?),
-        Round::Overgo => Outcome::Overgo(crash(reader, OVERGO_NUMERATOR, steps)?),
-        Round::Mines(mines) => {
-            let mut order = if steps.is_some() {
-                // The walk-through names every pick and the cells left at each.
-                let cells: Vec<u8> = (0..MINES_CELLS).collect();
-                draw(reader, cells, MINES_CELLS as usize - 1, steps)?
-            } else {
-                // Plain play: the same shuffle (SPEC section 2), with its paired removals.
-                match shuffle(MINES_CELLS.into(), reader) {
-                    Ok(shuffled) => shuffled.order,
-                    Err(ShuffleError::Exhausted(e)) => return Err(e),
-                    // 25 cells are far below the shuffle's limit.
-                    Err(ShuffleError::TooLong(_)) => Vec::new(),
-                }
-            };
-            order.truncate(mines.get().into());
-            note(steps, || {
-                format!(
-                    "the first {} cells of the shuffle hold the mines",
-                    mines.get()
-                )
-            });
-            Outcome::Mines(order)
-        }
-        Round::Tower => {
-            let mut rows = Vec::with_capacity(TOWER_ROWS);
-            for r in 0..TOWER_ROWS {
-                note(steps, || format!("row {r}:"));
-                let positions: Vec<u8> = (0..TOWER_POSITIONS).collect();
-                let drawn = draw(reader, positions, TOWER_DRAWN, steps)?;
-                let mut row = [0u8; TOWER_DRAWN];
-                for (slot, p) in row.iter_mut().zip(drawn) {
-                    *slot = p;
-                }
-                rows.push(row);
-            }
-            Outcome::Tower(rows)
-        }
-        Round::Slot(spins) => {
-            let mut out = Vec::with_capacity(spins.get().into());
-            for k in 0..spins.get() {
-                let mut stops = [0u8; 5];
-                let mut first = 0;
-                for (reel, stop) in stops.iter_mut().enumerate() {
-                    let (i, u) = reader.next()?;
-                    if reel == 0 {
-                        first = i;
-                    }
-                    let n = if reel < 4 {
-                        SLOT_STOPS
-                    } else {
-                        SLOT_LAST_STOPS
-                    };
-                    // n <= 41, so the stop fits a u8.
-                    *stop = pick(u, n) as u8;
-                }
-                // The spin owns its whole cursor: skip its 3 unused numbers.
-                for _ in 5..NUMBERS_PER_BLOCK {
-                    reader.next()?;
-                }
-                note(steps, || {
-                    let reels: Vec<String> = stops
-                        .iter()
-                        .enumerate()
-                        .map(|(reel, stop)| {
-                            let n = if reel < 4 {
-                                SLOT_STOPS
-                            } else {
-                                SLOT_LAST_STOPS
-                            };
-                            format!("floor(U[{}] * {n}) = {stop}", first + reel)
-                        })
-                        .collect();
-                    format!("spin {k} (cursor {k}): {}", reels.join(", "))
-                });
-                out.push(stops);
-            }
-            Outcome::Slot(out)
-        }
-        Round::Plinko(pins) => {
-            let mut path = Vec::with_capacity(pins.get().into());
-            for _ in 0..pins.get() {
-                let (i, u) = reader.next()?;
-                let step = pick(u, 2) as u8;
-                note(steps, || {
-                    let side = if step == 0 { "left" } else { "right" };
-                    format!("pin {i}: floor(U[{i}] * 2) = {step} ({side})")
-                });
-                path.push(step);
-            }
-            // At most 16 ones: the sum fits a u8.
-            let bucket = path.iter().sum::<u8>();
-            note(steps, || {
-                format!("bucket = sum of the {} bounces = {bucket}", path.len())
-            });
-            Outcome::Plinko(PlinkoDrop { bucket, path })
-        }
+        Round::Dice => Outcome::Dice(dice::roll(reader, steps)?),
+        Round::Double => Outcome::Double(wheel::slot(reader, 15, steps)?),
+        Round::X50 => Outcome::X50(wheel::slot(reader, 54, steps)?),
+        Round::Jackpot(tickets) => Outcome::Jackpot(wheel::ticket(reader, tickets, steps)?),
+        Round::Crash => Outcome::Crash(crash::crash(reader, crash::CRASH_NUMERATOR, steps)?),
+        Round::Overgo => Outcome::Overgo(crash::crash(reader, crash::OVERGO_NUMERATOR, steps)?),
+        Round::Mines(count) => Outcome::Mines(mines::place(reader, count, steps)?),
+        Round::Tower => Outcome::Tower(tower::rows(reader, steps)?),
+        Round::Slot(spins) => Outcome::Slot(slot::spins(reader, spins, steps)?),
+        Round::Plinko(pins) => Outcome::Plinko(plinko::fall(reader, pins, steps)?),
     })
-}
-
-/// `floor(u0 * n)` for the wheel games (`n <= 54`, so it fits a u8).
-fn slot<S: NumberSource + ?Sized>(
-    reader: &mut Reader<'_, S>,
-    n: u64,
-    steps: &mut Option<&mut Explanation>,
-) -> Result<u8, Exhausted> {
-    let (i, u) = reader.next()?;
-    let slot = pick(u, n) as u8;
-    note(steps, || {
-        format!("floor(U[{i}] * {n}) = {slot} -> slot {slot}")
-    });
-    Ok(slot)
-}
-
-/// Crash and overgo: `h = floor(u0 * 10^6)`, `max(1, numerator / (h + 1))` rounded half-up
-/// to two decimals.
-///
-/// In hundredths, rounding `x = N / d` half-up is `floor(100 x + 1/2) = floor((200 N + d) /
-/// (2 d))`; taking the maximum with `1.00` after rounding equals taking it before, because
-/// rounding is monotonic and `1.00` is already a two-place value.
-fn crash<S: NumberSource + ?Sized>(
-    reader: &mut Reader<'_, S>,
-    numerator: u64,
-    steps: &mut Option<&mut Explanation>,
-) -> Result<Hundredths, Exhausted> {
-    let (i, u) = reader.next()?;
-    let h = pick(u, CRASH_RANGE);
-    let value = crash_hundredths(h, numerator);
-    note(steps, || format!("h = floor(U[{i}] * 1000000) = {h}"));
-    note(steps, || {
-        let d = h + 1;
-        let rounded = Hundredths((200 * numerator + d) / (2 * d));
-        format!(
-            "{numerator} / (h + 1) = {numerator} / {d} = {}.{:06}... -> rounded half-up: {rounded}",
-            numerator / d,
-            (numerator % d) * 1_000_000 / d
-        )
-    });
-    note(steps, || format!("max(1.00, that) = {value}"));
-    Ok(value)
-}
-
-/// The rounded multiplier for `h < 10^6` (so `200 * numerator + h + 1` cannot overflow).
-fn crash_hundredths(h: u64, numerator: u64) -> Hundredths {
-    let d = h + 1;
-    Hundredths(((200 * numerator + d) / (2 * d)).max(100))
 }
 
 /// Draws `count` items from `items` without replacement: each number `u` takes the item at
@@ -996,14 +775,14 @@ mod tests {
     use proptest::prelude::*;
 
     /// Raw bytes whose first numbers are `numbers`, padded with zeros to `blocks` blocks.
-    fn bytes_of(numbers: &[u64], blocks: usize) -> Vec<u8> {
+    pub(super) fn bytes_of(numbers: &[u64], blocks: usize) -> Vec<u8> {
         let mut out: Vec<u8> = numbers.iter().flat_map(|n| n.to_be_bytes()).collect();
         out.resize(blocks * BLOCK_LEN, 0);
         out
     }
 
     /// The smallest `U` with `floor(U * n / 2^64) = k`.
-    fn number_for(k: u64, n: u64) -> u64 {
+    pub(super) fn number_for(k: u64, n: u64) -> u64 {
         let v = (u128::from(k) << 64).div_ceil(u128::from(n));
         u64::try_from(v).unwrap()
     }
@@ -1135,81 +914,6 @@ mod tests {
     }
 
     #[test]
-    fn dice_edges() {
-        let dice = Round::Dice;
-        assert_eq!(
-            dice.from_bytes(&bytes_of(&[0], 1)),
-            Ok(Outcome::Dice(Hundredths(0)))
-        );
-        assert_eq!(
-            dice.from_bytes(&bytes_of(&[u64::MAX], 1)),
-            Ok(Outcome::Dice(Hundredths(10_000)))
-        );
-        assert_eq!(
-            dice.from_bytes(&bytes_of(&[number_for(5000, 10_001)], 1)),
-            Ok(Outcome::Dice(Hundredths(5000)))
-        );
-        assert_eq!(
-            dice.from_bytes(&bytes_of(&[number_for(5000, 10_001) - 1], 1)),
-            Ok(Outcome::Dice(Hundredths(4999)))
-        );
-    }
-
-    #[test]
-    fn crash_rounding_is_exact() {
-        // h = 0: 950000.00 exactly.
-        assert_eq!(crash_hundredths(0, CRASH_NUMERATOR), Hundredths(95_000_000));
-        // h + 1 = 128: 950000 / 128 = 7421.875 -> 7421.88 (half-up).
-        assert_eq!(crash_hundredths(127, CRASH_NUMERATOR), Hundredths(742_188));
-        // h + 1 = 3: 316666.666... -> 316666.67.
-        assert_eq!(crash_hundredths(2, CRASH_NUMERATOR), Hundredths(31_666_667));
-        // 950000 / 950000 = 1.00; just below 1 clamps to 1.00.
-        assert_eq!(crash_hundredths(949_999, CRASH_NUMERATOR), Hundredths(100));
-        assert_eq!(crash_hundredths(999_999, CRASH_NUMERATOR), Hundredths(100));
-        // 950000 / 475001 = 1.99999578... -> 2.00.
-        assert_eq!(crash_hundredths(475_000, CRASH_NUMERATOR), Hundredths(200));
-        // 970000 / 400000 = 2.425 -> 2.43 (half-up, not banker's).
-        assert_eq!(crash_hundredths(399_999, OVERGO_NUMERATOR), Hundredths(243));
-        let overgo = Round::Overgo;
-        let u = number_for(399_999, CRASH_RANGE);
-        assert_eq!(
-            overgo.from_bytes(&bytes_of(&[u], 1)),
-            Ok(Outcome::Overgo(Hundredths(243)))
-        );
-    }
-
-    #[test]
-    fn wheels_and_jackpot_edges() {
-        let max = bytes_of(&[u64::MAX], 1);
-        assert_eq!(Round::Double.from_bytes(&max), Ok(Outcome::Double(14)));
-        assert_eq!(Round::X50.from_bytes(&max), Ok(Outcome::X50(53)));
-        let jackpot = |t| Round::Jackpot(Tickets::new(t).unwrap());
-        assert_eq!(jackpot(1).from_bytes(&max), Ok(Outcome::Jackpot(1)));
-        assert_eq!(
-            jackpot(u64::MAX).from_bytes(&max),
-            Ok(Outcome::Jackpot(u64::MAX))
-        );
-        assert_eq!(
-            jackpot(10).from_bytes(&bytes_of(&[0], 1)),
-            Ok(Outcome::Jackpot(1))
-        );
-    }
-
-    #[test]
-    fn slot_uses_one_cursor_per_spin() {
-        // Spin 0 all maximal, spin 1 all zero; numbers 5..7 of each cursor are ignored.
-        let mut numbers = vec![u64::MAX; 5];
-        numbers.extend([1, 2, 3]);
-        numbers.extend([0; 8]);
-        let bytes = bytes_of(&numbers, 2);
-        let slot = Round::Slot(Spins::new(2).unwrap());
-        assert_eq!(
-            slot.from_bytes(&bytes),
-            Ok(Outcome::Slot(vec![[29, 29, 29, 29, 40], [0; 5]]))
-        );
-    }
-
-    #[test]
     fn too_few_bytes_names_the_game() {
         let tower = Round::Tower;
         let err = tower.from_bytes(&[0; 4 * BLOCK_LEN]).unwrap_err();
@@ -1256,24 +960,6 @@ mod tests {
         for (outcome, json) in cases {
             assert_eq!(serde_json::to_string(&outcome).unwrap(), json);
             assert_eq!(serde_json::from_str::<Outcome>(json).unwrap(), outcome);
-        }
-    }
-
-    #[test]
-    fn hundredths_parse_strictly() {
-        assert_eq!("0.00".parse(), Ok(Hundredths(0)));
-        assert_eq!("950000.00".parse(), Ok(Hundredths(95_000_000)));
-        for bad in [
-            "1",
-            "1.0",
-            "1.000",
-            ".50",
-            "1.5x",
-            "-1.00",
-            "1,00",
-            "99999999999999999999.00",
-        ] {
-            assert!(bad.parse::<Hundredths>().is_err(), "{bad}");
         }
     }
 
@@ -1392,12 +1078,6 @@ mod tests {
                 }
                 (round, outcome) => prop_assert!(false, "{round:?} gave {outcome:?}"),
             }
-        }
-
-        #[test]
-        fn hundredths_text_round_trips(v in any::<u64>()) {
-            let h = Hundredths(v);
-            prop_assert_eq!(h.to_string().parse::<Hundredths>(), Ok(h));
         }
     }
     #[test]
