@@ -141,6 +141,9 @@ impl Platform {
         let commitment_url = format!("http://127.0.0.1:{}", commitment.port());
         shutdowns.push(commitment.shutdown());
         tokio::spawn(commitment.run_until_stopped());
+        for url in [&auth_url, &commitment_url] {
+            fairdeal_testkit::wait_until_serving(url, "").await.unwrap();
+        }
         Platform {
             commitment: CommitmentServiceClient::connect(commitment_url.clone())
                 .await

@@ -307,7 +307,11 @@ async fn events_reach_jetstream() {
     let (user_id, username, _) = app.confirmed_user().await;
     app.login(&username, PASSWORD).await.unwrap();
 
-    let js = async_nats::jetstream::new(async_nats::connect(NATS).await.unwrap());
+    let js = async_nats::jetstream::new(
+        async_nats::connect(fairdeal_testkit::nats_url())
+            .await
+            .unwrap(),
+    );
     let streams = fairdeal_bus::JetStreamConfig::new(format!("{}.auth", res.prefix)).unwrap();
     let mut stream = js.get_stream(streams.stream_name()).await.unwrap();
     // The relay polls every 100 ms; bounded wait for the three events.
