@@ -258,6 +258,7 @@ async fn pipeline(pg: &PgBackend, js: &jetstream::Context, prefix: &str) {
                 break;
             }
             assert!(Instant::now() < deadline, "consumer fell behind for 300 s");
+            // The consumer's progress is a row count: poll it.
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let mut latencies = probe.latencies.lock().unwrap().clone();

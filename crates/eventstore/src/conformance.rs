@@ -168,6 +168,7 @@ async fn read_all_when(store: &dyn EventStore, from: u64, at_least: usize) -> Ve
             "only {} of {at_least} events became visible to read_all",
             got.len()
         );
+        // Other tests' transactions signal nothing when they end: poll.
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
@@ -591,6 +592,7 @@ pub async fn late_commit_is_never_skipped(backend: Arc<dyn Backend>) {
     // Let the later writer get as far as it can: done (PostgreSQL) or blocked (SQLite).
     let deadline = Instant::now() + Duration::from_millis(300);
     while !writer.is_finished() && Instant::now() < deadline {
+        // A writer blocked on SQLite's lock never finishes: wait for either, bounded.
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     // Whatever the later writer managed, the reader must not return anything past the open

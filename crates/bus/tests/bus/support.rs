@@ -644,6 +644,7 @@ pub(crate) async fn log_events(store: &dyn EventStore, at_least: usize) -> Vec<R
             "{} of {at_least} events visible",
             events.len()
         );
+        // Visibility waits on other tests' transactions, which signal nothing: poll.
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
@@ -681,6 +682,7 @@ where
         if Instant::now() >= deadline {
             return None;
         }
+        // What the checks read (database rows, stream state) signals no change: poll.
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }

@@ -221,6 +221,7 @@ impl TestApp {
             if self.app_accounts.store.unsent_mail_count().await.unwrap() == 0 {
                 break;
             }
+            // The dispatcher signals nothing when it has written a mail: poll, bounded.
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         let mut found: Vec<(String, String)> = Vec::new();

@@ -173,6 +173,7 @@ impl TestApp {
                 if relayed >= stored {
                     break;
                 }
+                // The relay signals nothing to us; poll the stream's count, bounded (30 s).
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
             }
             assert_eq!(
