@@ -87,6 +87,24 @@ fn test(args: &[String]) -> Result<ExitCode, String> {
         command.arg("--workspace");
     }
     command.args(args);
+    // `cargo run` gave us the variables of the xtask package; some build scripts watch them
+    // (ring: CARGO_MANIFEST_DIR), so passing them on would rebuild those crates on every
+    // switch between `cargo test` and `cargo xtask test`.
+    for (var, _) in std::env::vars_os() {
+        let name = var.to_string_lossy();
+        if name.starts_with("CARGO_PKG_")
+            || matches!(
+                &*name,
+                "CARGO_MANIFEST_DIR"
+                    | "CARGO_MANIFEST_PATH"
+                    | "CARGO_CRATE_NAME"
+                    | "CARGO_BIN_NAME"
+                    | "CARGO_PRIMARY_PACKAGE"
+            )
+        {
+            command.env_remove(&var);
+        }
+    }
     running.servers.export_to(&mut command);
     let status = command
         .status()
