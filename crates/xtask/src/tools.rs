@@ -105,7 +105,7 @@ impl Tools {
                     ));
                 }
                 say(format!(
-                    "installing {} with apt-get (Debian, running as root)",
+                    "installing {} with apt-get (Debian, running as root; a minute or so)",
                     packages.join(" ")
                 ));
                 install(&packages)?;
@@ -264,25 +264,32 @@ pub(crate) fn executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// `apt-get install`s `packages`, without recommended extras.
+/// `apt-get install`s `packages`, without recommended extras. Its chatter is shown only when
+/// it fails.
 fn install(packages: &[&str]) -> Result<(), String> {
-    let run = |args: &[&str]| {
-        Command::new("apt-get")
+    let run = |args: &[&str]| -> Result<(), String> {
+        let output = Command::new("apt-get")
             .args(args)
             .env("DEBIAN_FRONTEND", "noninteractive")
             .stdin(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
+            .output()
+            .map_err(|e| format!("cannot run apt-get: {e}"))?;
+        if output.status.success() {
+            return Ok(());
+        }
+        let text =
+            String::from_utf8_lossy(&output.stdout) + String::from_utf8_lossy(&output.stderr);
+        let lines: Vec<&str> = text.lines().collect();
+        Err(format!(
+            "apt-get {} failed:\n    {}",
+            args.join(" "),
+            lines[lines.len().saturating_sub(15)..].join("\n    ")
+        ))
     };
-    if !run(&["update", "-qq"]) {
-        return Err("apt-get update failed".to_owned());
-    }
+    run(&["update", "-qq"])?;
     let mut args = vec!["install", "-y", "-qq", "--no-install-recommends"];
     args.extend_from_slice(packages);
-    if !run(&args) {
-        return Err(format!("apt-get install {} failed", packages.join(" ")));
-    }
-    Ok(())
+    run(&args)
 }
 
 #[cfg(test)]
