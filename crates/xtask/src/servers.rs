@@ -226,6 +226,14 @@ fn postgres_home(run: &Run, user: Option<&PgUser>) -> Result<PathBuf, String> {
             .status()
             .is_ok_and(|s| s.success());
         if reachable {
+            if !home.starts_with(&run.dir) {
+                say(format!(
+                    "the {} user cannot reach {}; PostgreSQL's files go to {}",
+                    user.name,
+                    run.dir.display(),
+                    home.display()
+                ));
+            }
             return Ok(home);
         }
     }
