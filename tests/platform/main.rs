@@ -13,8 +13,9 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fairdeal_e2e::{TestDatabase, nats_url, trace_recorder, unique_prefix};
+use fairdeal_e2e::trace_recorder;
 use fairdeal_kit::config::{CommonConfig, SecretUrl};
+use fairdeal_testkit::{TestDatabase, nats_url, subject_prefix};
 use futures::FutureExt as _;
 use opentelemetry::trace::TraceContextExt as _;
 use tokio::sync::watch;
@@ -167,13 +168,13 @@ async fn sqlite_with_the_in_process_bus() {
         "sqlite://{}?mode=rwc",
         dir.path().join("tally.db").display()
     );
-    prove(config(&url, None, &unique_prefix("sqlite"))).await;
+    prove(config(&url, None, &subject_prefix("sqlite"))).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_with_jetstream() {
     let database = TestDatabase::create().await.unwrap();
-    let prefix = unique_prefix("pg");
+    let prefix = subject_prefix("pg");
     let common = config(database.url(), Some(nats_url()), &prefix);
     with_cleanup(prove(common), async move {
         let streams = fairdeal_bus::JetStreamConfig::new(&prefix).unwrap();

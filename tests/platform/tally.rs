@@ -457,7 +457,7 @@ where
     };
     let client = async_nats::connect(nats_url.expose_secret())
         .await
-        .context("NATS on 127.0.0.1:4222 (see DEVELOPERS.md)")?;
+        .context("NATS (`cargo xtask test` starts the test servers)")?;
     let js = async_nats::jetstream::new(client);
     let streams = JetStreamConfig::new(&common.subject_prefix)?
         .with_replicas(usize::from(common.jetstream_replicas))?;

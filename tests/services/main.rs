@@ -12,8 +12,8 @@ use async_trait::async_trait;
 use fairdeal_auth::config::AuthSettings;
 use fairdeal_auth::startup::Overrides;
 use fairdeal_authn::{
-    AccessToken, GrpcTokenIssuer, IssuedToken, ServiceTokens, TokenIssuer, TokenProvider,
-    TokenUnavailable, attach_bearer,
+    AccessToken, GrpcTokenIssuer, IssuedToken, ManualClock, ServiceTokens, TokenIssuer,
+    TokenProvider, TokenUnavailable, attach_bearer,
 };
 use fairdeal_commitment::CommitmentSettings;
 use fairdeal_commitment::startup::{configured_authenticator, open_store};
@@ -32,10 +32,13 @@ use uuid::Uuid;
 
 const DEALING_SECRET: &str = "dealing-secret-4f1d9c2b7a";
 const TABLES_SECRET: &str = "tables-secret-8e3a6b0d5c";
-/// Service tokens live 4 s here, so renewal (at 3/4 of the life) shows within a test. The
-/// auth service states expiries in whole seconds, so a token's life as the dealing service
-/// sees it is between 3 and 4 s: it is due for renewal 2.25 to 3 s after it was obtained.
-const SERVICE_TOKEN_TTL: &str = "4s";
+/// Service tokens live 10 minutes here. The dealing service's token source runs on a manual
+/// clock in the renewal test, which moves it past three quarters of that life (450 s) at
+/// once; meanwhile, in real time, every token stays valid for the services that verify it.
+const SERVICE_TOKEN_TTL: &str = "10m";
+/// How far the renewal test moves the token source's clock: past 3/4 of [`SERVICE_TOKEN_TTL`]
+/// (whatever the auth service's whole-second rounding), short of its expiry.
+const PAST_RENEWAL: Duration = Duration::from_secs(500);
 
 fn load<S: Section>(name: &str, args: &[String]) -> Config<S> {
     let mut all = vec![name.to_owned()];
@@ -141,6 +144,9 @@ impl Platform {
         let commitment_url = format!("http://127.0.0.1:{}", commitment.port());
         shutdowns.push(commitment.shutdown());
         tokio::spawn(commitment.run_until_stopped());
+        for url in [&auth_url, &commitment_url] {
+            fairdeal_testkit::wait_until_serving(url, "").await.unwrap();
+        }
         Platform {
             commitment: CommitmentServiceClient::connect(commitment_url.clone())
                 .await
@@ -244,7 +250,7 @@ async fn dealing_gets_and_renews_its_token_from_the_auth_service() {
     let table_id = platform.table(&tables).await;
 
     // The dealing service as configured in production, except that its token source is
-    // wrapped to count what the auth service issues.
+    // wrapped to count what the auth service issues, and runs on a clock the test moves.
     let config: Config<DealingSettings> = load("dealing", &platform.dealing_args(DEALING_SECRET));
     let issued = Arc::new(AtomicU64::new(0));
     let issuer = Counting {
@@ -259,11 +265,12 @@ async fn dealing_gets_and_renews_its_token_from_the_auth_service() {
     let backend = open_store(config.common.database_url.expose_secret(), "dealing")
         .await
         .unwrap();
+    let clock = Arc::new(ManualClock::starting_now());
     let dealing_app = fairdeal_dealing::Application::build_with(
         &config.common,
         backend,
         &config.service.commitment_url,
-        Arc::new(ServiceTokens::new(Arc::new(issuer))),
+        Arc::new(ServiceTokens::with_clock(Arc::new(issuer), clock.clone())),
         configured_authenticator("", config.service.auth_url.as_deref(), None).unwrap(),
     )
     .await
@@ -289,7 +296,7 @@ async fn dealing_gets_and_renews_its_token_from_the_auth_service() {
     );
 
     // Past three quarters of the token's life the next call renews it first.
-    tokio::time::sleep(Duration::from_millis(3200)).await;
+    clock.advance(PAST_RENEWAL);
     let r = dealing
         .deal_hand(with(&tables, deal(table_id, 2)))
         .await

@@ -360,7 +360,9 @@ mod tests {
         assert_eq!(issuer.count(), 2);
     }
 
-    #[tokio::test]
+    // Paused time: the issuer's delay keeps the renewal in flight while the other callers
+    // arrive, and passes at once when they all wait.
+    #[tokio::test(start_paused = true)]
     async fn concurrent_callers_share_one_renewal() {
         let (issuer, _clock, tokens) = setup(600);
         *issuer.delay.lock().unwrap() = Duration::from_millis(50);

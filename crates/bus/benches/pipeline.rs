@@ -1,10 +1,12 @@
 //! Pipeline benchmark: appends/s and append-to-consumer latency on PostgreSQL + JetStream,
 //! beside the raw rates of the two servers measured in the same run.
 //!
-//! Needs the local servers (NATS with JetStream on 127.0.0.1:4222, PostgreSQL on
-//! 127.0.0.1:5432); creates and removes its own database and streams.
+//! Needs NATS with JetStream and PostgreSQL: the servers `FAIRDEAL_TEST_NATS_URL` and
+//! `FAIRDEAL_TEST_POSTGRES_URL` name (default: the standard ports on 127.0.0.1); creates and
+//! removes its own database and streams. With throwaway servers:
 //!
 //! ```text
+//! cargo xtask services     # in another shell; then paste its `export` lines here
 //! cargo bench -p fairdeal-bus --bench pipeline
 //! ```
 //!
@@ -44,10 +46,6 @@ const IN_FLIGHT: usize = 256;
 const RAW_INSERTS: usize = 3_000;
 const EVENTS_ONE_WRITER: usize = 3_000;
 const EVENTS_PER_WRITER_OF_EIGHT: usize = 1_000;
-
-fn nats_url() -> String {
-    std::env::var("FAIRDEAL_TEST_NATS_URL").unwrap_or_else(|_| "127.0.0.1:4222".to_owned())
-}
 
 /// The p-th percentile (0..=100) of sorted samples.
 fn percentile(sorted: &[Duration], p: usize) -> Duration {
@@ -260,6 +258,7 @@ async fn pipeline(pg: &PgBackend, js: &jetstream::Context, prefix: &str) {
                 break;
             }
             assert!(Instant::now() < deadline, "consumer fell behind for 300 s");
+            // The consumer's progress is a row count: poll it.
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let mut latencies = probe.latencies.lock().unwrap().clone();
@@ -282,11 +281,11 @@ async fn pipeline(pg: &PgBackend, js: &jetstream::Context, prefix: &str) {
 
 #[tokio::main]
 async fn main() {
-    let client = async_nats::connect(nats_url())
+    let client = async_nats::connect(fairdeal_testkit::nats_url())
         .await
-        .expect("NATS with JetStream on 127.0.0.1:4222");
+        .expect("NATS with JetStream (FAIRDEAL_TEST_NATS_URL)");
     let js = jetstream::new(client);
-    let prefix = format!("bench{}", Uuid::now_v7().simple());
+    let prefix = fairdeal_testkit::subject_prefix("bench");
     let pg = PgBackend::create().await;
 
     println!("fairdeal-bus pipeline benchmark ({PAYLOAD}-byte payloads)");

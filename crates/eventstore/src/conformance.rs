@@ -20,7 +20,7 @@ use async_trait::async_trait;
 use fairdeal_event::{ChainVerifier, GENESIS_PREV_HASH, Hash, NewEvent, RecordedEvent, StreamId};
 use futures::FutureExt;
 use sqlx::postgres::PgConnectOptions;
-use sqlx::{AssertSqlSafe, ConnectOptions, Connection, Postgres, Sqlite, Transaction};
+use sqlx::{AssertSqlSafe, Postgres, Sqlite, Transaction};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -168,6 +168,7 @@ async fn read_all_when(store: &dyn EventStore, from: u64, at_least: usize) -> Ve
             "only {} of {at_least} events became visible to read_all",
             got.len()
         );
+        // Other tests' transactions signal nothing when they end: poll.
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
@@ -591,6 +592,7 @@ pub async fn late_commit_is_never_skipped(backend: Arc<dyn Backend>) {
     // Let the later writer get as far as it can: done (PostgreSQL) or blocked (SQLite).
     let deadline = Instant::now() + Duration::from_millis(300);
     while !writer.is_finished() && Instant::now() < deadline {
+        // A writer blocked on SQLite's lock never finishes: wait for either, bounded.
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     // Whatever the later writer managed, the reader must not return anything past the open
@@ -865,20 +867,19 @@ impl IntoNewEvent for RecordedEvent {
 // Backends.
 
 /// URL of the PostgreSQL server tests create their databases on:
-/// `FAIRDEAL_TEST_POSTGRES_URL`, default `postgres://postgres@127.0.0.1:5432/postgres`.
+/// `FAIRDEAL_TEST_POSTGRES_URL`, default `postgres://postgres@127.0.0.1:5432/postgres`
+/// (see [`fairdeal_testkit::postgres_url`]).
 pub fn test_postgres_url() -> String {
-    std::env::var("FAIRDEAL_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+    fairdeal_testkit::postgres_url()
 }
 
-/// A fresh PostgreSQL database `fairdeal_test_<uuid>` with a migrated store in schema
-/// `eventstore` (not `public`, to exercise per-service schemas). Dropped by `cleanup`.
+/// A fresh PostgreSQL database ([`fairdeal_testkit::TestDatabase`], `fairdeal_test_<uuid>`)
+/// with a migrated store in schema `eventstore` (not `public`, to exercise per-service
+/// schemas). Dropped by `cleanup`.
 #[derive(Debug)]
 pub struct PgBackend {
-    /// Options for the server's maintenance database, to create and drop the test database.
-    admin: PgConnectOptions,
-    /// The test database's name.
-    database: String,
+    /// The test database, to connect to and drop.
+    database: fairdeal_testkit::TestDatabase,
     /// The store under test.
     store: PgEventStore,
 }
@@ -886,28 +887,17 @@ pub struct PgBackend {
 impl PgBackend {
     /// Creates the database and the store.
     pub async fn create() -> Self {
-        let admin: PgConnectOptions = test_postgres_url().parse().unwrap();
-        let database = format!("fairdeal_test_{}", Uuid::now_v7().simple());
-        let mut conn = admin.connect().await.expect("PostgreSQL on 127.0.0.1:5432");
-        sqlx::query(AssertSqlSafe(format!("CREATE DATABASE {database}")))
-            .execute(&mut conn)
-            .await
-            .unwrap();
-        conn.close().await.unwrap();
+        let database = fairdeal_testkit::TestDatabase::create().await.unwrap();
         let pool = PgEventStore::pool_options()
             .max_connections(12)
-            .connect_with(admin.clone().database(&database))
+            .connect(database.url())
             .await
             .unwrap();
         let store = PgEventStore::new(pool, "eventstore").unwrap();
         store.migrate().await.unwrap();
         // Migrating twice is a no-op.
         store.migrate().await.unwrap();
-        Self {
-            admin,
-            database,
-            store,
-        }
+        Self { database, store }
     }
 
     /// The PostgreSQL store under test.
@@ -917,7 +907,7 @@ impl PgBackend {
 
     /// Connect options for the test database.
     pub fn connect_options(&self) -> PgConnectOptions {
-        self.admin.clone().database(&self.database)
+        self.database.url().parse().unwrap()
     }
 }
 
@@ -1001,15 +991,7 @@ impl Backend for PgBackend {
 
     async fn cleanup(&self) {
         self.store.pool().close().await;
-        if let Ok(mut conn) = self.admin.connect().await {
-            let _ = sqlx::query(AssertSqlSafe(format!(
-                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                self.database
-            )))
-            .execute(&mut conn)
-            .await;
-            let _ = conn.close().await;
-        }
+        let _ = self.database.drop().await;
     }
 }
 

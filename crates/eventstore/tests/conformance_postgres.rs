@@ -1,5 +1,6 @@
-//! The conformance suite on the store of record: PostgreSQL at 127.0.0.1:5432 (override with
-//! `FAIRDEAL_TEST_POSTGRES_URL`), a fresh `fairdeal_test_<uuid>` database per test.
+//! The conformance suite on the store of record: PostgreSQL at `FAIRDEAL_TEST_POSTGRES_URL`
+//! (`cargo xtask test` sets it; default 127.0.0.1:5432), a fresh `fairdeal_test_<uuid>`
+//! database per test.
 
 use fairdeal_eventstore::conformance::{self, PgBackend};
 

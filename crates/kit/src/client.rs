@@ -269,15 +269,25 @@ mod tests {
         let (b, b_calls) = counting_server().await;
         let addresses = Arc::new(Mutex::new(vec![a, b]));
         let resolved = addresses.clone();
+        // Counts resolutions, so the test waits for the resolver instead of sleeping.
+        let (resolutions_tx, mut resolutions) = tokio::sync::watch::channel(0u64);
         let channel = balanced_every(
             "peer_url",
             move || {
                 let now = resolved.lock().unwrap().clone();
+                resolutions_tx.send_modify(|n| *n += 1);
                 async move { Ok(now) }
             },
             Duration::from_millis(50),
         )
         .unwrap();
+        // Waits until the resolver has seen the current addresses and handed the balancer
+        // its changes: the resolution under way may have read the old ones, the next one
+        // reads the new ones, and the one after starts only once those changes are sent.
+        let mut resolved_again = async || {
+            let seen = *resolutions.borrow_and_update();
+            resolutions.wait_for(|n| *n >= seen + 2).await.unwrap();
+        };
         let mut client = HealthClient::new(channel);
         check(&mut client, 200).await;
         let (on_a, on_b) = (
@@ -290,7 +300,7 @@ mod tests {
 
         // `a` leaves the name: after the next resolution only `b` is called.
         *addresses.lock().unwrap() = vec![b];
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        resolved_again().await;
         let before = (
             a_calls.load(Ordering::SeqCst),
             b_calls.load(Ordering::SeqCst),
@@ -301,7 +311,7 @@ mod tests {
 
         // A failed or empty resolution keeps the last known address.
         addresses.lock().unwrap().clear();
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        resolved_again().await;
         check(&mut client, 10).await;
         assert_eq!(b_calls.load(Ordering::SeqCst), before.1 + 60);
     }

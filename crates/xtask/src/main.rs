@@ -1,217 +1,161 @@
-//! `cargo xtask test`: the README's one test command.
+//! `cargo xtask test`: the README's one test command; `cargo xtask services` for targeted runs.
 //!
-//! The integration tests use real servers (PostgreSQL, Redis, NATS with JetStream) on
-//! 127.0.0.1, as production does. This task makes sure they run, starting them when they are
-//! installed but stopped, installing them with apt-get when they are missing on a Debian
-//! machine where we are root, and otherwise saying exactly what to install. Then it runs
-//! `cargo test --workspace` with the arguments given after `test`.
+//! The integration tests use real servers (PostgreSQL, Redis, NATS with JetStream), as
+//! production does. So that they never depend on how a machine's own servers are set up
+//! (authentication, ports, versions, leftovers), `cargo xtask test` starts throwaway servers
+//! of its own for each run and stops them afterwards:
+//!
+//! 1. finds the programs ([`tools`]): on PATH or at Debian's locations, the newest version
+//!    of each; when one is missing on Debian as root it installs it with apt-get, otherwise
+//!    it says exactly what to install;
+//! 2. cleans up what a killed earlier run left behind, then creates
+//!    `<cargo target dir>/xtask-servers/<pid>-<millis>/` ([`run`]);
+//! 3. starts a reaper (this binary, `__reap <dir>`, in its own process group) that stops the
+//!    servers and removes the directory as soon as this process ends, however it ends:
+//!    normally, on a test failure, on Ctrl-C or when killed. Stopping is always its job, so
+//!    the path taken after Ctrl-C is the one every run takes;
+//! 4. starts PostgreSQL (a fresh `initdb --auth=trust` cluster), Redis (no persistence) and
+//!    NATS (`-js`) on free ports of 127.0.0.1 ([`servers`]) and waits until each answers;
+//! 5. runs `cargo test --workspace <args>` with `FAIRDEAL_TEST_POSTGRES_URL`,
+//!    `FAIRDEAL_TEST_REDIS_URL` and `FAIRDEAL_TEST_NATS_URL` naming them.
+//!
+//! The machine's own servers, if any, are neither used nor touched. PostgreSQL refuses to
+//! run as root: as root, its cluster belongs to and runs as the `postgres` system user
+//! (which Debian's package creates), through `runuser`.
 //!
 //! Written as a cargo alias rather than a shell script so that a newcomer with only cargo
-//! runs one cargo command. No dependencies: it must build in seconds.
+//! runs one cargo command. Unix only (it uses process groups, `/proc` and `sh`); no
+//! dependencies: it must build in seconds.
 #![forbid(unsafe_code)]
-#![allow(clippy::print_stderr)] // A developer tool: progress goes to stderr.
+#![allow(clippy::print_stderr, clippy::print_stdout)] // A developer tool: it talks to a terminal.
 
-use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
+mod process;
+mod run;
+mod servers;
+mod tools;
+
+use std::io::Read as _;
 use std::process::{Command, ExitCode};
-use std::time::{Duration, Instant};
 
-/// One server the tests need.
-struct Server {
-    name: &'static str,
-    port: u16,
-    /// The Debian package that provides it.
-    package: &'static str,
-    /// The program that must exist once the package is installed.
-    program: &'static str,
-    /// How to start it in the background.
-    start: fn() -> Command,
-}
+const USAGE: &str = "\
+usage: cargo xtask test [cargo test args...]
+           starts throwaway PostgreSQL, Redis and NATS servers, runs
+           `cargo test --workspace [args...]` against them, stops them
+       cargo xtask services
+           starts the same servers and prints their URLs as `export` lines for running
+           `cargo test -p <crate>` in another shell; stops them on Enter or Ctrl-C";
 
-fn start_postgres() -> Command {
-    // The cluster version is the only directory under /etc/postgresql.
-    let version = std::fs::read_dir("/etc/postgresql")
-        .ok()
-        .and_then(|mut d| d.next())
-        .and_then(Result::ok)
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .unwrap_or_else(|| "15".to_owned());
-    let mut c = Command::new("pg_ctlcluster");
-    c.args(["--skip-systemctl-redirect", &version, "main", "start"]);
-    c
-}
-
-fn start_redis() -> Command {
-    let mut c = Command::new("redis-server");
-    c.args([
-        "--daemonize",
-        "yes",
-        "--bind",
-        "127.0.0.1",
-        "--port",
-        "6379",
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-    ]);
-    c
-}
-
-fn start_nats() -> Command {
-    let _ = std::fs::create_dir_all("/var/lib/nats-server");
-    let mut c = Command::new("start-stop-daemon");
-    c.args([
-        "--start",
-        "--oknodo",
-        "--background",
-        "--exec",
-        "/usr/sbin/nats-server",
-        "--",
-        "-a",
-        "127.0.0.1",
-        "-p",
-        "4222",
-        "-js",
-        "-sd",
-        "/var/lib/nats-server",
-    ]);
-    c
-}
-
-const SERVERS: [Server; 3] = [
-    Server {
-        name: "PostgreSQL",
-        port: 5432,
-        package: "postgresql",
-        program: "/usr/bin/pg_ctlcluster",
-        start: start_postgres,
-    },
-    Server {
-        name: "Redis",
-        port: 6379,
-        package: "redis-server",
-        program: "/usr/bin/redis-server",
-        start: start_redis,
-    },
-    Server {
-        name: "NATS (JetStream)",
-        port: 4222,
-        package: "nats-server",
-        program: "/usr/sbin/nats-server",
-        start: start_nats,
-    },
-];
-
-fn listening(port: u16) -> bool {
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    TcpStream::connect_timeout(&addr, Duration::from_millis(300)).is_ok()
-}
-
-fn wait_for(port: u16, within: Duration) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < within {
-        if listening(port) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    false
-}
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| o.stdout.trim_ascii() == b"0")
-        .unwrap_or(false)
-}
-
-fn install(packages: &[&str]) -> Result<(), String> {
-    if !(is_root() && Path::new("/usr/bin/apt-get").exists()) {
-        return Err(format!(
-            "missing servers; install them with: sudo apt-get install {}",
-            packages.join(" ")
-        ));
-    }
-    eprintln!("xtask: installing {}", packages.join(" "));
-    let ok = |c: &mut Command| c.status().map(|s| s.success()).unwrap_or(false);
-    if !ok(Command::new("apt-get").args(["update", "-qq"])) {
-        return Err("apt-get update failed".to_owned());
-    }
-    let mut c = Command::new("apt-get");
-    c.args(["install", "-y", "-qq"]).args(packages);
-    c.env("DEBIAN_FRONTEND", "noninteractive");
-    if !ok(&mut c) {
-        return Err(format!("apt-get install {} failed", packages.join(" ")));
-    }
-    Ok(())
-}
-
-/// Makes every server listen, or says why it cannot.
-fn ensure_servers() -> Result<(), String> {
-    let missing: Vec<&str> = SERVERS
-        .iter()
-        .filter(|s| !listening(s.port) && !Path::new(s.program).exists())
-        .map(|s| s.package)
-        .collect();
-    if !missing.is_empty() {
-        install(&missing)?;
-    }
-    for server in &SERVERS {
-        if listening(server.port) {
-            continue;
-        }
-        eprintln!("xtask: starting {}", server.name);
-        let status = (server.start)()
-            .status()
-            .map_err(|e| format!("cannot start {}: {e}", server.name))?;
-        if !status.success() {
-            return Err(format!("starting {} failed ({status})", server.name));
-        }
-        if !wait_for(server.port, Duration::from_secs(20)) {
-            return Err(format!(
-                "{} did not listen on 127.0.0.1:{}",
-                server.name, server.port
-            ));
-        }
-    }
-    Ok(())
+/// Prints a progress line.
+fn say(message: impl std::fmt::Display) {
+    eprintln!("xtask: {message}");
 }
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        Some("test") => {}
-        Some("services") => {
-            return match ensure_servers() {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("xtask: {e}");
-                    ExitCode::FAILURE
-                }
-            };
+    let result = match args.first().map(String::as_str) {
+        Some("test") => test(&args[1..]),
+        Some("services") => services(),
+        // Internal: the reaper of a run (see the module documentation).
+        Some("__reap") if args.len() == 2 => {
+            run::reap(std::path::Path::new(&args[1]));
+            Ok(ExitCode::SUCCESS)
         }
         _ => {
-            eprintln!("usage: cargo xtask test [cargo test args...] | cargo xtask services");
+            eprintln!("{USAGE}");
             return ExitCode::from(2);
         }
-    }
-    if let Err(e) = ensure_servers() {
-        eprintln!("xtask: {e}");
-        return ExitCode::FAILURE;
-    }
+    };
+    result.unwrap_or_else(|error| {
+        say(error);
+        ExitCode::FAILURE
+    })
+}
+
+/// `cargo xtask test [args]`.
+fn test(args: &[String]) -> Result<ExitCode, String> {
+    let running = start()?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let status = Command::new(cargo)
-        .args(["test", "--workspace"])
-        .args(&args[1..])
-        .status();
-    match status {
-        Ok(s) if s.success() => ExitCode::SUCCESS,
-        Ok(_) => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("xtask: cannot run cargo: {e}");
-            ExitCode::FAILURE
+    let mut command = Command::new(cargo);
+    command.arg("test");
+    // `-p <crate>` narrows the run to that crate; otherwise every crate is tested. (Arguments
+    // after `--` are the test binaries'.)
+    let cargo_args = args.iter().take_while(|a| *a != "--");
+    if !cargo_args
+        .into_iter()
+        .any(|a| a.starts_with("-p") || a.starts_with("--package"))
+    {
+        command.arg("--workspace");
+    }
+    command.args(args);
+    // `cargo run` gave us the variables of the xtask package; some build scripts watch them
+    // (ring: CARGO_MANIFEST_DIR), so passing them on would rebuild those crates on every
+    // switch between `cargo test` and `cargo xtask test`.
+    for (var, _) in std::env::vars_os() {
+        let name = var.to_string_lossy();
+        if name.starts_with("CARGO_PKG_")
+            || matches!(
+                &*name,
+                "CARGO_MANIFEST_DIR"
+                    | "CARGO_MANIFEST_PATH"
+                    | "CARGO_CRATE_NAME"
+                    | "CARGO_BIN_NAME"
+                    | "CARGO_PRIMARY_PACKAGE"
+            )
+        {
+            command.env_remove(&var);
+        }
+    }
+    running.servers.export_to(&mut command);
+    let status = command
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    running.stop();
+    Ok(if status.success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// `cargo xtask services`.
+fn services() -> Result<ExitCode, String> {
+    let running = start()?;
+    for (var, url) in running.servers.urls() {
+        println!("export {var}={url}");
+    }
+    say("servers running; press Enter (or Ctrl-C) to stop them");
+    let mut byte = [0u8; 1];
+    let _ = std::io::stdin().read(&mut byte);
+    running.stop();
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A run with its servers up.
+struct Running {
+    /// The run directory and its reaper.
+    run: run::Run,
+    /// The servers, for their URLs.
+    servers: servers::Servers,
+}
+
+impl Running {
+    /// Stops the servers (through the reaper) and removes the run directory.
+    fn stop(self) {
+        self.run.finish();
+        self.servers.forget();
+        say("servers stopped");
+    }
+}
+
+/// Finds or installs the programs, prepares a run directory and starts the servers.
+fn start() -> Result<Running, String> {
+    let tools = tools::Tools::find_or_install()?;
+    let run = run::Run::create()?;
+    match servers::Servers::start(&tools, &run) {
+        Ok(servers) => Ok(Running { run, servers }),
+        Err(error) => {
+            run.finish();
+            Err(error)
         }
     }
 }

@@ -100,6 +100,7 @@ fn bench(c: &mut Criterion) {
         app.dispatcher().send_due().await.unwrap();
         accounts.store.unsent_mail_count().await.unwrap() > 0
     }) {
+        // The dispatcher signals nothing when it has written a mail: poll.
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     let eml = std::fs::read_dir(&mail)

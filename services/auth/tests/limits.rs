@@ -11,10 +11,13 @@ use fairdeal_auth::limits::{
 };
 use uuid::Uuid;
 
-const REDIS: &str = "redis://127.0.0.1:6379";
+/// The Redis server (`FAIRDEAL_TEST_REDIS_URL`).
+fn redis() -> String {
+    fairdeal_testkit::redis_url()
+}
 
 fn namespace() -> String {
-    format!("fairdeal-test-{}", Uuid::now_v7())
+    fairdeal_testkit::redis_namespace("limits")
 }
 
 /// Failures lock at the fifth, the lock doubles, time ends it, a quiet day resets the level,
@@ -181,11 +184,11 @@ async fn memory_limiter_follows_the_rules() {
 #[tokio::test]
 async fn redis_limiter_admits_as_the_memory_one() {
     let ns = namespace();
-    let limiter = RedisLimiter::connect(REDIS, &ns, Policies::default())
+    let limiter = RedisLimiter::connect(&redis(), &ns, Policies::default())
         .await
         .unwrap();
     admission(&limiter).await;
-    delete_namespace(REDIS, &ns).await.unwrap();
+    delete_namespace(&redis(), &ns).await.unwrap();
 }
 
 /// A burst of concurrent attempts through two replicas: exactly as many are admitted as
@@ -193,10 +196,10 @@ async fn redis_limiter_admits_as_the_memory_one() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_through_two_replicas_admits_only_the_failures_left() {
     let ns = namespace();
-    let a = RedisLimiter::connect(REDIS, &ns, Policies::default())
+    let a = RedisLimiter::connect(&redis(), &ns, Policies::default())
         .await
         .unwrap();
-    let b = RedisLimiter::connect(REDIS, &ns, Policies::default())
+    let b = RedisLimiter::connect(&redis(), &ns, Policies::default())
         .await
         .unwrap();
     let user = Subject::Username("hal".into());
@@ -216,26 +219,26 @@ async fn a_burst_through_two_replicas_admits_only_the_failures_left() {
         }
     }
     assert_eq!(admitted, 4);
-    delete_namespace(REDIS, &ns).await.unwrap();
+    delete_namespace(&redis(), &ns).await.unwrap();
 }
 
 #[tokio::test]
 async fn redis_limiter_follows_the_same_rules() {
     let ns = namespace();
-    let limiter = RedisLimiter::connect(REDIS, &ns, Policies::default())
+    let limiter = RedisLimiter::connect(&redis(), &ns, Policies::default())
         .await
         .unwrap();
     scenario(&limiter).await;
-    delete_namespace(REDIS, &ns).await.unwrap();
+    delete_namespace(&redis(), &ns).await.unwrap();
 }
 
 #[tokio::test]
 async fn two_redis_replicas_share_one_count() {
     let ns = namespace();
-    let a = RedisLimiter::connect(REDIS, &ns, Policies::default())
+    let a = RedisLimiter::connect(&redis(), &ns, Policies::default())
         .await
         .unwrap();
-    let b = RedisLimiter::connect(REDIS, &ns, Policies::default())
+    let b = RedisLimiter::connect(&redis(), &ns, Policies::default())
         .await
         .unwrap();
     let user = Subject::Username("dave".into());
@@ -260,5 +263,5 @@ async fn two_redis_replicas_share_one_count() {
         Some(RetryAfter(60))
     );
     assert_eq!(b.check(&user, now).await.unwrap(), Some(RetryAfter(60)));
-    delete_namespace(REDIS, &ns).await.unwrap();
+    delete_namespace(&redis(), &ns).await.unwrap();
 }

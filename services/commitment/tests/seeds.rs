@@ -5,16 +5,16 @@
 
 use fairdeal_commitment::seeds::SeedStore;
 use fairdeal_commitment::vault::SealedSeed;
+use fairdeal_testkit::TestDatabase;
 use sqlx::Connection;
 use sqlx::postgres::PgPoolOptions;
 use uuid::Uuid;
 
-const PG: &str = "postgres://postgres@127.0.0.1:5432/test";
-
 #[tokio::test]
 async fn a_sealed_seed_commits_on_a_connection_left_in_a_transaction() {
+    let database = TestDatabase::create().await.unwrap();
     let schema = format!("seeds_{}", Uuid::now_v7().simple());
-    let mut admin = sqlx::PgConnection::connect(PG).await.unwrap();
+    let mut admin = sqlx::PgConnection::connect(database.url()).await.unwrap();
     sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA \"{schema}\"")))
         .execute(&mut admin)
         .await
@@ -22,7 +22,7 @@ async fn a_sealed_seed_commits_on_a_connection_left_in_a_transaction() {
     // One connection, so the stale one is the one the store gets.
     let pool = PgPoolOptions::new()
         .max_connections(1)
-        .connect(PG)
+        .connect(database.url())
         .await
         .unwrap();
     let seeds = SeedStore::Postgres {
@@ -66,4 +66,6 @@ async fn a_sealed_seed_commits_on_a_connection_left_in_a_transaction() {
     .execute(&mut admin)
     .await
     .unwrap();
+    admin.close().await.unwrap();
+    database.drop().await.unwrap();
 }

@@ -119,6 +119,7 @@ async fn relay_resumes_from_the_stream_tail_beyond_the_dedup_window() {
         relay.stop().await;
 
         h.rewind_relay().await;
+        // The window is the NATS server's clock, which a test cannot move: wait it out.
         tokio::time::sleep(Duration::from_millis(1_200)).await;
         append_round_robin(&*store, 1, 5, 1).await;
         let relay = h.start_relay();

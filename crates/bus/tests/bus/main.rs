@@ -1,6 +1,7 @@
-//! Integration tests of the bus against real servers: NATS JetStream on 127.0.0.1:4222 and
-//! PostgreSQL on 127.0.0.1:5432 (user postgres, trust), plus SQLite files. Every test gets a
-//! fresh database, subject prefix and streams, and removes them afterwards.
+//! Integration tests of the bus against real servers: NATS with JetStream and PostgreSQL (a
+//! superuser; `cargo xtask test` starts throwaway ones, `fairdeal-testkit` names them), plus
+//! SQLite files. Every test gets a fresh database, subject prefix and streams, and removes
+//! them afterwards.
 //!
 //! - `conformance`: the bus half of the conformance suite, once per deployment
 //!   (PostgreSQL + JetStream, SQLite + in-process).

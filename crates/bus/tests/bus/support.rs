@@ -33,11 +33,6 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-/// The NATS server tests use: `FAIRDEAL_TEST_NATS_URL`, default `127.0.0.1:4222`.
-pub(crate) fn nats_url() -> String {
-    std::env::var("FAIRDEAL_TEST_NATS_URL").unwrap_or_else(|_| "127.0.0.1:4222".to_owned())
-}
-
 /// Retries fast enough for tests.
 pub(crate) fn quick_retry(max_attempts: u32) -> RetryPolicy {
     RetryPolicy {
@@ -309,11 +304,11 @@ impl JetStreamHarness {
         .execute(db.pool())
         .await
         .unwrap();
-        let client = async_nats::connect(nats_url())
+        let client = async_nats::connect(fairdeal_testkit::nats_url())
             .await
-            .expect("NATS with JetStream on 127.0.0.1:4222");
+            .expect("NATS with JetStream (`cargo xtask test` starts one)");
         let js = jetstream::new(client);
-        let streams = JetStreamConfig::new(format!("t{}", Uuid::now_v7().simple())).unwrap();
+        let streams = JetStreamConfig::new(fairdeal_testkit::subject_prefix("bus")).unwrap();
         ensure_streams(&js, &streams).await.unwrap();
         ensure_streams(&js, &streams).await.unwrap(); // idempotent
         let signal = AppendSignal::new();
@@ -649,6 +644,7 @@ pub(crate) async fn log_events(store: &dyn EventStore, at_least: usize) -> Vec<R
             "{} of {at_least} events visible",
             events.len()
         );
+        // Visibility waits on other tests' transactions, which signal nothing: poll.
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
@@ -686,6 +682,7 @@ where
         if Instant::now() >= deadline {
             return None;
         }
+        // What the checks read (database rows, stream state) signals no change: poll.
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }

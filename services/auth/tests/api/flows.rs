@@ -307,21 +307,26 @@ async fn events_reach_jetstream() {
     let (user_id, username, _) = app.confirmed_user().await;
     app.login(&username, PASSWORD).await.unwrap();
 
-    let js = async_nats::jetstream::new(async_nats::connect(NATS).await.unwrap());
+    let js = async_nats::jetstream::new(
+        async_nats::connect(fairdeal_testkit::nats_url())
+            .await
+            .unwrap(),
+    );
     let streams = fairdeal_bus::JetStreamConfig::new(format!("{}.auth", res.prefix)).unwrap();
-    let mut stream = js.get_stream(streams.stream_name()).await.unwrap();
-    // The relay polls every 100 ms; bounded wait for the three events.
-    for _ in 0..100 {
-        if stream.info().await.unwrap().state.messages >= 3 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    let stream = js.get_stream(streams.stream_name()).await.unwrap();
     let consumer = stream
         .create_consumer(async_nats::jetstream::consumer::pull::Config::default())
         .await
         .unwrap();
-    let mut messages = consumer.fetch().max_messages(3).messages().await.unwrap();
+    // The server holds the pull request until the relay has delivered all three events
+    // (bounded: it ends early when they do not come).
+    let mut messages = consumer
+        .batch()
+        .max_messages(3)
+        .expires(std::time::Duration::from_secs(30))
+        .messages()
+        .await
+        .unwrap();
     let mut types = Vec::new();
     while let Some(message) = messages.next().await {
         let message = message.unwrap();

@@ -12,9 +12,6 @@ use fairdeal_proto::fairdeal::auth::v1 as pb;
 use pb::auth_service_client::AuthServiceClient;
 use tonic::transport::Channel;
 
-pub(crate) const POSTGRES: &str = "postgres://postgres@127.0.0.1:5432";
-pub(crate) const REDIS: &str = "redis://127.0.0.1:6379";
-pub(crate) const NATS: &str = "nats://127.0.0.1:4222";
 pub(crate) const PASSWORD: &str = "correct horse battery staple";
 
 /// Which backends a test runs on.
@@ -30,15 +27,15 @@ pub(crate) enum Backend {
 pub(crate) struct Resources {
     pub(crate) database_url: String,
     pub(crate) redis_url: Option<String>,
+    /// The service's subject prefix (`t.auth.<uuid>`); its Redis namespace derives from it.
     pub(crate) prefix: String,
     pub(crate) mailbox: tempfile::TempDir,
-    pg_database: Option<String>,
+    pg_database: Option<fairdeal_testkit::TestDatabase>,
 }
 
 impl Resources {
     pub(crate) async fn new(backend: Backend) -> Self {
-        let id = uuid::Uuid::now_v7().simple().to_string();
-        let prefix = format!("authtest{id}");
+        let prefix = fairdeal_testkit::subject_prefix("auth");
         let mailbox = tempfile::tempdir().unwrap();
         match backend {
             Backend::Embedded => Self {
@@ -49,21 +46,13 @@ impl Resources {
                 pg_database: None,
             },
             Backend::Real => {
-                let name = format!("auth_test_{id}");
-                let admin = sqlx::PgPool::connect(&format!("{POSTGRES}/postgres"))
-                    .await
-                    .unwrap();
-                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
-                    .execute(&admin)
-                    .await
-                    .unwrap();
-                admin.close().await;
+                let database = fairdeal_testkit::TestDatabase::create().await.unwrap();
                 Self {
-                    database_url: format!("{POSTGRES}/{name}"),
-                    redis_url: Some(REDIS.to_owned()),
+                    database_url: database.url().to_owned(),
+                    redis_url: Some(fairdeal_testkit::redis_url()),
                     prefix,
                     mailbox,
-                    pg_database: Some(name),
+                    pg_database: Some(database),
                 }
             }
         }
@@ -86,18 +75,12 @@ impl Drop for Resources {
                 .build()
                 .unwrap();
             rt.block_on(async move {
-                if let Some(name) = database
-                    && let Ok(admin) = sqlx::PgPool::connect(&format!("{POSTGRES}/postgres")).await
-                {
-                    let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
-                        "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
-                    )))
-                    .execute(&admin)
-                    .await;
+                if let Some(database) = database {
+                    let _ = database.drop().await;
                 }
                 if let Some(url) = redis {
                     let _ = fairdeal_auth::limits::redis::delete_namespace(&url, &namespace).await;
-                    if let Ok(client) = async_nats::connect(NATS).await {
+                    if let Ok(client) = async_nats::connect(fairdeal_testkit::nats_url()).await {
                         let js = async_nats::jetstream::new(client);
                         let streams =
                             fairdeal_bus::JetStreamConfig::new(namespace.replace(':', "."))
@@ -150,7 +133,7 @@ pub(crate) fn config(res: &Resources, extra: &[&str]) -> Config<AuthSettings> {
         args.push("--redis-url".into());
         args.push(redis.clone());
         args.push("--nats-url".into());
-        args.push(NATS.into());
+        args.push(fairdeal_testkit::nats_url());
     }
     args.extend(extra.iter().map(|s| (*s).to_owned()));
     match Config::<AuthSettings>::load_from("auth", args, []).unwrap() {
@@ -178,6 +161,9 @@ pub(crate) async fn spawn_with(
     let dispatcher = app.dispatcher();
     let shutdown = app.shutdown();
     tokio::spawn(app.run_until_stopped());
+    fairdeal_testkit::wait_until_serving(&endpoint, "")
+        .await
+        .unwrap();
     let client = AuthServiceClient::connect(endpoint.clone()).await.unwrap();
     TestApp {
         client,
@@ -235,6 +221,7 @@ impl TestApp {
             if self.app_accounts.store.unsent_mail_count().await.unwrap() == 0 {
                 break;
             }
+            // The dispatcher signals nothing when it has written a mail: poll, bounded.
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         let mut found: Vec<(String, String)> = Vec::new();

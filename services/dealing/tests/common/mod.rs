@@ -12,7 +12,6 @@ use fairdeal_commitment::vault::KeyRing;
 use fairdeal_kit::CommonConfig;
 use fairdeal_proto::fairdeal::commitment::v1::commitment_service_client::CommitmentServiceClient;
 use fairdeal_proto::fairdeal::dealing::v1::dealing_service_client::DealingServiceClient;
-use sqlx::Connection;
 use tonic::Request;
 use tonic::transport::Channel;
 use uuid::Uuid;
@@ -26,8 +25,6 @@ pub enum Db {
     Sqlite,
 }
 
-pub const PG_ADMIN: &str = "postgres://postgres@127.0.0.1:5432/postgres";
-
 /// A running pair of services.
 pub struct TestApp {
     pub commitment: CommitmentServiceClient<Channel>,
@@ -36,7 +33,7 @@ pub struct TestApp {
     pub dealing_backend: Backend,
     signing: SigningKey,
     shutdowns: Vec<fairdeal_kit::Shutdown>,
-    database: Option<String>,
+    database: Option<fairdeal_testkit::TestDatabase>,
     /// Unique NATS subject prefix (PostgreSQL runs relay to JetStream).
     prefix: Option<String>,
     _dir: tempfile::TempDir,
@@ -49,13 +46,13 @@ fn now() -> i64 {
         .as_secs() as i64
 }
 
-pub const NATS: &str = "nats://127.0.0.1:4222";
-
 fn common(name: &str, prefix: Option<&str>) -> CommonConfig {
     let mut c = CommonConfig::with_defaults(name).unwrap();
     c.listen_addr = "127.0.0.1:0".parse().unwrap();
     if let Some(prefix) = prefix {
-        c.nats_url = Some(fairdeal_kit::config::SecretUrl::new(NATS));
+        c.nats_url = Some(fairdeal_kit::config::SecretUrl::new(
+            fairdeal_testkit::nats_url(),
+        ));
         c.subject_prefix = prefix.to_owned();
     }
     c
@@ -66,14 +63,9 @@ impl TestApp {
         let dir = tempfile::tempdir().unwrap();
         let (commitment_url, dealing_url, database) = match db {
             Db::Postgres => {
-                let name = format!("fairsvc_{}", Uuid::now_v7().simple());
-                let mut admin = sqlx::PgConnection::connect(PG_ADMIN).await.unwrap();
-                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
-                    .execute(&mut admin)
-                    .await
-                    .unwrap();
-                let url = format!("postgres://postgres@127.0.0.1:5432/{name}");
-                (url.clone(), url, Some(name))
+                let database = fairdeal_testkit::TestDatabase::create().await.unwrap();
+                let url = database.url().to_owned();
+                (url.clone(), url, Some(database))
             }
             Db::Sqlite => (
                 format!("sqlite://{}", dir.path().join("commitment.db").display()),
@@ -83,7 +75,7 @@ impl TestApp {
         };
         let prefix = database
             .is_some()
-            .then(|| format!("fairsvc{}", Uuid::now_v7().simple()));
+            .then(|| fairdeal_testkit::subject_prefix("dealing"));
         let signing = SigningKey::generate().unwrap();
         let keys = || KeySet::new([signing.public_key()]);
         let commitment_backend = open_store(&commitment_url, "commitment").await.unwrap();
@@ -114,6 +106,11 @@ impl TestApp {
         let shutdowns = vec![commitment_app.shutdown(), dealing_app.shutdown()];
         tokio::spawn(commitment_app.run_until_stopped());
         tokio::spawn(dealing_app.run_until_stopped());
+        for port in [commitment_port, dealing_port] {
+            fairdeal_testkit::wait_until_serving(&format!("http://127.0.0.1:{port}"), "")
+                .await
+                .unwrap();
+        }
         let channel = |port: u16| {
             Channel::from_shared(format!("http://127.0.0.1:{port}"))
                 .unwrap()
@@ -148,7 +145,11 @@ impl TestApp {
     /// events of its store (the relay delivered everything, nothing twice).
     pub async fn assert_relayed(&self) {
         let Some(prefix) = &self.prefix else { return };
-        let js = async_nats::jetstream::new(async_nats::connect(NATS).await.unwrap());
+        let js = async_nats::jetstream::new(
+            async_nats::connect(fairdeal_testkit::nats_url())
+                .await
+                .unwrap(),
+        );
         for (service, backend) in [
             ("commitment", &self.commitment_backend),
             ("dealing", &self.dealing_backend),
@@ -172,6 +173,7 @@ impl TestApp {
                 if relayed >= stored {
                     break;
                 }
+                // The relay signals nothing to us; poll the stream's count, bounded (30 s).
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
             }
             assert_eq!(
@@ -187,14 +189,18 @@ impl TestApp {
             s.trigger();
         }
         if let Some(prefix) = &self.prefix {
-            let js = async_nats::jetstream::new(async_nats::connect(NATS).await.unwrap());
+            let js = async_nats::jetstream::new(
+                async_nats::connect(fairdeal_testkit::nats_url())
+                    .await
+                    .unwrap(),
+            );
             for service in ["commitment", "dealing"] {
                 let c = fairdeal_bus::JetStreamConfig::new(format!("{prefix}.{service}")).unwrap();
                 let _ = js.delete_stream(c.stream_name()).await;
                 let _ = js.delete_stream(c.dead_letter_stream_name()).await;
             }
         }
-        if let Some(name) = &self.database {
+        if let Some(database) = &self.database {
             self.commitment_backend
                 .postgres
                 .as_ref()
@@ -207,13 +213,7 @@ impl TestApp {
                 .unwrap()
                 .close()
                 .await;
-            let mut admin = sqlx::PgConnection::connect(PG_ADMIN).await.unwrap();
-            sqlx::query(sqlx::AssertSqlSafe(format!(
-                "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
-            )))
-            .execute(&mut admin)
-            .await
-            .unwrap();
+            database.drop().await.unwrap();
         }
     }
 }

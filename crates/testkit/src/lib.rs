@@ -1,0 +1,110 @@
+//! fairdeal-testkit: what every integration test needs around the real servers, in one place.
+//!
+//! The tests run against real PostgreSQL, Redis and NATS (with JetStream) servers, as
+//! production does. `cargo xtask test` starts throwaway ones on free ports and hands their
+//! URLs to the tests in `FAIRDEAL_TEST_POSTGRES_URL`, `FAIRDEAL_TEST_REDIS_URL` and
+//! `FAIRDEAL_TEST_NATS_URL`; without them the tests use the standard ports on 127.0.0.1.
+//! Tests share those servers, so each one works in its own space:
+//!
+//! - [`servers`]: the three URLs ([`postgres_url`], [`redis_url`], [`nats_url`]);
+//! - [`TestDatabase`]: a fresh, uniquely named PostgreSQL database, dropped explicitly with
+//!   the async [`TestDatabase::drop`] (a `Drop` impl cannot wait for the server);
+//! - [`names`]: a unique NATS subject prefix ([`subject_prefix`]) and Redis key namespace
+//!   ([`redis_namespace`]) per test;
+//! - `wait_until_serving` (feature `grpc`): waits until a gRPC server started on port 0
+//!   reports SERVING through the standard health protocol, instead of sleeping.
+//!
+//! This crate depends on no fairdeal crate, so any of them (the event store's conformance
+//! suite included) can use it without a dependency cycle. Helpers tied to one crate's types
+//! stay with that crate's tests (the end-to-end trace recorder stays in `fairdeal-e2e`).
+#![forbid(unsafe_code)]
+
+#[cfg(feature = "grpc")]
+mod grpc;
+pub mod names;
+mod postgres;
+pub mod servers;
+
+#[cfg(feature = "grpc")]
+pub use grpc::{SERVING_PATIENCE, wait_until_serving};
+pub use names::{redis_namespace, subject_prefix};
+pub use postgres::{TestDatabase, url_with_database};
+pub use servers::{nats_url, postgres_url, redis_url};
+
+/// What can go wrong while preparing a test's servers. Test code usually `unwrap`s it: the
+/// message says which server and what to do.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The PostgreSQL server refused or failed a statement.
+    #[error(
+        "PostgreSQL at {url}: cannot {action} (are the test servers running? `cargo xtask test` starts them)"
+    )]
+    Postgres {
+        /// The server's URL, password redacted.
+        url: String,
+        /// What was being done.
+        action: String,
+        /// The driver's error.
+        #[source]
+        source: sqlx::Error,
+    },
+    /// A URL that cannot name a database.
+    #[error("{url} is not a URL of the form scheme://host[:port][/database][?query]")]
+    InvalidUrl {
+        /// The URL, password redacted.
+        url: String,
+    },
+    /// A gRPC server did not report SERVING in time.
+    #[cfg(feature = "grpc")]
+    #[error("gRPC server at {url} did not report {service:?} SERVING: {reason}")]
+    NotServing {
+        /// The server's URL.
+        url: String,
+        /// The health-checked service name ("" for the whole server).
+        service: String,
+        /// The last thing that went wrong.
+        reason: String,
+    },
+}
+
+/// `url` with the password of its user info replaced by `***`, for messages.
+fn redacted(url: &str) -> String {
+    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
+        return url.to_owned();
+    };
+    let authority_end = url[scheme_end..]
+        .find(['/', '?'])
+        .map_or(url.len(), |i| scheme_end + i);
+    let authority = &url[scheme_end..authority_end];
+    match authority.rsplit_once('@') {
+        Some((user_info, host)) => match user_info.split_once(':') {
+            Some((user, _password)) => format!(
+                "{}{user}:***@{host}{}",
+                &url[..scheme_end],
+                &url[authority_end..]
+            ),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_redacted_and_nothing_else() {
+        assert_eq!(
+            redacted("postgres://u:secret@h:5432/db?sslmode=disable"),
+            "postgres://u:***@h:5432/db?sslmode=disable"
+        );
+        assert_eq!(
+            redacted("postgres://postgres@127.0.0.1:5432/postgres"),
+            "postgres://postgres@127.0.0.1:5432/postgres"
+        );
+        assert_eq!(redacted("redis://:pw@h"), "redis://:***@h");
+        assert_eq!(redacted("not a url"), "not a url");
+    }
+}
