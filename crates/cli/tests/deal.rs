@@ -2,7 +2,9 @@
 //! `demo`, and its errors (exit 2, one line on stderr naming the problem, never a panic).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::{Command, Output};
+mod common;
+
+use std::process::Command;
 
 use fairdeal_fairness::Deck;
 use fairdeal_fairness::commitment::Commitment;
@@ -10,51 +12,7 @@ use fairdeal_fairness::deal::Deal;
 use fairdeal_fairness::number;
 use serde_json::{Value, json};
 
-fn fairdeal(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fairdeal"))
-        .args(args)
-        .output()
-        .expect("the fairdeal binary runs")
-}
-
-/// Runs a command that must succeed and returns its JSON lines.
-fn json_lines(args: &[&str]) -> Vec<Value> {
-    let out = fairdeal(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.stderr.is_empty(), "{args:?} wrote to stderr");
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-/// Runs a command that must fail: exit 2, nothing on stdout, one line on stderr that
-/// contains every `needles`. Returns the line.
-fn fails(args: &[&str], needles: &[&str]) -> String {
-    let out = fairdeal(args);
-    assert_eq!(out.status.code(), Some(2), "{args:?} should exit 2");
-    assert!(out.stdout.is_empty(), "{args:?} wrote to stdout");
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(
-        stderr.lines().count(),
-        1,
-        "{args:?}: not one line: {stderr:?}"
-    );
-    assert!(stderr.starts_with("error: "), "{stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    for needle in needles {
-        assert!(
-            stderr.contains(needle),
-            "{args:?}: {stderr:?} lacks {needle:?}"
-        );
-    }
-    stderr
-}
+use common::{fails, fairdeal, json_lines};
 
 /// The JSON line the library says a deal has.
 fn expected(deal: &Deal, seeded: Option<(&str, &str)>) -> Value {
