@@ -14,6 +14,7 @@ mod duplicate;
 mod error;
 mod number;
 mod outcome;
+mod rating;
 mod squaredeal;
 
 use std::io::Write;
@@ -23,7 +24,7 @@ use clap::{Parser, Subcommand};
 
 use crate::error::CliError;
 
-/// Re-derive provably-fair deals and outcomes from seeds, offline.
+/// Re-derive provably-fair deals and outcomes from seeds, and rating changes, offline.
 #[derive(Debug, Parser)]
 #[command(name = "fairdeal", version, about)]
 struct Cli {
@@ -50,6 +51,8 @@ enum Command {
     /// BigDeal-compatible bridge boards and the SquareDeal procedure.
     #[command(subcommand)]
     Squaredeal(squaredeal::SquaredealCommand),
+    /// One rating change (SPEC 6) recomputed from its inputs: before, after, expectation, weights.
+    Rating(rating::RatingArgs),
     /// A verification walk-through: a fresh seed, its commitment, a real deal and its number.
     Demo,
 }
@@ -64,6 +67,7 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
         Command::ClientSeed(args) => client_seed::run(args, out),
         Command::Duplicate(args) => duplicate::run(args, out),
         Command::Squaredeal(cmd) => squaredeal::run(cmd, out),
+        Command::Rating(args) => rating::run(args, out),
         Command::Demo => demo::run(out),
     }
 }

@@ -2,32 +2,13 @@
 //! its stdout, stderr and exit status.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::{Command, Output};
+mod common;
 
 use fairdeal_fairness::Generator;
 use fairdeal_fairness::duplicate::select;
 use fairdeal_fairness::outcome::{Game, Options, Round};
-use serde_json::Value;
 
-fn fairdeal(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fairdeal"))
-        .args(args)
-        .output()
-        .expect("run fairdeal")
-}
-
-/// Runs a command that must succeed with exactly one JSON line.
-fn json_line(args: &[&str]) -> Value {
-    let out = fairdeal(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(stdout.lines().count(), 1, "{stdout}");
-    serde_json::from_str(&stdout).unwrap()
-}
+use common::{fairdeal, json_line};
 
 /// Runs a command that must fail with status 2 and one stderr line; returns that line.
 fn error_line(args: &[&str]) -> String {

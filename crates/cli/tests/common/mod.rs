@@ -1,11 +1,15 @@
-//! Running the built `fairdeal` binary as a user does, shared by the test files that check
-//! its JSON lines and its one-line errors.
+//! Helpers the CLI test binaries share: run the built `fairdeal` as a user does, and hold
+//! it to the CLI's conventions (one JSON object per line on stdout; failures exit 2 with
+//! one `error: ` line on stderr).
+
+// Each test binary compiles this module and uses only some of it.
+#![allow(dead_code)]
 
 use std::process::{Command, Output};
 
 use serde_json::Value;
 
-/// Runs the binary with `args` and collects its exit status, stdout and stderr.
+/// Runs the built binary with `args`.
 pub(crate) fn fairdeal(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_fairdeal"))
         .args(args)
@@ -13,7 +17,7 @@ pub(crate) fn fairdeal(args: &[&str]) -> Output {
         .expect("the fairdeal binary runs")
 }
 
-/// Runs a command that must succeed and returns its JSON lines.
+/// Runs a command that must succeed with nothing on stderr; returns its JSON lines.
 pub(crate) fn json_lines(args: &[&str]) -> Vec<Value> {
     let out = fairdeal(args);
     assert!(
@@ -27,6 +31,13 @@ pub(crate) fn json_lines(args: &[&str]) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
+}
+
+/// Runs a command that must succeed with exactly one JSON line and nothing on stderr.
+pub(crate) fn json_line(args: &[&str]) -> Value {
+    let mut lines = json_lines(args);
+    assert_eq!(lines.len(), 1, "{args:?}: {lines:?}");
+    lines.remove(0)
 }
 
 /// Runs a command that must fail: exit 2, nothing on stdout, one line on stderr that
