@@ -128,6 +128,12 @@ impl FromStr for DatabaseUrl {
     }
 }
 
+impl fmt::Debug for PostgresUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.shown)
+    }
+}
+
 impl fmt::Display for DatabaseUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
