@@ -177,7 +177,9 @@ async fn postgres_with_jetstream() {
     let prefix = subject_prefix("pg");
     let common = config(database.url(), Some(nats_url()), &prefix);
     with_cleanup(prove(common), async move {
-        let streams = fairdeal_bus::JetStreamConfig::new(&prefix).unwrap();
+        let streams =
+            fairdeal_bus::JetStreamConfig::new(format!("{prefix}.{}", tally::SERVICE_NAME))
+                .unwrap();
         let js = async_nats::jetstream::new(async_nats::connect(nats_url()).await.unwrap());
         for name in [streams.stream_name(), streams.dead_letter_stream_name()] {
             // Absent when the scenario failed before creating them.

@@ -6,10 +6,10 @@
 //!   request's trace context in the envelope;
 //! - the `tally-projection` consumer applies each event to a `tally_totals` table in the same
 //!   database transaction in which the bus records the event id (exactly-once effects);
-//! - [`start`] wires store, bus and server from a [`CommonConfig`] like a `main` would:
-//!   `postgres://` or `sqlite://` picks the store, `nats_url` picks JetStream (with the
-//!   outbox relay) or the in-process bus, and every background task hangs on the server's
-//!   shutdown handle.
+//! - [`start`] wires storage, bus and server from a [`CommonConfig`] like a `main` would,
+//!   with the platform's recipe (`fairdeal_platform::Storage`, `Bus`): `postgres://` or
+//!   `sqlite://` picks the store, `nats_url` picks JetStream (with the outbox relay) or the
+//!   in-process bus, and every background task hangs on the server's shutdown handle.
 //!
 //! The gRPC plumbing is written by hand with tonic's building blocks (what generated code
 //! does) so the test service needs no `.proto` file in the public `proto/` tree.
@@ -17,24 +17,17 @@
 use std::collections::HashSet;
 use std::convert::Infallible;
 use std::pin::Pin;
-use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
-use anyhow::Context as _;
-use fairdeal_bus::{
-    AppendSignal, BusDatabase, BusDb, EmbeddedBus, EmbeddedConsumerConfig, Handler, HandlerError,
-    JetStreamConfig, JetStreamConsumer, JetStreamConsumerConfig, NotifyingEventStore, Relay,
-    RelayConfig, ensure_streams,
-};
-use fairdeal_eventstore::{
-    EventStore, ExpectedVersion, NewEvent, PgEventStore, RecordedEvent, SqliteEventStore,
-    StoreError, StreamId,
-};
+use fairdeal_bus::{BusDb, Handler, HandlerError};
+use fairdeal_db::Db;
+use fairdeal_eventstore::{EventStore, ExpectedVersion, NewEvent, RecordedEvent, StreamId};
 use fairdeal_kit::config::CommonConfig;
 use fairdeal_kit::{Application, ServiceError, Shutdown, propagation};
-use sqlx::{Postgres, Sqlite, Transaction};
+use fairdeal_platform::{Bus, Storage, store_error};
+use sqlx::Transaction;
 use tokio::sync::watch;
 use tonic::body::Body;
 use tonic::server::NamedService;
@@ -49,6 +42,8 @@ pub(crate) const RECORD_PATH: &str = "/fairdeal.e2e.v1.Tally/Record";
 pub(crate) const CONSUMER: &str = "tally-projection";
 /// PostgreSQL schema of the service (store, bus tables, projection).
 pub(crate) const SCHEMA: &str = "tally";
+/// The service's name on the bus: its events go to `<prefix>.tally`.
+pub(crate) const SERVICE_NAME: &str = "tally";
 
 /// `Record` request.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -142,15 +137,6 @@ impl TallyService {
         }
         .instrument(span)
         .await
-    }
-}
-
-/// The one mapping of store errors for this service.
-fn store_error(error: StoreError) -> ServiceError {
-    match error {
-        StoreError::Conflict { .. } => ServiceError::Conflict(error.to_string()),
-        StoreError::InvalidArgument(message) => ServiceError::InvalidArgument(message),
-        other => ServiceError::internal(other),
     }
 }
 
@@ -272,98 +258,86 @@ impl TallyProjection {
     }
 }
 
-impl Handler<Sqlite> for TallyProjection {
-    async fn handle(
-        &self,
-        event: &RecordedEvent,
-        tx: &mut Transaction<'_, Sqlite>,
-    ) -> Result<(), HandlerError> {
-        let recorded = self.prepare(event)?;
-        sqlx::query(
-            "INSERT INTO tally_totals (tally_id, total, events) VALUES (?1, ?2, 1) \
-             ON CONFLICT (tally_id) DO UPDATE SET total = total + excluded.total, events = events + 1",
-        )
-        .bind(&recorded.tally_id)
-        .bind(recorded.amount)
-        .execute(&mut **tx)
-        .await
-        .map_err(|error| HandlerError::Transient(error.into()))?;
-        self.count();
-        Ok(())
-    }
+fairdeal_db::for_each_backend! { DB =>
+    impl Handler<DB> for TallyProjection {
+        async fn handle(
+            &self,
+            event: &RecordedEvent,
+            tx: &mut Transaction<'_, DB>,
+        ) -> Result<(), HandlerError> {
+            let recorded = self.prepare(event)?;
+            sqlx::query(
+                "INSERT INTO tally_totals (tally_id, total, events) VALUES ($1, $2, 1) \
+                 ON CONFLICT (tally_id) DO UPDATE \
+                 SET total = tally_totals.total + excluded.total, \
+                     events = tally_totals.events + 1",
+            )
+            .bind(&recorded.tally_id)
+            .bind(recorded.amount)
+            .execute(&mut **tx)
+            .await
+            .map_err(|error| HandlerError::Transient(error.into()))?;
+            self.count();
+            Ok(())
+        }
 
-    fn accepts(&self, event: &RecordedEvent) -> bool {
-        event.event_type == <TallyRecorded as prost::Name>::full_name()
+        fn accepts(&self, event: &RecordedEvent) -> bool {
+            event.event_type == <TallyRecorded as prost::Name>::full_name()
+        }
     }
 }
 
-impl Handler<Postgres> for TallyProjection {
-    async fn handle(
-        &self,
-        event: &RecordedEvent,
-        tx: &mut Transaction<'_, Postgres>,
-    ) -> Result<(), HandlerError> {
-        let recorded = self.prepare(event)?;
-        sqlx::query(
-            "INSERT INTO tally.tally_totals (tally_id, total, events) VALUES ($1, $2, 1) \
-             ON CONFLICT (tally_id) DO UPDATE \
-             SET total = tally_totals.total + excluded.total, events = tally_totals.events + 1",
-        )
-        .bind(&recorded.tally_id)
-        .bind(recorded.amount)
-        .execute(&mut **tx)
-        .await
-        .map_err(|error| HandlerError::Transient(error.into()))?;
-        self.count();
-        Ok(())
-    }
-
-    fn accepts(&self, event: &RecordedEvent) -> bool {
-        event.event_type == <TallyRecorded as prost::Name>::full_name()
-    }
-}
+/// The tally's schema, both backends.
+static MIGRATIONS: fairdeal_db::Migrations = fairdeal_db::Migrations {
+    name: "tally",
+    postgres: sqlx::migrate!("platform/migrations/postgres"),
+    sqlite: sqlx::migrate!("platform/migrations/sqlite"),
+};
 
 /// The database side of a running tally, for the test's checks.
 #[derive(Debug, Clone)]
-pub(crate) enum TallyDb {
-    /// SQLite file.
-    Sqlite(BusDb<Sqlite>),
-    /// PostgreSQL, schema [`SCHEMA`].
-    Postgres(BusDb<Postgres>),
+pub(crate) struct TallyDb {
+    /// The tally's database.
+    db: Db,
 }
 
 impl TallyDb {
     /// `(total, events)` of every tally, by id.
     pub(crate) async fn totals(&self) -> anyhow::Result<Vec<(String, i64, i64)>> {
-        Ok(match self {
-            TallyDb::Sqlite(db) => {
-                sqlx::query_as("SELECT tally_id, total, events FROM tally_totals ORDER BY tally_id")
-                    .fetch_all(db.pool())
-                    .await?
-            }
-            TallyDb::Postgres(db) => {
-                sqlx::query_as(
-                    "SELECT tally_id, total, events FROM tally.tally_totals ORDER BY tally_id",
-                )
-                .fetch_all(db.pool())
+        Ok(fairdeal_db::on_db!(&self.db, pool => {
+            sqlx::query_as("SELECT tally_id, total, events FROM tally_totals ORDER BY tally_id")
+                .fetch_all(pool)
                 .await?
-            }
-        })
+        }))
     }
 
     /// Event ids the consumer settled.
     pub(crate) async fn processed(&self) -> anyhow::Result<Vec<Uuid>> {
-        Ok(match self {
-            TallyDb::Sqlite(db) => db.processed_event_ids(CONSUMER).await?,
-            TallyDb::Postgres(db) => db.processed_event_ids(CONSUMER).await?,
+        Ok(match &self.db {
+            Db::Sqlite { pool } => {
+                BusDb::sqlite(pool.clone())
+                    .processed_event_ids(CONSUMER)
+                    .await?
+            }
+            Db::Postgres { pool, schema } => {
+                BusDb::postgres(pool.clone(), schema.as_str())?
+                    .processed_event_ids(CONSUMER)
+                    .await?
+            }
         })
     }
 
     /// Dead letters of the consumer (there must be none).
     pub(crate) async fn dead_letters(&self) -> anyhow::Result<usize> {
-        Ok(match self {
-            TallyDb::Sqlite(db) => db.dead_letters(CONSUMER).await?.len(),
-            TallyDb::Postgres(db) => db.dead_letters(CONSUMER).await?.len(),
+        Ok(match &self.db {
+            Db::Sqlite { pool } => BusDb::sqlite(pool.clone())
+                .dead_letters(CONSUMER)
+                .await?
+                .len(),
+            Db::Postgres { pool, schema } => BusDb::postgres(pool.clone(), schema.as_str())?
+                .dead_letters(CONSUMER)
+                .await?
+                .len(),
         })
     }
 }
@@ -376,111 +350,29 @@ pub(crate) struct Tally {
     pub(crate) db: TallyDb,
 }
 
-/// Wires the tally service from `common` as its `main` would, and binds the server.
+/// Wires the tally service from `common` as its `main` would (the recipe of
+/// docs/services.md), and binds the server.
 pub(crate) async fn start(
     common: &CommonConfig,
     projection: Arc<TallyProjection>,
 ) -> anyhow::Result<Tally> {
     let shutdown = Shutdown::new();
-    let url = common.database_url.expose_secret();
-    let (store, db): (Arc<dyn EventStore>, TallyDb) = match common.database_url.scheme().as_deref()
-    {
-        Some("sqlite") => {
-            let options = sqlx::sqlite::SqliteConnectOptions::from_str(url)?;
-            let store = SqliteEventStore::open_with(SqliteEventStore::with_store_settings(options))
-                .await
-                .context("open the SQLite event store")?;
-            sqlx::query(
-                "CREATE TABLE IF NOT EXISTS tally_totals \
-                 (tally_id TEXT PRIMARY KEY, total INTEGER NOT NULL, events INTEGER NOT NULL)",
-            )
-            .execute(store.pool())
-            .await?;
-            let db = BusDb::sqlite(store.pool().clone());
-            (Arc::new(store), TallyDb::Sqlite(db))
-        }
-        Some("postgres" | "postgresql") => {
-            let store = PgEventStore::connect(url, SCHEMA)
-                .await
-                .context("connect the PostgreSQL event store")?;
-            sqlx::query(
-                "CREATE TABLE IF NOT EXISTS tally.tally_totals \
-                 (tally_id TEXT PRIMARY KEY, total BIGINT NOT NULL, events BIGINT NOT NULL)",
-            )
-            .execute(store.pool())
-            .await?;
-            let db = BusDb::postgres(store.pool().clone(), SCHEMA)?;
-            (Arc::new(store), TallyDb::Postgres(db))
-        }
-        other => anyhow::bail!("unsupported database scheme {other:?}"),
-    };
-    let append_store = match &db {
-        TallyDb::Sqlite(bus_db) => {
-            wire_bus(common, store, bus_db.clone(), projection, &shutdown).await?
-        }
-        TallyDb::Postgres(bus_db) => {
-            wire_bus(common, store, bus_db.clone(), projection, &shutdown).await?
-        }
-    };
+    let storage = Storage::open(common, SCHEMA, &[&MIGRATIONS]).await?;
+    let bus = Bus::start(common, &storage, SERVICE_NAME, &shutdown).await?;
+    bus.spawn_consumer(SERVICE_NAME, CONSUMER, projection, &shutdown)
+        .await?;
     let app = Application::builder(common)
         .with_shutdown(shutdown)
         .handle_signals(false)
         .add_service(TallyService {
-            store: append_store,
+            store: storage.events(),
         })
         .build()
         .await?;
-    Ok(Tally { app, db })
-}
-
-/// Migrates the bus tables, then starts the relay and consumer on JetStream (when
-/// `nats_url` is set) or the in-process bus. Returns the store the service must append
-/// through (it wakes the relay or the embedded consumer at once).
-async fn wire_bus<DB>(
-    common: &CommonConfig,
-    store: Arc<dyn EventStore>,
-    db: BusDb<DB>,
-    projection: Arc<TallyProjection>,
-    shutdown: &Shutdown,
-) -> anyhow::Result<Arc<dyn EventStore>>
-where
-    DB: BusDatabase,
-    TallyProjection: Handler<DB>,
-{
-    db.migrate().await?;
-    let Some(nats_url) = &common.nats_url else {
-        let bus = EmbeddedBus::new(store, db);
-        let consumer = bus.consumer(projection, EmbeddedConsumerConfig::new(CONSUMER))?;
-        let token = shutdown.token();
-        shutdown.spawn("tally-projection", consumer.run(token));
-        return Ok(bus.store());
-    };
-    let client = async_nats::connect(nats_url.expose_secret())
-        .await
-        .context("NATS (`cargo xtask test` starts the test servers)")?;
-    let js = async_nats::jetstream::new(client);
-    let streams = JetStreamConfig::new(&common.subject_prefix)?
-        .with_replicas(usize::from(common.jetstream_replicas))?;
-    ensure_streams(&js, &streams).await?;
-
-    let signal = AppendSignal::new();
-    let relay = Relay::new(
-        Arc::clone(&store),
-        db.clone(),
-        js.clone(),
-        streams.clone(),
-        RelayConfig::new("tally-relay"),
-    )?
-    .with_waiter(signal.subscribe());
-    let consumer = JetStreamConsumer::new(
-        js.clone(),
-        streams.clone(),
-        db,
-        projection,
-        JetStreamConsumerConfig::new(CONSUMER),
-    )?;
-    consumer.ensure().await?;
-    shutdown.spawn("tally-relay", relay.run(shutdown.token()));
-    shutdown.spawn("tally-projection", consumer.run(shutdown.token()));
-    Ok(Arc::new(NotifyingEventStore::new(store, signal)))
+    Ok(Tally {
+        app,
+        db: TallyDb {
+            db: storage.db().clone(),
+        },
+    })
 }

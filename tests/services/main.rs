@@ -16,7 +16,6 @@ use fairdeal_authn::{
     TokenProvider, TokenUnavailable, attach_bearer,
 };
 use fairdeal_commitment::CommitmentSettings;
-use fairdeal_commitment::startup::{configured_authenticator, open_store};
 use fairdeal_dealing::DealingSettings;
 use fairdeal_fairness::Deck;
 use fairdeal_fairness::deal::Deal;
@@ -255,26 +254,21 @@ async fn dealing_gets_and_renews_its_token_from_the_auth_service() {
     let issued = Arc::new(AtomicU64::new(0));
     let issuer = Counting {
         inner: GrpcTokenIssuer::lazy(
-            config.service.auth_url.as_deref().unwrap(),
+            config.service.auth.auth_url.as_deref().unwrap(),
             "dealing",
             DEALING_SECRET.as_bytes(),
         )
         .unwrap(),
         issued: issued.clone(),
     };
-    let backend = open_store(config.common.database_url.expose_secret(), "dealing")
+    let clock = Arc::new(ManualClock::starting_now());
+    let mut parts = fairdeal_dealing::startup::Parts::from_config(&config)
         .await
         .unwrap();
-    let clock = Arc::new(ManualClock::starting_now());
-    let dealing_app = fairdeal_dealing::Application::build_with(
-        &config.common,
-        backend,
-        &config.service.commitment_url,
-        Arc::new(ServiceTokens::with_clock(Arc::new(issuer), clock.clone())),
-        configured_authenticator("", config.service.auth_url.as_deref(), None).unwrap(),
-    )
-    .await
-    .unwrap();
+    parts.tokens = Arc::new(ServiceTokens::with_clock(Arc::new(issuer), clock.clone()));
+    let dealing_app = fairdeal_dealing::Application::assemble(&config.common, parts)
+        .await
+        .unwrap();
     let dealing_url = format!("http://127.0.0.1:{}", dealing_app.port());
     platform.shutdowns.push(dealing_app.shutdown());
     tokio::spawn(dealing_app.run_until_stopped());

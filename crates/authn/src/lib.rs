@@ -19,6 +19,9 @@
 //!   [`Authenticator::interceptor`] and the bearer-token helpers for clients.
 //! - [`service_token`]: the token a service sends to another: [`ServiceTokens`] obtains it
 //!   from the auth service (`IssueServiceToken`) and renews it before it expires.
+//! - [`settings`]: the settings sections a service flattens into its own to verify callers
+//!   ([`CallerAuthSettings`]) and to identify itself to other services
+//!   ([`ServiceIdentitySettings`]).
 //!
 //! A service typically does:
 //!
@@ -48,6 +51,7 @@ pub mod clock;
 pub mod grpc;
 pub mod layer;
 pub mod service_token;
+pub mod settings;
 pub mod token;
 
 pub use authenticator::{
@@ -60,6 +64,9 @@ pub use layer::{AuthLayer, Authenticated, attach_bearer, bearer_token};
 pub use service_token::{
     GrpcTokenIssuer, IssuedToken, ServiceTokens, StaticToken, TokenIssuer, TokenProvider,
     TokenUnavailable,
+};
+pub use settings::{
+    CallerAuthSettings, KEY_REFRESH_PERIOD, ServiceIdentitySettings, spawn_key_refresh,
 };
 pub use token::{
     AccessToken, Claims, KeyId, KeySet, PublicKey, Role, SigningKey, TokenError, UnverifiedToken,

@@ -1,5 +1,5 @@
-//! The bus's own tables: [`BusDb`], a handle on them, and [`BusDatabase`], the per-backend
-//! statements behind it (PostgreSQL and SQLite).
+//! The bus's own tables: [`BusDb`], a handle on them, and [`BusDatabase`], their statements,
+//! written once for PostgreSQL and SQLite (the `fairdeal_db::for_each_backend!` pattern).
 //!
 //! The bus keeps four tables in the same database as the event store (see `migrations/`):
 //! relay checkpoints, consumer positions, processed event ids and dead letters. Being in the
@@ -10,16 +10,22 @@
 //! Migrations are numbered 2000-2999 and tracked in their own table, [`MIGRATIONS_TABLE`]
 //! (in the service's schema on PostgreSQL), so they never clash with the store's migrator
 //! (which tracks its own versions in `_fairdeal_eventstore_migrations`).
+//!
+//! Processed ids are kept for [`BusDb::prune_processed`]'s retention, not forever: they only
+//! guard against the same event arriving again under a new stream sequence (a relay that
+//! re-published after NATS lost acknowledged messages), which happens within the outage's
+//! length; a redelivery of the same message is recognised by its sequence.
 
 use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
-use sqlx::postgres::{PgPool, PgPoolOptions};
+use fairdeal_db::{Backend, BackendKind, Schema};
+use sqlx::postgres::PgPool;
 use sqlx::sqlite::SqlitePool;
 use sqlx::{
-    AssertSqlSafe, PgConnection, Pool, Postgres, Row, SqlSafeStr, SqlStr, Sqlite, SqliteConnection,
-    Transaction,
+    AssertSqlSafe, Pool, Postgres, QueryBuilder, Row, SqlSafeStr, SqlStr, Sqlite, Transaction,
 };
 use uuid::Uuid;
 
@@ -57,9 +63,10 @@ pub struct BusSql {
     save_position: SqlStr,
     load_checkpoint: SqlStr,
     save_checkpoint: SqlStr,
-    record_processed: SqlStr,
+    record_processed: String,
     is_processed: SqlStr,
     processed_ids: SqlStr,
+    prune_processed: SqlStr,
     insert_dead_letter: SqlStr,
     dead_letters: SqlStr,
 }
@@ -73,9 +80,9 @@ struct Tables {
 }
 
 impl Tables {
-    fn new(schema: Option<&str>) -> Self {
+    fn new(schema: Option<&Schema>) -> Self {
         let q = |table: &str| match schema {
-            Some(schema) => format!("\"{schema}\".{table}"),
+            Some(schema) => format!("{}.{table}", schema.quoted()),
             None => table.to_owned(),
         };
         Self {
@@ -91,33 +98,31 @@ fn safe(sql: String) -> SqlStr {
     AssertSqlSafe(sql).into_sql_str()
 }
 
-mod sealed {
-    pub trait Sealed {}
-    impl Sealed for sqlx::Postgres {}
-    impl Sealed for sqlx::Sqlite {}
-}
+/// Ids recorded per statement by [`BusDatabase::record_processed`] (3 parameters... 1 + n:
+/// far below both backends' parameter limits).
+const PROCESSED_CHUNK: usize = 1000;
+
+/// The bus's migrations (versions 2000-2999), tracked in [`MIGRATIONS_TABLE`].
+pub static MIGRATIONS: fairdeal_db::Migrations = fairdeal_db::Migrations {
+    name: "fairdeal_bus",
+    postgres: sqlx::migrate!("./migrations/postgres"),
+    sqlite: sqlx::migrate!("./migrations/sqlite"),
+};
 
 /// A database backend the bus keeps its tables in: PostgreSQL or SQLite.
 ///
-/// Sealed: one implementation per backend of the event store. The methods take a plain
-/// connection so they run equally inside a transaction (`&mut *tx`) or on a pooled connection.
-/// Services use [`BusDb`] rather than these methods.
-pub trait BusDatabase: sqlx::Database + sealed::Sealed {
+/// Implemented once for both with `fairdeal_db::for_each_backend!`. The methods take a plain
+/// connection so they run equally inside a transaction (`&mut *tx`) or on a pooled
+/// connection. Services use [`BusDb`] rather than these methods.
+pub trait BusDatabase: Backend {
     /// The statements over the tables in `schema` (PostgreSQL) or the main database (SQLite).
-    fn statements(schema: Option<&str>) -> BusSql;
+    fn statements(schema: Option<&Schema>) -> BusSql;
 
-    /// Begins a consumer batch transaction. SQLite takes the write lock up front
-    /// (`BEGIN IMMEDIATE`): a deferred transaction that reads before it writes fails with
-    /// `SQLITE_BUSY` when another writer got in between, instead of waiting its turn.
+    /// Begins a consumer batch transaction (a write transaction, see
+    /// [`Backend::begin_write`]).
     fn begin_batch(
         pool: &Pool<Self>,
     ) -> impl Future<Output = Result<Transaction<'static, Self>, sqlx::Error>> + Send;
-
-    /// Runs the bus's migrations (idempotent).
-    fn migrate(
-        pool: &Pool<Self>,
-        schema: Option<&str>,
-    ) -> impl Future<Output = Result<(), BusError>> + Send;
 
     /// The consumer's last settled position, 0 when it has never run.
     fn load_consumer_position(
@@ -152,7 +157,7 @@ pub trait BusDatabase: sqlx::Database + sealed::Sealed {
 
     /// Records that `consumer` settles `event_ids` and returns those that were not recorded
     /// yet; the others are redeliveries whose effects are already committed. One statement
-    /// on PostgreSQL whatever the batch size.
+    /// per 1,000 ids.
     fn record_processed(
         sql: &BusSql,
         conn: &mut Self::Connection,
@@ -174,6 +179,15 @@ pub trait BusDatabase: sqlx::Database + sealed::Sealed {
         conn: &mut Self::Connection,
         consumer: &str,
     ) -> impl Future<Output = Result<Vec<Uuid>, sqlx::Error>> + Send;
+
+    /// Forgets `consumer`'s processed ids recorded more than `age_secs` seconds ago; returns
+    /// how many.
+    fn prune_processed(
+        sql: &BusSql,
+        conn: &mut Self::Connection,
+        consumer: &str,
+        age_secs: i64,
+    ) -> impl Future<Output = Result<u64, sqlx::Error>> + Send;
 
     /// Stores a dead letter. Returns `false` when this consumer already dead-lettered the same
     /// position (a retried transaction), leaving the first record untouched.
@@ -205,10 +219,10 @@ pub trait BusDatabase: sqlx::Database + sealed::Sealed {
 /// lease (PostgreSQL `idle_session_timeout`). The holder checks its lease far more often
 /// (every [`LEASE_CHECK_INTERVAL`]); this bounds how long a holder that vanished without
 /// closing its connection (a lost node) keeps the others waiting.
-pub const LEASE_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+pub const LEASE_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How often a lease holder checks its lease.
-pub const LEASE_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
+pub const LEASE_CHECK_INTERVAL: Duration = Duration::from_secs(5);
 
 /// An exclusive, process-wide claim on a name, such as "the relay of this events table":
 /// of all the replicas of a service, the one holding the lease does the work and the others
@@ -217,7 +231,7 @@ pub const LEASE_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_
 /// On PostgreSQL it is a session advisory lock (`pg_try_advisory_lock`) held by a dedicated
 /// connection outside the pool: released when the lease is dropped, when the process dies
 /// (its connection closes), or when the session stays silent for [`LEASE_IDLE_TIMEOUT`].
-/// On SQLite (one process) every request is granted.
+/// On SQLite (one process owns the file) every request is granted.
 #[derive(Debug)]
 pub struct Lease<DB: BusDatabase> {
     /// The session holding the lock (`None` on SQLite).
@@ -231,7 +245,7 @@ pub struct BusDb<DB: BusDatabase> {
     /// The database shared with the event store and the handlers.
     pool: Pool<DB>,
     /// The schema holding the tables (PostgreSQL only).
-    schema: Option<Arc<str>>,
+    schema: Option<Schema>,
     /// The statements, qualified once.
     sql: Arc<BusSql>,
 }
@@ -251,21 +265,11 @@ impl BusDb<Postgres> {
     /// uses: a lowercase SQL identifier `[a-z_][a-z0-9_]*`, at most 63 bytes). Does not touch
     /// the database; call [`BusDb::migrate`] at start.
     pub fn postgres(pool: PgPool, schema: &str) -> Result<Self, BusError> {
-        let mut bytes = schema.bytes();
-        let valid = schema.len() <= 63
-            && bytes
-                .next()
-                .is_some_and(|b| b.is_ascii_lowercase() || b == b'_')
-            && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
-        if !valid {
-            return Err(BusError::Config(format!(
-                "schema {schema:?} is not a lowercase SQL identifier ([a-z_][a-z0-9_]*, <= 63 bytes)"
-            )));
-        }
+        let schema = Schema::new(schema).map_err(|e| BusError::Config(e.to_string()))?;
         Ok(Self {
             pool,
-            sql: Arc::new(Postgres::statements(Some(schema))),
-            schema: Some(schema.into()),
+            sql: Arc::new(Postgres::statements(Some(&schema))),
+            schema: Some(schema),
         })
     }
 }
@@ -295,7 +299,15 @@ impl<DB: BusDatabase> BusDb<DB> {
     /// Creates or upgrades the bus tables (idempotent, safe from several processes at once;
     /// run at start, after the store's own migrations).
     pub async fn migrate(&self) -> Result<(), BusError> {
-        DB::migrate(&self.pool, self.schema.as_deref()).await
+        let schema = match &self.schema {
+            Some(schema) => schema.clone(),
+            // SQLite has no schema; the name is not used.
+            None => Schema::new("main").map_err(|e| BusError::Config(e.to_string()))?,
+        };
+        DB::db(self.pool.clone(), &schema)
+            .migrate(&MIGRATIONS)
+            .await?;
+        Ok(())
     }
 
     /// The last position `consumer` settled (0 before its first event).
@@ -322,6 +334,18 @@ impl<DB: BusDatabase> BusDb<DB> {
         Ok(DB::is_processed(&self.sql, &mut conn, consumer, event_id).await?)
     }
 
+    /// Forgets the ids `consumer` settled more than `retention` ago (whole seconds); returns
+    /// how many were removed.
+    pub async fn prune_processed(
+        &self,
+        consumer: &str,
+        retention: Duration,
+    ) -> Result<u64, BusError> {
+        let age = i64::try_from(retention.as_secs()).unwrap_or(i64::MAX);
+        let mut conn = self.pool.acquire().await?;
+        Ok(DB::prune_processed(&self.sql, &mut conn, consumer, age).await?)
+    }
+
     /// The dead letters `consumer` recorded, oldest first.
     pub async fn dead_letters(&self, consumer: &str) -> Result<Vec<DeadLetter>, BusError> {
         let mut conn = self.pool.acquire().await?;
@@ -332,7 +356,7 @@ impl<DB: BusDatabase> BusDb<DB> {
     pub async fn try_lease(&self, name: &str) -> Result<Option<Lease<DB>>, BusError> {
         let key = format!(
             "fairdeal-bus:{}:{name}",
-            self.schema.as_deref().unwrap_or("main")
+            self.schema.as_ref().map_or("main", Schema::as_str)
         );
         Ok(DB::try_lease(&self.pool, &key).await?)
     }
@@ -349,242 +373,247 @@ fn attempts_to_db(attempts: u32) -> i32 {
     i32::try_from(attempts).unwrap_or(i32::MAX)
 }
 
-fn attempts_from_db(attempts: i32) -> u32 {
-    u32::try_from(attempts).unwrap_or(0)
+/// A stored attempt count; a negative one (impossible past the column's use) is a decode
+/// error naming the column rather than a silent 0.
+fn attempts_from_db(attempts: i32) -> Result<u32, sqlx::Error> {
+    u32::try_from(attempts).map_err(|source| sqlx::Error::ColumnDecode {
+        index: "attempts".to_owned(),
+        source: Box::new(source),
+    })
 }
 
-impl BusDatabase for Postgres {
-    fn statements(schema: Option<&str>) -> BusSql {
-        let t = Tables::new(schema);
-        BusSql {
-            load_position: safe(format!(
-                "SELECT position FROM {} WHERE consumer = $1",
-                t.positions
-            )),
-            save_position: safe(format!(
-                "INSERT INTO {p} AS c (consumer, position) VALUES ($1, $2) \
-                 ON CONFLICT (consumer) DO UPDATE \
-                 SET position = GREATEST(c.position, EXCLUDED.position), updated_at = now()",
-                p = t.positions
-            )),
-            load_checkpoint: safe(format!(
-                "SELECT position FROM {} WHERE relay = $1",
-                t.checkpoints
-            )),
-            save_checkpoint: safe(format!(
-                "INSERT INTO {c} AS r (relay, position) VALUES ($1, $2) \
-                 ON CONFLICT (relay) DO UPDATE \
-                 SET position = GREATEST(r.position, EXCLUDED.position), updated_at = now()",
-                c = t.checkpoints
-            )),
-            record_processed: safe(format!(
-                "INSERT INTO {} (consumer, event_id) SELECT $1, unnest($2::uuid[]) \
-                 ON CONFLICT DO NOTHING RETURNING event_id",
-                t.processed
-            )),
-            is_processed: safe(format!(
-                "SELECT 1 FROM {} WHERE consumer = $1 AND event_id = $2",
-                t.processed
-            )),
-            processed_ids: safe(format!(
-                "SELECT event_id FROM {} WHERE consumer = $1",
-                t.processed
-            )),
-            insert_dead_letter: safe(format!(
-                "INSERT INTO {} (consumer, position, event_id, stream_id, event_type, attempts, \
-                     reason, payload) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-                 ON CONFLICT (consumer, position) DO NOTHING",
-                t.dead_letters
-            )),
-            dead_letters: safe(format!(
-                "SELECT consumer, position, event_id, stream_id, event_type, attempts, reason, \
-                     payload \
-                 FROM {} WHERE consumer = $1 ORDER BY id",
-                t.dead_letters
-            )),
+fairdeal_db::for_each_backend! { DB =>
+    impl BusDatabase for DB {
+        fn statements(schema: Option<&Schema>) -> BusSql {
+            let t = Tables::new(schema);
+            let (greatest, now) = (DB::GREATEST, DB::NOW);
+            BusSql {
+                load_position: safe(format!(
+                    "SELECT position FROM {} WHERE consumer = $1",
+                    t.positions
+                )),
+                save_position: safe(format!(
+                    "INSERT INTO {p} AS c (consumer, position) VALUES ($1, $2) \
+                     ON CONFLICT (consumer) DO UPDATE \
+                     SET position = {greatest}(c.position, excluded.position), updated_at = {now}",
+                    p = t.positions
+                )),
+                load_checkpoint: safe(format!(
+                    "SELECT position FROM {} WHERE relay = $1",
+                    t.checkpoints
+                )),
+                save_checkpoint: safe(format!(
+                    "INSERT INTO {c} AS r (relay, position) VALUES ($1, $2) \
+                     ON CONFLICT (relay) DO UPDATE \
+                     SET position = {greatest}(r.position, excluded.position), updated_at = {now}",
+                    c = t.checkpoints
+                )),
+                record_processed: format!("INSERT INTO {} (consumer, event_id) ", t.processed),
+                is_processed: safe(format!(
+                    "SELECT 1 FROM {} WHERE consumer = $1 AND event_id = $2",
+                    t.processed
+                )),
+                processed_ids: safe(format!(
+                    "SELECT event_id FROM {} WHERE consumer = $1",
+                    t.processed
+                )),
+                prune_processed: safe(format!(
+                    "DELETE FROM {} WHERE consumer = $1 AND processed_at < {}",
+                    t.processed,
+                    DB::seconds_ago("$2")
+                )),
+                insert_dead_letter: safe(format!(
+                    "INSERT INTO {} (consumer, position, event_id, stream_id, event_type, \
+                         attempts, reason, payload) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+                     ON CONFLICT (consumer, position) DO NOTHING",
+                    t.dead_letters
+                )),
+                dead_letters: safe(format!(
+                    "SELECT consumer, position, event_id, stream_id, event_type, attempts, \
+                         reason, payload \
+                     FROM {} WHERE consumer = $1 ORDER BY id",
+                    t.dead_letters
+                )),
+            }
         }
-    }
 
-    async fn begin_batch(pool: &PgPool) -> Result<Transaction<'static, Postgres>, sqlx::Error> {
-        pool.begin().await
-    }
-
-    async fn migrate(pool: &PgPool, schema: Option<&str>) -> Result<(), BusError> {
-        let mut migrator = sqlx::migrate!("./migrations/postgres");
-        let Some(schema) = schema else {
-            migrator.dangerous_set_table_name(MIGRATIONS_TABLE);
-            migrator.run(pool).await?;
-            return Ok(());
-        };
-        migrator.create_schema(format!("\"{schema}\""));
-        migrator.dangerous_set_table_name(format!("\"{schema}\".{MIGRATIONS_TABLE}"));
-        // The migration SQL uses unqualified names resolved through search_path: run it on a
-        // one-connection pool whose connections start in the schema, keeping that setting
-        // away from the service's pool.
-        let options = (*pool.connect_options())
-            .clone()
-            .options([("search_path", format!("\"{schema}\""))]);
-        let migration_pool = PgPoolOptions::new()
-            .max_connections(1)
-            .connect_with(options)
-            .await?;
-        let result = migrator.run(&migration_pool).await;
-        migration_pool.close().await;
-        Ok(result?)
-    }
-
-    async fn load_consumer_position(
-        sql: &BusSql,
-        conn: &mut PgConnection,
-        consumer: &str,
-    ) -> Result<i64, sqlx::Error> {
-        let row: Option<(i64,)> = sqlx::query_as(sql.load_position.clone())
-            .bind(consumer)
-            .fetch_optional(&mut *conn)
-            .await?;
-        Ok(row.map_or(0, |(position,)| position))
-    }
-
-    async fn save_consumer_position(
-        sql: &BusSql,
-        conn: &mut PgConnection,
-        consumer: &str,
-        position: i64,
-    ) -> Result<(), sqlx::Error> {
-        sqlx::query(sql.save_position.clone())
-            .bind(consumer)
-            .bind(position)
-            .execute(&mut *conn)
-            .await?;
-        Ok(())
-    }
-
-    async fn load_relay_checkpoint(
-        sql: &BusSql,
-        conn: &mut PgConnection,
-        relay: &str,
-    ) -> Result<i64, sqlx::Error> {
-        let row: Option<(i64,)> = sqlx::query_as(sql.load_checkpoint.clone())
-            .bind(relay)
-            .fetch_optional(&mut *conn)
-            .await?;
-        Ok(row.map_or(0, |(position,)| position))
-    }
-
-    async fn save_relay_checkpoint(
-        sql: &BusSql,
-        conn: &mut PgConnection,
-        relay: &str,
-        position: i64,
-    ) -> Result<(), sqlx::Error> {
-        sqlx::query(sql.save_checkpoint.clone())
-            .bind(relay)
-            .bind(position)
-            .execute(&mut *conn)
-            .await?;
-        Ok(())
-    }
-
-    async fn record_processed(
-        sql: &BusSql,
-        conn: &mut PgConnection,
-        consumer: &str,
-        event_ids: &[Uuid],
-    ) -> Result<HashSet<Uuid>, sqlx::Error> {
-        if event_ids.is_empty() {
-            return Ok(HashSet::new());
+        async fn begin_batch(pool: &Pool<DB>) -> Result<Transaction<'static, DB>, sqlx::Error> {
+            DB::begin_write(pool).await
         }
-        let new: Vec<Uuid> = sqlx::query_scalar(sql.record_processed.clone())
-            .bind(consumer)
-            .bind(event_ids)
-            .fetch_all(&mut *conn)
-            .await?;
-        Ok(new.into_iter().collect())
-    }
 
-    async fn is_processed(
-        sql: &BusSql,
-        conn: &mut PgConnection,
-        consumer: &str,
-        event_id: Uuid,
-    ) -> Result<bool, sqlx::Error> {
-        let row: Option<(i32,)> = sqlx::query_as(sql.is_processed.clone())
-            .bind(consumer)
-            .bind(event_id)
-            .fetch_optional(&mut *conn)
-            .await?;
-        Ok(row.is_some())
-    }
+        async fn load_consumer_position(
+            sql: &BusSql,
+            conn: &mut <DB as sqlx::Database>::Connection,
+            consumer: &str,
+        ) -> Result<i64, sqlx::Error> {
+            let row: Option<(i64,)> = sqlx::query_as(sql.load_position.clone())
+                .bind(consumer)
+                .fetch_optional(&mut *conn)
+                .await?;
+            Ok(row.map_or(0, |(position,)| position))
+        }
 
-    async fn processed_event_ids(
-        sql: &BusSql,
-        conn: &mut PgConnection,
-        consumer: &str,
-    ) -> Result<Vec<Uuid>, sqlx::Error> {
-        let rows: Vec<(Uuid,)> = sqlx::query_as(sql.processed_ids.clone())
-            .bind(consumer)
-            .fetch_all(&mut *conn)
-            .await?;
-        Ok(rows.into_iter().map(|(id,)| id).collect())
-    }
+        async fn save_consumer_position(
+            sql: &BusSql,
+            conn: &mut <DB as sqlx::Database>::Connection,
+            consumer: &str,
+            position: i64,
+        ) -> Result<(), sqlx::Error> {
+            sqlx::query(sql.save_position.clone())
+                .bind(consumer)
+                .bind(position)
+                .execute(&mut *conn)
+                .await?;
+            Ok(())
+        }
 
-    async fn insert_dead_letter(
-        sql: &BusSql,
-        conn: &mut PgConnection,
-        letter: &DeadLetter,
-    ) -> Result<bool, sqlx::Error> {
-        let done = sqlx::query(sql.insert_dead_letter.clone())
-            .bind(&letter.consumer)
-            .bind(letter.position)
-            .bind(letter.event_id)
-            .bind(&letter.stream_id)
-            .bind(&letter.event_type)
-            .bind(attempts_to_db(letter.attempts))
-            .bind(&letter.reason)
-            .bind(&letter.payload)
-            .execute(&mut *conn)
-            .await?;
-        Ok(done.rows_affected() == 1)
-    }
+        async fn load_relay_checkpoint(
+            sql: &BusSql,
+            conn: &mut <DB as sqlx::Database>::Connection,
+            relay: &str,
+        ) -> Result<i64, sqlx::Error> {
+            let row: Option<(i64,)> = sqlx::query_as(sql.load_checkpoint.clone())
+                .bind(relay)
+                .fetch_optional(&mut *conn)
+                .await?;
+            Ok(row.map_or(0, |(position,)| position))
+        }
 
-    async fn dead_letters(
-        sql: &BusSql,
-        conn: &mut PgConnection,
-        consumer: &str,
-    ) -> Result<Vec<DeadLetter>, sqlx::Error> {
-        let rows = sqlx::query(sql.dead_letters.clone())
-            .bind(consumer)
-            .fetch_all(&mut *conn)
-            .await?;
-        rows.into_iter()
-            .map(|row| {
-                Ok(DeadLetter {
-                    consumer: row.try_get("consumer")?,
-                    position: row.try_get("position")?,
-                    event_id: row.try_get("event_id")?,
-                    stream_id: row.try_get("stream_id")?,
-                    event_type: row.try_get("event_type")?,
-                    attempts: attempts_from_db(row.try_get("attempts")?),
-                    reason: row.try_get("reason")?,
-                    payload: row.try_get("payload")?,
+        async fn save_relay_checkpoint(
+            sql: &BusSql,
+            conn: &mut <DB as sqlx::Database>::Connection,
+            relay: &str,
+            position: i64,
+        ) -> Result<(), sqlx::Error> {
+            sqlx::query(sql.save_checkpoint.clone())
+                .bind(relay)
+                .bind(position)
+                .execute(&mut *conn)
+                .await?;
+            Ok(())
+        }
+
+        async fn record_processed(
+            sql: &BusSql,
+            conn: &mut <DB as sqlx::Database>::Connection,
+            consumer: &str,
+            event_ids: &[Uuid],
+        ) -> Result<HashSet<Uuid>, sqlx::Error> {
+            let mut new = HashSet::with_capacity(event_ids.len());
+            for chunk in event_ids.chunks(PROCESSED_CHUNK) {
+                let mut query = QueryBuilder::<DB>::new(sql.record_processed.clone());
+                query.push_values(chunk, |mut row, id| {
+                    row.push_bind(consumer).push_bind(DB::store_uuid(*id));
+                });
+                query.push(" ON CONFLICT DO NOTHING RETURNING event_id");
+                let rows = query.build().fetch_all(&mut *conn).await?;
+                for row in rows {
+                    new.insert(DB::load_uuid(row.try_get("event_id")?, "event_id")?);
+                }
+            }
+            Ok(new)
+        }
+
+        async fn is_processed(
+            sql: &BusSql,
+            conn: &mut <DB as sqlx::Database>::Connection,
+            consumer: &str,
+            event_id: Uuid,
+        ) -> Result<bool, sqlx::Error> {
+            let row: Option<(i32,)> = sqlx::query_as(sql.is_processed.clone())
+                .bind(consumer)
+                .bind(DB::store_uuid(event_id))
+                .fetch_optional(&mut *conn)
+                .await?;
+            Ok(row.is_some())
+        }
+
+        async fn processed_event_ids(
+            sql: &BusSql,
+            conn: &mut <DB as sqlx::Database>::Connection,
+            consumer: &str,
+        ) -> Result<Vec<Uuid>, sqlx::Error> {
+            let rows = sqlx::query(sql.processed_ids.clone())
+                .bind(consumer)
+                .fetch_all(&mut *conn)
+                .await?;
+            rows.iter()
+                .map(|row| DB::load_uuid(row.try_get("event_id")?, "event_id"))
+                .collect()
+        }
+
+        async fn prune_processed(
+            sql: &BusSql,
+            conn: &mut <DB as sqlx::Database>::Connection,
+            consumer: &str,
+            age_secs: i64,
+        ) -> Result<u64, sqlx::Error> {
+            let done = sqlx::query(sql.prune_processed.clone())
+                .bind(consumer)
+                .bind(age_secs)
+                .execute(&mut *conn)
+                .await?;
+            Ok(done.rows_affected())
+        }
+
+        async fn insert_dead_letter(
+            sql: &BusSql,
+            conn: &mut <DB as sqlx::Database>::Connection,
+            letter: &DeadLetter,
+        ) -> Result<bool, sqlx::Error> {
+            let done = sqlx::query(sql.insert_dead_letter.clone())
+                .bind(&letter.consumer)
+                .bind(letter.position)
+                .bind(letter.event_id.map(DB::store_uuid))
+                .bind(&letter.stream_id)
+                .bind(&letter.event_type)
+                .bind(attempts_to_db(letter.attempts))
+                .bind(&letter.reason)
+                .bind(&letter.payload)
+                .execute(&mut *conn)
+                .await?;
+            Ok(done.rows_affected() == 1)
+        }
+
+        async fn dead_letters(
+            sql: &BusSql,
+            conn: &mut <DB as sqlx::Database>::Connection,
+            consumer: &str,
+        ) -> Result<Vec<DeadLetter>, sqlx::Error> {
+            let rows = sqlx::query(sql.dead_letters.clone())
+                .bind(consumer)
+                .fetch_all(&mut *conn)
+                .await?;
+            rows.into_iter()
+                .map(|row| {
+                    let event_id: Option<<DB as Backend>::StoredUuid> = row.try_get("event_id")?;
+                    Ok(DeadLetter {
+                        consumer: row.try_get("consumer")?,
+                        position: row.try_get("position")?,
+                        event_id: event_id
+                            .map(|id| DB::load_uuid(id, "event_id"))
+                            .transpose()?,
+                        stream_id: row.try_get("stream_id")?,
+                        event_type: row.try_get("event_type")?,
+                        attempts: attempts_from_db(row.try_get("attempts")?)?,
+                        reason: row.try_get("reason")?,
+                        payload: row.try_get("payload")?,
+                    })
                 })
-            })
-            .collect()
-    }
+                .collect()
+        }
 
-    fn try_lease(
-        pool: &Pool<Self>,
-        key: &str,
-    ) -> impl Future<Output = Result<Option<Lease<Self>>, sqlx::Error>> + Send {
-        let options = pool.connect_options();
-        let key = key.to_owned();
-        async move {
+        async fn try_lease(pool: &Pool<DB>, key: &str) -> Result<Option<Lease<DB>>, sqlx::Error> {
             use sqlx::{ConnectOptions, Connection};
-            let mut conn = options.connect().await?;
+            if DB::KIND == BackendKind::Sqlite {
+                // One process owns an embedded database: nobody to share the work with.
+                return Ok(Some(Lease { conn: None }));
+            }
+            let mut conn = pool.connect_options().connect().await?;
             let held: bool =
                 sqlx::query_scalar("SELECT pg_try_advisory_lock(hashtextextended($1, 0))")
-                    .bind(&key)
+                    .bind(key)
                     .fetch_one(&mut conn)
                     .await?;
             if !held {
@@ -602,237 +631,13 @@ impl BusDatabase for Postgres {
             }
             Ok(Some(Lease { conn: Some(conn) }))
         }
-    }
 
-    async fn keep_lease(lease: &mut Lease<Self>) -> Result<(), sqlx::Error> {
-        if let Some(conn) = lease.conn.as_mut() {
-            sqlx::query("SELECT 1").execute(conn).await?;
-        }
-        Ok(())
-    }
-}
-
-/// SQLite stores event ids as hyphenated text: readable with the sqlite3 shell, and the same
-/// form the envelope uses.
-fn uuid_from_text(text: &str) -> Result<Uuid, sqlx::Error> {
-    Uuid::parse_str(text).map_err(|err| sqlx::Error::Decode(Box::new(err)))
-}
-
-impl BusDatabase for Sqlite {
-    fn statements(schema: Option<&str>) -> BusSql {
-        let t = Tables::new(schema);
-        let now = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
-        BusSql {
-            load_position: safe(format!(
-                "SELECT position FROM {} WHERE consumer = ?1",
-                t.positions
-            )),
-            save_position: safe(format!(
-                "INSERT INTO {} (consumer, position) VALUES (?1, ?2) \
-                 ON CONFLICT (consumer) DO UPDATE \
-                 SET position = MAX(position, excluded.position), updated_at = {now}",
-                t.positions
-            )),
-            load_checkpoint: safe(format!(
-                "SELECT position FROM {} WHERE relay = ?1",
-                t.checkpoints
-            )),
-            save_checkpoint: safe(format!(
-                "INSERT INTO {} (relay, position) VALUES (?1, ?2) \
-                 ON CONFLICT (relay) DO UPDATE \
-                 SET position = MAX(position, excluded.position), updated_at = {now}",
-                t.checkpoints
-            )),
-            record_processed: safe(format!(
-                "INSERT INTO {} (consumer, event_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
-                t.processed
-            )),
-            is_processed: safe(format!(
-                "SELECT 1 FROM {} WHERE consumer = ?1 AND event_id = ?2",
-                t.processed
-            )),
-            processed_ids: safe(format!(
-                "SELECT event_id FROM {} WHERE consumer = ?1",
-                t.processed
-            )),
-            insert_dead_letter: safe(format!(
-                "INSERT INTO {} (consumer, position, event_id, stream_id, event_type, attempts, \
-                     reason, payload) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
-                 ON CONFLICT (consumer, position) DO NOTHING",
-                t.dead_letters
-            )),
-            dead_letters: safe(format!(
-                "SELECT consumer, position, event_id, stream_id, event_type, attempts, reason, \
-                     payload \
-                 FROM {} WHERE consumer = ?1 ORDER BY id",
-                t.dead_letters
-            )),
-        }
-    }
-
-    async fn begin_batch(pool: &SqlitePool) -> Result<Transaction<'static, Sqlite>, sqlx::Error> {
-        pool.begin_with("BEGIN IMMEDIATE").await
-    }
-
-    async fn migrate(pool: &SqlitePool, _schema: Option<&str>) -> Result<(), BusError> {
-        let mut migrator = sqlx::migrate!("./migrations/sqlite");
-        migrator.dangerous_set_table_name(MIGRATIONS_TABLE);
-        migrator.run(pool).await?;
-        Ok(())
-    }
-
-    async fn load_consumer_position(
-        sql: &BusSql,
-        conn: &mut SqliteConnection,
-        consumer: &str,
-    ) -> Result<i64, sqlx::Error> {
-        let row: Option<(i64,)> = sqlx::query_as(sql.load_position.clone())
-            .bind(consumer)
-            .fetch_optional(&mut *conn)
-            .await?;
-        Ok(row.map_or(0, |(position,)| position))
-    }
-
-    async fn save_consumer_position(
-        sql: &BusSql,
-        conn: &mut SqliteConnection,
-        consumer: &str,
-        position: i64,
-    ) -> Result<(), sqlx::Error> {
-        sqlx::query(sql.save_position.clone())
-            .bind(consumer)
-            .bind(position)
-            .execute(&mut *conn)
-            .await?;
-        Ok(())
-    }
-
-    async fn load_relay_checkpoint(
-        sql: &BusSql,
-        conn: &mut SqliteConnection,
-        relay: &str,
-    ) -> Result<i64, sqlx::Error> {
-        let row: Option<(i64,)> = sqlx::query_as(sql.load_checkpoint.clone())
-            .bind(relay)
-            .fetch_optional(&mut *conn)
-            .await?;
-        Ok(row.map_or(0, |(position,)| position))
-    }
-
-    async fn save_relay_checkpoint(
-        sql: &BusSql,
-        conn: &mut SqliteConnection,
-        relay: &str,
-        position: i64,
-    ) -> Result<(), sqlx::Error> {
-        sqlx::query(sql.save_checkpoint.clone())
-            .bind(relay)
-            .bind(position)
-            .execute(&mut *conn)
-            .await?;
-        Ok(())
-    }
-
-    async fn record_processed(
-        sql: &BusSql,
-        conn: &mut SqliteConnection,
-        consumer: &str,
-        event_ids: &[Uuid],
-    ) -> Result<HashSet<Uuid>, sqlx::Error> {
-        // One statement per id: SQLite runs in-process, so there is no round trip to save.
-        let mut new = HashSet::with_capacity(event_ids.len());
-        for event_id in event_ids {
-            let done = sqlx::query(sql.record_processed.clone())
-                .bind(consumer)
-                .bind(event_id.hyphenated().to_string())
-                .execute(&mut *conn)
-                .await?;
-            if done.rows_affected() == 1 {
-                new.insert(*event_id);
+        async fn keep_lease(lease: &mut Lease<DB>) -> Result<(), sqlx::Error> {
+            if let Some(conn) = lease.conn.as_mut() {
+                sqlx::query("SELECT 1").execute(conn).await?;
             }
+            Ok(())
         }
-        Ok(new)
-    }
-
-    async fn is_processed(
-        sql: &BusSql,
-        conn: &mut SqliteConnection,
-        consumer: &str,
-        event_id: Uuid,
-    ) -> Result<bool, sqlx::Error> {
-        let row: Option<(i32,)> = sqlx::query_as(sql.is_processed.clone())
-            .bind(consumer)
-            .bind(event_id.hyphenated().to_string())
-            .fetch_optional(&mut *conn)
-            .await?;
-        Ok(row.is_some())
-    }
-
-    async fn processed_event_ids(
-        sql: &BusSql,
-        conn: &mut SqliteConnection,
-        consumer: &str,
-    ) -> Result<Vec<Uuid>, sqlx::Error> {
-        let rows: Vec<(String,)> = sqlx::query_as(sql.processed_ids.clone())
-            .bind(consumer)
-            .fetch_all(&mut *conn)
-            .await?;
-        rows.iter().map(|(id,)| uuid_from_text(id)).collect()
-    }
-
-    async fn insert_dead_letter(
-        sql: &BusSql,
-        conn: &mut SqliteConnection,
-        letter: &DeadLetter,
-    ) -> Result<bool, sqlx::Error> {
-        let done = sqlx::query(sql.insert_dead_letter.clone())
-            .bind(&letter.consumer)
-            .bind(letter.position)
-            .bind(letter.event_id.map(|id| id.hyphenated().to_string()))
-            .bind(&letter.stream_id)
-            .bind(&letter.event_type)
-            .bind(attempts_to_db(letter.attempts))
-            .bind(&letter.reason)
-            .bind(&letter.payload)
-            .execute(&mut *conn)
-            .await?;
-        Ok(done.rows_affected() == 1)
-    }
-
-    async fn dead_letters(
-        sql: &BusSql,
-        conn: &mut SqliteConnection,
-        consumer: &str,
-    ) -> Result<Vec<DeadLetter>, sqlx::Error> {
-        let rows = sqlx::query(sql.dead_letters.clone())
-            .bind(consumer)
-            .fetch_all(&mut *conn)
-            .await?;
-        rows.into_iter()
-            .map(|row| {
-                let event_id: Option<String> = row.try_get("event_id")?;
-                Ok(DeadLetter {
-                    consumer: row.try_get("consumer")?,
-                    position: row.try_get("position")?,
-                    event_id: event_id.as_deref().map(uuid_from_text).transpose()?,
-                    stream_id: row.try_get("stream_id")?,
-                    event_type: row.try_get("event_type")?,
-                    attempts: attempts_from_db(row.try_get("attempts")?),
-                    reason: row.try_get("reason")?,
-                    payload: row.try_get("payload")?,
-                })
-            })
-            .collect()
-    }
-
-    async fn try_lease(_pool: &Pool<Self>, _key: &str) -> Result<Option<Lease<Self>>, sqlx::Error> {
-        // One process owns an embedded database: nobody to share the work with.
-        Ok(Some(Lease { conn: None }))
-    }
-
-    async fn keep_lease(_lease: &mut Lease<Self>) -> Result<(), sqlx::Error> {
-        Ok(())
     }
 }
 
@@ -842,7 +647,8 @@ mod tests {
 
     #[test]
     fn postgres_statements_are_schema_qualified() {
-        let sql = Postgres::statements(Some("auth"));
+        let auth = Schema::new("auth").unwrap();
+        let sql = Postgres::statements(Some(&auth));
         assert!(
             sql.record_processed
                 .as_str()
@@ -863,7 +669,7 @@ mod tests {
 
     #[tokio::test]
     async fn schema_names_are_validated() {
-        let pool = PgPoolOptions::new()
+        let pool = sqlx::postgres::PgPoolOptions::new()
             .connect_lazy("postgres://localhost/none")
             .unwrap();
         assert!(BusDb::postgres(pool.clone(), "auth_1").is_ok());

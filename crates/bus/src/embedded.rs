@@ -44,10 +44,17 @@ pub struct EmbeddedBus<DB: BusDatabase> {
 
 impl<DB: BusDatabase> EmbeddedBus<DB> {
     /// A bus over `store`, keeping consumer state in `db` (the store's database, migrated
-    /// with [`BusDb::migrate`]).
+    /// with [`BusDb::migrate`]). Appends through [`EmbeddedBus::store`] wake the consumers.
     pub fn new(store: Arc<dyn EventStore>, db: BusDb<DB>) -> Self {
         let signal = AppendSignal::new();
         let store: Arc<dyn EventStore> = Arc::new(NotifyingEventStore::new(store, signal.clone()));
+        Self::with_signal(store, signal, db)
+    }
+
+    /// A bus over `store`, which already fires `signal` after each append (a
+    /// [`NotifyingEventStore`] the service holds), so one signal wakes the relay and the
+    /// consumers alike.
+    pub fn with_signal(store: Arc<dyn EventStore>, signal: AppendSignal, db: BusDb<DB>) -> Self {
         let (dead_letters, _) = broadcast::channel(DEAD_LETTER_CHANNEL_CAPACITY);
         Self {
             store,

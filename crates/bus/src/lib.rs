@@ -23,8 +23,10 @@
 //!
 //! Everything stops on a `CancellationToken`, finishing the batch in hand first.
 //!
-//! Wiring a service on PostgreSQL + JetStream (run the store's migrations, then the bus's;
-//! streams and the durable consumer are created idempotently at start):
+//! Services do not wire these pieces by hand: `fairdeal_platform::Bus` does it, one call for
+//! the relay and one per consumer (see docs/services.md). Underneath, on PostgreSQL +
+//! JetStream (run the store's migrations, then the bus's; streams and the durable consumer
+//! are created idempotently at start):
 //!
 //! ```no_run
 //! # use fairdeal_bus::{Handler, HandlerError};
@@ -47,8 +49,11 @@
 //! use fairdeal_eventstore::{EventStore, PgEventStore};
 //! use tokio_util::sync::CancellationToken;
 //!
-//! let store = PgEventStore::connect("postgres://postgres@127.0.0.1/fairdeal", "rating").await?;
-//! let db = BusDb::postgres(store.pool().clone(), "rating")?;
+//! let pool = fairdeal_db::postgres_pool_options()
+//!     .connect("postgres://postgres@127.0.0.1/fairdeal").await?;
+//! let store = PgEventStore::new(pool.clone(), "rating")?;
+//! store.migrate().await?;
+//! let db = BusDb::postgres(pool, "rating")?;
 //! db.migrate().await?;
 //! let js = async_nats::jetstream::new(async_nats::connect("127.0.0.1:4222").await?);
 //! let streams = JetStreamConfig::new("fairdeal.rating")?;

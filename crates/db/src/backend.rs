@@ -45,7 +45,7 @@ use std::future::Future;
 use sqlx::{Pool, Postgres, Sqlite, Transaction};
 use uuid::Uuid;
 
-use crate::pool::{BackendKind, Db};
+use crate::pool::{BackendKind, Db, Schema};
 
 mod sealed {
     pub trait Sealed {}
@@ -63,6 +63,15 @@ pub trait Backend: sqlx::Database + sealed::Sealed {
     /// two-argument `MAX` on SQLite).
     const GREATEST: &'static str;
 
+    /// The current time as a SQL expression of the type timestamp columns have here
+    /// (`timestamptz` on PostgreSQL, ISO-8601 UTC text with milliseconds on SQLite, which
+    /// sorts like time).
+    const NOW: &'static str;
+
+    /// A SQL expression for "`$param` seconds before now", comparable with [`Self::NOW`]'s
+    /// type (`$param` is a placeholder such as `$2` bound to an integer).
+    fn seconds_ago(param: &str) -> String;
+
     /// How a UUID column is stored: `uuid` on PostgreSQL, hyphenated TEXT on SQLite.
     type StoredUuid;
 
@@ -76,6 +85,9 @@ pub trait Backend: sqlx::Database + sealed::Sealed {
     /// This backend's pool in `db`, if `db` is on this backend.
     fn pool(db: &Db) -> Option<&Pool<Self>>;
 
+    /// `pool` as a [`Db`] (`schema` is the PostgreSQL schema; SQLite has none).
+    fn db(pool: Pool<Self>, schema: &Schema) -> Db;
+
     /// Begins a transaction that will write. SQLite takes the write lock up front
     /// (`BEGIN IMMEDIATE`): a deferred transaction that reads before it writes fails with
     /// `SQLITE_BUSY` when another writer got in between, instead of waiting its turn.
@@ -87,7 +99,12 @@ pub trait Backend: sqlx::Database + sealed::Sealed {
 impl Backend for Postgres {
     const KIND: BackendKind = BackendKind::Postgres;
     const GREATEST: &'static str = "GREATEST";
+    const NOW: &'static str = "now()";
     type StoredUuid = Uuid;
+
+    fn seconds_ago(param: &str) -> String {
+        format!("(now() - ({param} * interval '1 second'))")
+    }
 
     fn store_uuid(id: Uuid) -> Uuid {
         id
@@ -104,6 +121,13 @@ impl Backend for Postgres {
         }
     }
 
+    fn db(pool: Pool<Self>, schema: &Schema) -> Db {
+        Db::Postgres {
+            pool,
+            schema: schema.clone(),
+        }
+    }
+
     async fn begin_write(pool: &Pool<Self>) -> Result<Transaction<'static, Self>, sqlx::Error> {
         pool.begin().await
     }
@@ -112,7 +136,12 @@ impl Backend for Postgres {
 impl Backend for Sqlite {
     const KIND: BackendKind = BackendKind::Sqlite;
     const GREATEST: &'static str = "MAX";
+    const NOW: &'static str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
     type StoredUuid = String;
+
+    fn seconds_ago(param: &str) -> String {
+        format!("strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-' || {param} || ' seconds')")
+    }
 
     fn store_uuid(id: Uuid) -> String {
         id.hyphenated().to_string()
@@ -132,24 +161,32 @@ impl Backend for Sqlite {
         }
     }
 
+    fn db(pool: Pool<Self>, _schema: &Schema) -> Db {
+        Db::Sqlite { pool }
+    }
+
     async fn begin_write(pool: &Pool<Self>) -> Result<Transaction<'static, Self>, sqlx::Error> {
         pool.begin_with("BEGIN IMMEDIATE").await
     }
 }
 
 /// Compiles the items that follow twice: with `$alias` standing for `sqlx::Postgres`, then
-/// for `sqlx::Sqlite`. See the [module docs](crate::backend).
+/// for `sqlx::Sqlite`, with [`Backend`]'s items in scope. See the [module docs](crate::backend).
 #[macro_export]
 macro_rules! for_each_backend {
     ($alias:ident => $($item:item)*) => {
         const _: () = {
             #[allow(unused_imports)]
             use $crate::__private::Postgres as $alias;
+            #[allow(unused_imports)]
+            use $crate::Backend as _;
             $($item)*
         };
         const _: () = {
             #[allow(unused_imports)]
             use $crate::__private::Sqlite as $alias;
+            #[allow(unused_imports)]
+            use $crate::Backend as _;
             $($item)*
         };
     };
@@ -171,7 +208,7 @@ macro_rules! on_db {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::{DatabaseUrl, Schema};
+    use crate::DatabaseUrl;
 
     /// A repository written once for both backends.
     trait Counter {

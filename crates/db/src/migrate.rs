@@ -8,8 +8,9 @@
 //! the service's schema (the pool's `search_path`), which the first run creates.
 
 use sqlx::migrate::{MigrateError, Migrator};
+use sqlx::{Connection, PgConnection};
 
-use crate::pool::Db;
+use crate::pool::{Db, in_schema};
 
 /// A component's migrations for both backends (build the two with `sqlx::migrate!`).
 #[derive(Debug)]
@@ -34,7 +35,14 @@ impl Db {
                     Migrator::with_migrations(migrations.postgres.iter().cloned().collect());
                 migrator.create_schema(schema.quoted());
                 migrator.dangerous_set_table_name(format!("{}.{table}", schema.quoted()));
-                migrator.run(pool).await
+                // A dedicated session in the schema: the migration SQL names its tables
+                // unqualified, and a pool built elsewhere (tests, tools) may not set
+                // `search_path` on its connections.
+                let options = in_schema((*pool.connect_options()).clone(), schema);
+                let mut conn = PgConnection::connect_with(&options).await?;
+                let result = migrator.run(&mut conn).await;
+                conn.close().await?;
+                result
             }
             Db::Sqlite { pool } => {
                 let mut migrator =

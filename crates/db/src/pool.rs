@@ -12,11 +12,11 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use sqlx::PgConnection;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use sqlx::PgConnection;
 
 use crate::url::DatabaseUrl;
 
@@ -213,11 +213,10 @@ pub fn postgres_pool_options() -> PgPoolOptions {
 /// Whether `conn` is inside a transaction sqlx does not know about (see
 /// [`postgres_pool_options`]). An error means the connection is unusable.
 pub async fn in_stale_transaction(conn: &mut PgConnection) -> Result<bool, sqlx::Error> {
-    let check = sqlx::query_scalar::<_, bool>(
-        "SELECT transaction_timestamp() = statement_timestamp()",
-    )
-    .fetch_one(&mut *conn)
-    .await;
+    let check =
+        sqlx::query_scalar::<_, bool>("SELECT transaction_timestamp() = statement_timestamp()")
+            .fetch_one(&mut *conn)
+            .await;
     match check {
         Ok(autocommit) => Ok(!autocommit),
         Err(sqlx::Error::Database(db)) if db.code().as_deref() == Some("25P02") => Ok(true),

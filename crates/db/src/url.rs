@@ -211,7 +211,10 @@ mod tests {
             .unwrap();
         assert!(url.is_postgres());
         let shown = url.to_string();
-        assert!(!shown.contains("hunter2") && !shown.contains("app"), "{shown}");
+        assert!(
+            !shown.contains("hunter2") && !shown.contains("app"),
+            "{shown}"
+        );
         assert!(shown.contains("db.internal:5433/fairdeal"), "{shown}");
         assert_eq!(format!("{url:?}"), shown);
         let DatabaseUrl::Postgres(pg) = &url else {
@@ -229,7 +232,10 @@ mod tests {
             ("sqlite:data/x.db", "data/x.db"),
         ] {
             let url: DatabaseUrl = text.parse().unwrap();
-            assert!(matches!(&url, DatabaseUrl::Sqlite(p) if p == Path::new(path)), "{text}");
+            assert!(
+                matches!(&url, DatabaseUrl::Sqlite(p) if p == Path::new(path)),
+                "{text}"
+            );
         }
     }
 
@@ -241,7 +247,10 @@ mod tests {
             ("sqlite::memory:", "in-memory"),
             ("sqlite://x.db?cache=shared", "only SQLite option"),
             ("postgres://u:pw@:5432/db", "not a valid PostgreSQL URL"),
-            ("postgres://u:pw@h:notaport/db", "not a valid PostgreSQL URL"),
+            (
+                "postgres://u:pw@h:notaport/db",
+                "not a valid PostgreSQL URL",
+            ),
             ("", "must start with"),
         ];
         for (text, reason) in cases {

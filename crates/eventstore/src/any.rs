@@ -1,4 +1,4 @@
-//! [`AnyEventStore`]: the backend chosen by a URL in the service's configuration.
+//! [`AnyEventStore`]: the store of a service's [`Db`], whichever backend it is on.
 
 use crate::error::StoreError;
 use crate::postgres::PgEventStore;
@@ -6,15 +6,13 @@ use crate::sqlite::SqliteEventStore;
 use crate::store::{Appended, EventStore};
 use crate::version::ExpectedVersion;
 use async_trait::async_trait;
+use fairdeal_db::Db;
 use fairdeal_event::{NewEvent, RecordedEvent, StreamId};
-use sqlx::sqlite::SqliteConnectOptions;
-use std::str::FromStr;
 use std::sync::Arc;
 
-/// Either backend, picked at start from a URL: `postgres://…` / `postgresql://…` (the store
-/// of record, in the given schema) or `sqlite://path/to/events.db` / `sqlite::memory:` (the
-/// embedded default). Services that append inside their own transactions match on the
-/// variant to reach the backend's `append_in_tx`.
+/// Either backend, following the service's [`Db`]: PostgreSQL (the store of record, in the
+/// service's schema) or SQLite (the embedded default). Services that append inside their
+/// own transactions match on the variant to reach the backend's `append_in_tx`.
 #[derive(Debug, Clone)]
 pub enum AnyEventStore {
     /// PostgreSQL.
@@ -24,20 +22,19 @@ pub enum AnyEventStore {
 }
 
 impl AnyEventStore {
-    /// Connects to the store at `url` and runs its migrations. `schema` is the PostgreSQL
-    /// schema (ignored by SQLite, where each service has its own file or shares one log).
-    pub async fn connect(url: &str, schema: &str) -> Result<Self, StoreError> {
-        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            Ok(Self::Postgres(PgEventStore::connect(url, schema).await?))
-        } else if url.starts_with("sqlite:") {
-            let options = SqliteConnectOptions::from_str(url)?;
-            Ok(Self::Sqlite(
-                SqliteEventStore::open_with(SqliteEventStore::with_store_settings(options)).await?,
-            ))
-        } else {
-            Err(StoreError::InvalidArgument(
-                "event store URL must start with postgres://, postgresql:// or sqlite:".into(),
-            ))
+    /// The store in `db` (PostgreSQL: the `events` table of its schema), its migrations run.
+    pub async fn open(db: &Db) -> Result<Self, StoreError> {
+        match db {
+            Db::Postgres { pool, schema } => {
+                let store = PgEventStore::new(pool.clone(), schema.as_str())?;
+                store.migrate().await?;
+                Ok(Self::Postgres(store))
+            }
+            Db::Sqlite { pool } => {
+                let store = SqliteEventStore::new(pool.clone());
+                store.migrate().await?;
+                Ok(Self::Sqlite(store))
+            }
         }
     }
 
@@ -98,19 +95,18 @@ impl EventStore for AnyEventStore {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
+    use fairdeal_db::{DatabaseUrl, Schema};
 
     #[tokio::test]
-    async fn rejects_unknown_schemes() {
-        let err = AnyEventStore::connect("mysql://x", "s").await.unwrap_err();
-        assert!(matches!(err, StoreError::InvalidArgument(_)));
-    }
-
-    #[tokio::test]
-    async fn opens_sqlite_by_url() {
+    async fn opens_the_store_of_a_sqlite_db() {
         let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("e.db").display());
-        let store = AnyEventStore::connect(&url, "ignored").await.unwrap();
+        let url = DatabaseUrl::sqlite(dir.path().join("e.db"));
+        let db = Db::open(&url, &Schema::new("ignored").unwrap())
+            .await
+            .unwrap();
+        let store = AnyEventStore::open(&db).await.unwrap();
         assert!(matches!(store, AnyEventStore::Sqlite(_)));
         let store = store.into_dyn();
         let s = StreamId::parse("user-1").unwrap();

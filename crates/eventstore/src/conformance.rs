@@ -888,7 +888,7 @@ impl PgBackend {
     /// Creates the database and the store.
     pub async fn create() -> Self {
         let database = fairdeal_testkit::TestDatabase::create().await.unwrap();
-        let pool = PgEventStore::pool_options()
+        let pool = fairdeal_db::postgres_pool_options()
             .max_connections(12)
             .connect(database.url())
             .await

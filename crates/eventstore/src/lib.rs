@@ -30,6 +30,29 @@ pub mod store;
 pub mod version;
 
 pub use any::AnyEventStore;
+
+/// The event store of each database backend, for code written once for both (with
+/// `fairdeal_db::for_each_backend!`): `DB::Store` is [`PgEventStore`] or
+/// [`SqliteEventStore`], whose `append_in_tx` take the backend's transaction.
+pub trait EventBackend: fairdeal_db::Backend {
+    /// The store on this backend.
+    type Store: EventStore + Clone;
+}
+
+impl EventBackend for sqlx::Postgres {
+    type Store = PgEventStore;
+}
+
+impl EventBackend for sqlx::Sqlite {
+    type Store = SqliteEventStore;
+}
+
+/// The event store's schema, both backends (tracked in `_fairdeal_eventstore_migrations`).
+pub static MIGRATIONS: fairdeal_db::Migrations = fairdeal_db::Migrations {
+    name: "fairdeal_eventstore",
+    postgres: sqlx::migrate!("./migrations/postgres"),
+    sqlite: sqlx::migrate!("./migrations/sqlite"),
+};
 pub use error::StoreError;
 pub use fairdeal_event::{
     ChainVerifier, Envelope, EventError, GENESIS_PREV_HASH, Hash, NewEvent, RecordedEvent, StreamId,

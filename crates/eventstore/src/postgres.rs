@@ -39,13 +39,13 @@ use crate::error::StoreError;
 use crate::store::{Appended, EventStore};
 use crate::version::ExpectedVersion;
 use async_trait::async_trait;
+use fairdeal_db::{Db, Schema};
 use fairdeal_event::{Hash, NewEvent, RecordedEvent, StreamId, seal};
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
+use sqlx::postgres::{PgPool, PgRow};
 use sqlx::{
     AssertSqlSafe, Connection, PgConnection, Postgres, Row as _, SqlSafeStr, SqlStr, Transaction,
 };
 use std::sync::Arc;
-use std::time::Duration;
 use uuid::Uuid;
 
 /// Bits of a position below the transaction id.
@@ -62,10 +62,10 @@ const ANY_ATTEMPTS: usize = 16;
 /// Event store on PostgreSQL. Cheap to clone (the pool and the prepared SQL are shared).
 #[derive(Debug, Clone)]
 pub struct PgEventStore {
-    /// Connections; `test_before_acquire(false)` is recommended (see [`Self::pool_options`]).
+    /// Connections (from [`fairdeal_db::postgres_pool_options`] in services).
     pool: PgPool,
-    /// The schema holding `events` (validated identifier).
-    schema: Arc<str>,
+    /// The schema holding `events`.
+    schema: Schema,
     /// SQL with the schema name spliced in once, at construction.
     sql: Arc<PgSql>,
 }
@@ -164,58 +164,26 @@ const COLUMNS_PG: &str = "position, event_id, stream_id, version, event_type, oc
      correlation_id, causation_id, trace_context::text AS trace_context, payload, prev_hash, hash";
 
 impl PgEventStore {
-    /// Pool settings that suit the store: no ping before every checkout (it doubles the cost
-    /// of a one-row commit, see MEASUREMENTS) and bounded waits.
-    pub fn pool_options() -> PgPoolOptions {
-        PgPoolOptions::new()
-            .max_connections(16)
-            .test_before_acquire(false)
-            .acquire_timeout(Duration::from_secs(10))
-    }
-
-    /// Connects with [`Self::pool_options`], then runs the migrations into `schema`.
-    pub async fn connect(url: &str, schema: &str) -> Result<Self, StoreError> {
-        let options: PgConnectOptions = url.parse()?;
-        let pool = Self::pool_options().connect_with(options).await?;
-        let store = Self::new(pool, schema)?;
-        store.migrate().await?;
-        Ok(store)
-    }
-
     /// A store over `pool` for the `events` table in `schema` (a lowercase SQL identifier:
     /// `[a-z_][a-z0-9_]*`, at most 63 bytes). Does not touch the database; call
     /// [`Self::migrate`] once at start.
     pub fn new(pool: PgPool, schema: &str) -> Result<Self, StoreError> {
-        validate_schema(schema)?;
+        let schema = validate_schema(schema)?;
         Ok(Self {
             pool,
-            sql: Arc::new(PgSql::new(schema)),
-            schema: schema.into(),
+            sql: Arc::new(PgSql::new(schema.as_str())),
+            schema,
         })
     }
 
     /// Creates the schema if needed and applies the store's pending migrations. Idempotent
     /// and safe to run from several processes at once (sqlx takes an advisory lock).
     pub async fn migrate(&self) -> Result<(), StoreError> {
-        // The version numbers are private to the store's own migrations table.
-        let mut migrator = sqlx::migrate!("./migrations/postgres");
-        migrator.create_schema(format!("\"{}\"", self.schema));
-        migrator.dangerous_set_table_name(format!(
-            "\"{}\"._fairdeal_eventstore_migrations",
-            self.schema
-        ));
-        // A dedicated connection: the migration SQL uses unqualified names resolved through
-        // search_path, and a pooled connection must not keep that setting.
-        let mut conn = PgConnection::connect_with(&self.pool.connect_options()).await?;
-        sqlx::query(AssertSqlSafe(format!(
-            "SET search_path TO \"{}\"",
-            self.schema
-        )))
-        .execute(&mut conn)
-        .await?;
-        let result = migrator.run(&mut conn).await;
-        conn.close().await?;
-        result?;
+        let db = Db::Postgres {
+            pool: self.pool.clone(),
+            schema: self.schema.clone(),
+        };
+        db.migrate(&crate::MIGRATIONS).await?;
         Ok(())
     }
 
@@ -226,7 +194,7 @@ impl PgEventStore {
 
     /// The schema holding the `events` table.
     pub fn schema(&self) -> &str {
-        &self.schema
+        self.schema.as_str()
     }
 
     /// Begins a transaction on the store's pool, for [`Self::append_in_tx`].
@@ -572,20 +540,9 @@ impl From<StoreError> for Failure {
     }
 }
 
-fn validate_schema(schema: &str) -> Result<(), StoreError> {
-    let mut bytes = schema.bytes();
-    let valid = schema.len() <= 63
-        && bytes
-            .next()
-            .is_some_and(|b| b.is_ascii_lowercase() || b == b'_')
-        && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
-    if valid {
-        Ok(())
-    } else {
-        Err(StoreError::InvalidArgument(format!(
-            "schema {schema:?} is not a lowercase SQL identifier ([a-z_][a-z0-9_]*, <= 63 bytes)"
-        )))
-    }
+/// `schema` as a [`Schema`], or the store's argument error.
+fn validate_schema(schema: &str) -> Result<Schema, StoreError> {
+    Schema::new(schema).map_err(|e| StoreError::InvalidArgument(e.to_string()))
 }
 
 fn row_from_pg(row: &PgRow) -> Result<Row, sqlx::Error> {

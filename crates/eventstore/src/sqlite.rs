@@ -20,14 +20,10 @@ use crate::store::{Appended, EventStore};
 use crate::version::ExpectedVersion;
 use async_trait::async_trait;
 use fairdeal_event::{Hash, NewEvent, RecordedEvent, StreamId, seal};
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
-    SqliteSynchronous,
-};
+use sqlx::sqlite::{SqlitePool, SqliteRow};
 use sqlx::{Connection, QueryBuilder, Row as _, Sqlite, SqliteConnection, Transaction};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 use uuid::Uuid;
 
 /// Rows per INSERT statement: 12 parameters a row stays far below SQLite's 32,766.
@@ -44,41 +40,20 @@ pub struct SqliteEventStore {
 }
 
 impl SqliteEventStore {
-    /// Connection settings for the event store file at `path` (created if missing).
-    pub fn connect_options(path: impl AsRef<Path>) -> SqliteConnectOptions {
-        Self::with_store_settings(SqliteConnectOptions::new().filename(path))
-    }
-
-    /// `options` with the settings the store relies on: create if missing, WAL, full sync,
-    /// a 30 s busy timeout, foreign keys on.
-    pub fn with_store_settings(options: SqliteConnectOptions) -> SqliteConnectOptions {
-        options
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Full)
-            .busy_timeout(Duration::from_secs(30))
-            .foreign_keys(true)
-    }
-
-    /// Opens (creating if needed) the database file at `path` and runs the migrations.
+    /// Opens (creating if needed) the database file at `path` with the settings of
+    /// [`fairdeal_db::sqlite_connect_options`] and runs the migrations. Services open their
+    /// database through `fairdeal_db::Db` instead; this is for tools and tests that want a
+    /// bare store.
     pub async fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        Self::open_with(Self::connect_options(path)).await
-    }
-
-    /// Opens a store with `options` (e.g. parsed from a `sqlite://` URL and passed through
-    /// [`Self::with_store_settings`]) and runs the migrations.
-    pub async fn open_with(options: SqliteConnectOptions) -> Result<Self, StoreError> {
-        let pool = SqlitePoolOptions::new()
-            .max_connections(8)
-            .test_before_acquire(false)
-            .connect_with(options)
+        let pool = fairdeal_db::sqlite_pool_options()
+            .connect_with(fairdeal_db::sqlite_connect_options(path))
             .await?;
         let store = Self::new(pool);
         store.migrate().await?;
         Ok(store)
     }
 
-    /// A store over `pool` (which should use [`Self::connect_options`]). Call
+    /// A store over `pool` (which should use [`fairdeal_db::sqlite_connect_options`]). Call
     /// [`Self::migrate`] once at start.
     pub fn new(pool: SqlitePool) -> Self {
         Self {
@@ -89,10 +64,10 @@ impl SqliteEventStore {
 
     /// Applies the store's pending migrations (idempotent).
     pub async fn migrate(&self) -> Result<(), StoreError> {
-        // The version numbers are private to the store's own migrations table.
-        let mut migrator = sqlx::migrate!("./migrations/sqlite");
-        migrator.dangerous_set_table_name("_fairdeal_eventstore_migrations");
-        migrator.run(&self.pool).await?;
+        let db = fairdeal_db::Db::Sqlite {
+            pool: self.pool.clone(),
+        };
+        db.migrate(&crate::MIGRATIONS).await?;
         Ok(())
     }
 

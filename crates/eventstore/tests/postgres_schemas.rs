@@ -69,7 +69,11 @@ async fn opens_postgres_by_url() {
             options.get_port(),
             options.get_database().unwrap()
         );
-        let store = AnyEventStore::connect(&url, "by_url").await.unwrap();
+        let url: fairdeal_db::DatabaseUrl = url.parse().unwrap();
+        let db = fairdeal_db::Db::open(&url, &fairdeal_db::Schema::new("by_url").unwrap())
+            .await
+            .unwrap();
+        let store = AnyEventStore::open(&db).await.unwrap();
         assert!(matches!(&store, AnyEventStore::Postgres(pg) if pg.schema() == "by_url"));
         let s = StreamId::parse("table-1").unwrap();
         store

@@ -42,6 +42,7 @@ use std::time::Duration;
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{ArgAction, Args, Command, FromArgMatches};
+use fairdeal_db::DatabaseUrl;
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Serialize, Serializer};
 
@@ -152,6 +153,19 @@ impl CommonConfig {
         }
     }
 
+    /// The database, typed: PostgreSQL or a SQLite file. The one parser of `database_url`
+    /// ([`DatabaseUrl`]'s `FromStr`); [`CommonConfig::validate`] has already run it at load,
+    /// so after that this only fails for a value set by code since. The error names the
+    /// field and shows the value redacted and shortened.
+    pub fn database(&self) -> Result<DatabaseUrl, ConfigError> {
+        self.database_url
+            .expose_secret()
+            .parse()
+            .map_err(|error: fairdeal_db::DatabaseUrlError| {
+                ConfigError::invalid("database_url", error.to_string())
+            })
+    }
+
     /// Whether events go to NATS JetStream (else the in-process bus).
     pub fn uses_nats(&self) -> bool {
         self.nats_url.is_some()
@@ -160,8 +174,7 @@ impl CommonConfig {
     /// Checks the rules clap cannot express. Errors name the field, never a secret value.
     pub fn validate(&self) -> Result<(), ConfigError> {
         validate_service_name(&self.service_name)?;
-        self.database_url
-            .require_scheme("database_url", &["postgres", "postgresql", "sqlite"])?;
+        self.database()?;
         if let Some(url) = &self.nats_url {
             url.require_scheme("nats_url", &["nats", "tls", "ws", "wss"])?;
         }

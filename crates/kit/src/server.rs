@@ -179,9 +179,15 @@ impl ApplicationBuilder {
 
         let reflection = || {
             let mut builder = tonic_reflection::server::Builder::configure()
-                .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET);
+                .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+                .with_service_name("grpc.health.v1.Health");
             for set in &self.descriptor_sets {
                 builder = builder.register_encoded_file_descriptor_set(set);
+            }
+            // A descriptor set may describe services of other binaries (the workspace's one
+            // set holds every API): list only what this server answers.
+            for name in &self.service_names {
+                builder = builder.with_service_name(*name);
             }
             builder
         };

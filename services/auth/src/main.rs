@@ -1,12 +1,14 @@
-//! `fairdeal-auth`: loads the configuration, starts telemetry, runs the service.
+//! The auth service binary: load settings, start telemetry, serve.
+#![forbid(unsafe_code)]
 
-use fairdeal_auth::config::AuthSettings;
-use fairdeal_auth::startup::Application;
+use anyhow::Context;
+use fairdeal_auth::{Application, config::AuthSettings};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let config = fairdeal_kit::config::load_or_exit::<AuthSettings>("auth");
-    let _telemetry = fairdeal_kit::telemetry::init(&config.common)?;
-    let app = Application::build(config).await?;
-    app.run_until_stopped().await
+    let _telemetry = fairdeal_kit::telemetry::init(&config.common).context("telemetry")?;
+    let app = Application::build(config).await.context("starting")?;
+    app.run_until_stopped().await.context("serving")?;
+    Ok(())
 }

@@ -1,13 +1,14 @@
 //! Domain events <-> stored events (protobuf payloads of `fairdeal.commitment.v1`).
 //!
-//! Each aggregate implements [`Aggregate`]: its stream name, how its events encode into a
-//! [`NewEvent`] (type = the payload's full protobuf name, correlation id = the table, user
+//! Each aggregate implements the platform's [`Aggregate`]: its stream name, how its events
+//! encode into a [`NewEvent`] (type = the payload's full protobuf name, correlation id = the table, user
 //! or tournament) and decode back. Decoding re-validates every field through the domain
 //! parsers, so a stored stream that no longer parses is reported, not trusted.
 
-use fairdeal_eventstore::{NewEvent, RecordedEvent, StreamId};
+use fairdeal_eventstore::{NewEvent, RecordedEvent};
 use fairdeal_fairness::commitment::{Commitment, ServerSeed};
 use fairdeal_fairness::deck::Deck;
+use fairdeal_platform::Aggregate;
 use fairdeal_proto::fairdeal::commitment::v1 as pb;
 use prost::{Message, Name};
 use uuid::Uuid;
@@ -28,25 +29,6 @@ pub struct DecodeError {
     pub event_type: String,
     /// What is wrong.
     pub reason: String,
-}
-
-/// An event-sourced aggregate of this service.
-pub trait Aggregate: Sized {
-    /// Its events.
-    type Event;
-    /// Stream category (`<category>-<id>`).
-    const CATEGORY: &'static str;
-    /// Encodes one event for `id`.
-    fn encode(id: Uuid, event: &Self::Event) -> NewEvent;
-    /// Decodes one stored event.
-    fn decode(event: &RecordedEvent) -> Result<Self::Event, DecodeError>;
-    /// Folds events into the state.
-    fn replay(events: &[Self::Event]) -> Result<Option<Self>, DomainError>;
-}
-
-/// The stream of aggregate `A` with id `id`: `<category>-<uuid>`.
-pub fn stream_of<A: Aggregate>(id: Uuid) -> Result<StreamId, fairdeal_eventstore::EventError> {
-    StreamId::of(A::CATEGORY, id)
 }
 
 fn new_event<M: Name>(message: &M, correlation: Uuid) -> NewEvent {
@@ -89,10 +71,12 @@ fn optional_source(
 }
 
 impl Aggregate for TableCommitment {
+    type Id = Uuid;
     type Event = TableEvent;
     const CATEGORY: &'static str = "commitmenttable";
 
-    fn encode(id: Uuid, event: &TableEvent) -> NewEvent {
+    fn encode(id: &Uuid, event: &TableEvent) -> NewEvent {
+        let id = *id;
         let table_id = id.to_string();
         match event {
             TableEvent::Published {
@@ -169,60 +153,66 @@ impl Aggregate for TableCommitment {
         }
     }
 
-    fn decode(event: &RecordedEvent) -> Result<TableEvent, DecodeError> {
-        let t = event.event_type.as_str();
-        Ok(if t == pb::TableCommitmentPublished::full_name() {
-            let m: pb::TableCommitmentPublished = payload(event)?;
-            TableEvent::Published {
-                table_id: uuid(event, "table_id", &m.table_id)?,
-                seed_id: uuid(event, "seed_id", &m.seed_id)?,
-                commitment: commitment(event, &m.commitment)?,
-                delayed_source: optional_source(event, &m.delayed_source)?,
-            }
-        } else if t == pb::SeedContributed::full_name() {
-            let m: pb::SeedContributed = payload(event)?;
-            TableEvent::Contributed {
-                seat: m.seat,
-                player_id: uuid(event, "player_id", &m.player_id)?,
-                contribution: domain(event, Contribution::parse(&m.contribution))?,
-            }
-        } else if t == pb::DelayedValueBound::full_name() {
-            let m: pb::DelayedValueBound = payload(event)?;
-            TableEvent::DelayedValueBound {
-                value: domain(event, DelayedValue::parse(&m.value))?,
-            }
-        } else if t == pb::ClientSeedFixed::full_name() {
-            let m: pb::ClientSeedFixed = payload(event)?;
-            TableEvent::ClientSeedFixed {
-                client_seed: m.client_seed,
-                contributions_hash: m.contributions_hash,
-            }
-        } else if t == pb::TableSeedRevealed::full_name() {
-            let m: pb::TableSeedRevealed = payload(event)?;
-            let reason = if m.operator.is_empty() {
-                RevealReason::Finished
-            } else {
-                domain(event, RevealReason::operator(&m.operator, &m.justification))?
-            };
-            TableEvent::Revealed {
-                server_seed: ServerSeed::new(m.server_seed),
-                reason,
-            }
-        } else {
-            return Err(bad(event, "not a table commitment event"));
-        })
+    fn decode(event: &RecordedEvent) -> Result<TableEvent, String> {
+        decode_table_event(event).map_err(|e| e.to_string())
     }
 
-    fn replay(events: &[TableEvent]) -> Result<Option<Self>, DomainError> {
-        TableCommitment::replay(events)
+    fn apply(state: Option<Self>, event: &TableEvent) -> Result<Self, String> {
+        Self::fold(state, event).map_err(|e| e.to_string())
     }
 }
 
+fn decode_table_event(event: &RecordedEvent) -> Result<TableEvent, DecodeError> {
+    let t = event.event_type.as_str();
+    Ok(if t == pb::TableCommitmentPublished::full_name() {
+        let m: pb::TableCommitmentPublished = payload(event)?;
+        TableEvent::Published {
+            table_id: uuid(event, "table_id", &m.table_id)?,
+            seed_id: uuid(event, "seed_id", &m.seed_id)?,
+            commitment: commitment(event, &m.commitment)?,
+            delayed_source: optional_source(event, &m.delayed_source)?,
+        }
+    } else if t == pb::SeedContributed::full_name() {
+        let m: pb::SeedContributed = payload(event)?;
+        TableEvent::Contributed {
+            seat: m.seat,
+            player_id: uuid(event, "player_id", &m.player_id)?,
+            contribution: domain(event, Contribution::parse(&m.contribution))?,
+        }
+    } else if t == pb::DelayedValueBound::full_name() {
+        let m: pb::DelayedValueBound = payload(event)?;
+        TableEvent::DelayedValueBound {
+            value: domain(event, DelayedValue::parse(&m.value))?,
+        }
+    } else if t == pb::ClientSeedFixed::full_name() {
+        let m: pb::ClientSeedFixed = payload(event)?;
+        TableEvent::ClientSeedFixed {
+            client_seed: m.client_seed,
+            contributions_hash: m.contributions_hash,
+        }
+    } else if t == pb::TableSeedRevealed::full_name() {
+        let m: pb::TableSeedRevealed = payload(event)?;
+        let reason = if m.operator.is_empty() {
+            RevealReason::Finished
+        } else {
+            domain(event, RevealReason::operator(&m.operator, &m.justification))?
+        };
+        TableEvent::Revealed {
+            server_seed: ServerSeed::new(m.server_seed),
+            reason,
+        }
+    } else {
+        return Err(bad(event, "not a table commitment event"));
+    })
+}
+
 impl Aggregate for SeedPairs {
+    type Id = Uuid;
     type Event = PairEvent;
     const CATEGORY: &'static str = "seedpair";
 
-    fn encode(id: Uuid, event: &PairEvent) -> NewEvent {
+    fn encode(id: &Uuid, event: &PairEvent) -> NewEvent {
+        let id = *id;
         let user_id = id.to_string();
         match event {
             PairEvent::Committed {
@@ -284,59 +274,65 @@ impl Aggregate for SeedPairs {
         }
     }
 
-    fn decode(event: &RecordedEvent) -> Result<PairEvent, DecodeError> {
-        let t = event.event_type.as_str();
-        let client_seed = |v: &str| domain(event, ClientSeed::parse(v));
-        Ok(if t == pb::SeedPairCommitted::full_name() {
-            let m: pb::SeedPairCommitted = payload(event)?;
-            PairEvent::Committed {
-                user_id: uuid(event, "user_id", &m.user_id)?,
-                index: m.index,
-                seed_id: uuid(event, "seed_id", &m.seed_id)?,
-                commitment: commitment(event, &m.commitment)?,
-                client_seed: client_seed(&m.client_seed)?,
-            }
-        } else if t == pb::ClientSeedChanged::full_name() {
-            let m: pb::ClientSeedChanged = payload(event)?;
-            PairEvent::ClientSeedChanged {
-                index: m.index,
-                client_seed: client_seed(&m.client_seed)?,
-            }
-        } else if t == pb::BetNonceConsumed::full_name() {
-            let m: pb::BetNonceConsumed = payload(event)?;
-            PairEvent::NonceConsumed {
-                index: m.index,
-                nonce: m.nonce,
-                client_seed: client_seed(&m.client_seed)?,
-                bet_id: if m.bet_id.is_empty() {
-                    None
-                } else {
-                    Some(uuid(event, "bet_id", &m.bet_id)?)
-                },
-                bet: m.bet,
-            }
-        } else if t == pb::SeedPairRotated::full_name() {
-            let m: pb::SeedPairRotated = payload(event)?;
-            PairEvent::Rotated {
-                index: m.index,
-                server_seed: ServerSeed::new(m.server_seed),
-                bets: m.bets,
-            }
-        } else {
-            return Err(bad(event, "not a seed pair event"));
-        })
+    fn decode(event: &RecordedEvent) -> Result<PairEvent, String> {
+        decode_pair_event(event).map_err(|e| e.to_string())
     }
 
-    fn replay(events: &[PairEvent]) -> Result<Option<Self>, DomainError> {
-        SeedPairs::replay(events)
+    fn apply(state: Option<Self>, event: &PairEvent) -> Result<Self, String> {
+        Self::fold(state, event).map_err(|e| e.to_string())
     }
 }
 
+fn decode_pair_event(event: &RecordedEvent) -> Result<PairEvent, DecodeError> {
+    let t = event.event_type.as_str();
+    let client_seed = |v: &str| domain(event, ClientSeed::parse(v));
+    Ok(if t == pb::SeedPairCommitted::full_name() {
+        let m: pb::SeedPairCommitted = payload(event)?;
+        PairEvent::Committed {
+            user_id: uuid(event, "user_id", &m.user_id)?,
+            index: m.index,
+            seed_id: uuid(event, "seed_id", &m.seed_id)?,
+            commitment: commitment(event, &m.commitment)?,
+            client_seed: client_seed(&m.client_seed)?,
+        }
+    } else if t == pb::ClientSeedChanged::full_name() {
+        let m: pb::ClientSeedChanged = payload(event)?;
+        PairEvent::ClientSeedChanged {
+            index: m.index,
+            client_seed: client_seed(&m.client_seed)?,
+        }
+    } else if t == pb::BetNonceConsumed::full_name() {
+        let m: pb::BetNonceConsumed = payload(event)?;
+        PairEvent::NonceConsumed {
+            index: m.index,
+            nonce: m.nonce,
+            client_seed: client_seed(&m.client_seed)?,
+            bet_id: if m.bet_id.is_empty() {
+                None
+            } else {
+                Some(uuid(event, "bet_id", &m.bet_id)?)
+            },
+            bet: m.bet,
+        }
+    } else if t == pb::SeedPairRotated::full_name() {
+        let m: pb::SeedPairRotated = payload(event)?;
+        PairEvent::Rotated {
+            index: m.index,
+            server_seed: ServerSeed::new(m.server_seed),
+            bets: m.bets,
+        }
+    } else {
+        return Err(bad(event, "not a seed pair event"));
+    })
+}
+
 impl Aggregate for TournamentSet {
+    type Id = Uuid;
     type Event = TournamentEvent;
     const CATEGORY: &'static str = "tournament";
 
-    fn encode(id: Uuid, event: &TournamentEvent) -> NewEvent {
+    fn encode(id: &Uuid, event: &TournamentEvent) -> NewEvent {
+        let id = *id;
         let tournament_id = id.to_string();
         match event {
             TournamentEvent::Committed {
@@ -386,40 +382,44 @@ impl Aggregate for TournamentSet {
         }
     }
 
-    fn decode(event: &RecordedEvent) -> Result<TournamentEvent, DecodeError> {
-        let t = event.event_type.as_str();
-        Ok(if t == pb::TournamentCommitted::full_name() {
-            let m: pb::TournamentCommitted = payload(event)?;
-            TournamentEvent::Committed {
-                tournament_id: uuid(event, "tournament_id", &m.tournament_id)?,
-                seed_id: uuid(event, "seed_id", &m.seed_id)?,
-                commitment: commitment(event, &m.commitment)?,
-                delayed_source: domain(event, DelayedSource::parse(&m.delayed_source))?,
-                deck: m.deck.parse::<Deck>().map_err(|e| bad(event, e))?,
-            }
-        } else if t == pb::DelayedValueBound::full_name() {
-            let m: pb::DelayedValueBound = payload(event)?;
-            TournamentEvent::DelayedValueBound {
-                value: domain(event, DelayedValue::parse(&m.value))?,
-            }
-        } else if t == pb::BoardsGenerated::full_name() {
-            let m: pb::BoardsGenerated = payload(event)?;
-            TournamentEvent::BoardsGenerated {
-                session: m.session,
-                first_board: m.first_board,
-                numbers: m.numbers,
-            }
-        } else if t == pb::TournamentRevealed::full_name() {
-            let m: pb::TournamentRevealed = payload(event)?;
-            TournamentEvent::Revealed {
-                secret: ServerSeed::new(m.secret),
-            }
-        } else {
-            return Err(bad(event, "not a tournament event"));
-        })
+    fn decode(event: &RecordedEvent) -> Result<TournamentEvent, String> {
+        decode_tournament_event(event).map_err(|e| e.to_string())
     }
 
-    fn replay(events: &[TournamentEvent]) -> Result<Option<Self>, DomainError> {
-        TournamentSet::replay(events)
+    fn apply(state: Option<Self>, event: &TournamentEvent) -> Result<Self, String> {
+        Self::fold(state, event).map_err(|e| e.to_string())
     }
+}
+
+fn decode_tournament_event(event: &RecordedEvent) -> Result<TournamentEvent, DecodeError> {
+    let t = event.event_type.as_str();
+    Ok(if t == pb::TournamentCommitted::full_name() {
+        let m: pb::TournamentCommitted = payload(event)?;
+        TournamentEvent::Committed {
+            tournament_id: uuid(event, "tournament_id", &m.tournament_id)?,
+            seed_id: uuid(event, "seed_id", &m.seed_id)?,
+            commitment: commitment(event, &m.commitment)?,
+            delayed_source: domain(event, DelayedSource::parse(&m.delayed_source))?,
+            deck: m.deck.parse::<Deck>().map_err(|e| bad(event, e))?,
+        }
+    } else if t == pb::DelayedValueBound::full_name() {
+        let m: pb::DelayedValueBound = payload(event)?;
+        TournamentEvent::DelayedValueBound {
+            value: domain(event, DelayedValue::parse(&m.value))?,
+        }
+    } else if t == pb::BoardsGenerated::full_name() {
+        let m: pb::BoardsGenerated = payload(event)?;
+        TournamentEvent::BoardsGenerated {
+            session: m.session,
+            first_board: m.first_board,
+            numbers: m.numbers,
+        }
+    } else if t == pb::TournamentRevealed::full_name() {
+        let m: pb::TournamentRevealed = payload(event)?;
+        TournamentEvent::Revealed {
+            secret: ServerSeed::new(m.secret),
+        }
+    } else {
+        return Err(bad(event, "not a tournament event"));
+    })
 }

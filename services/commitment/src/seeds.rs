@@ -1,130 +1,84 @@
-//! Where sealed seeds live: a `sealed_seeds` table beside the event store (same database,
-//! the service's own schema on PostgreSQL), never in an event.
+//! Where sealed seeds live: the `sealed_seeds` table beside the event store (same database,
+//! the service's own schema on PostgreSQL; created by `migrations/`), never in an event.
 //!
 //! A seed row is written before the event that references it: a row whose event never got
 //! appended is unreferenced and harmless, while an event naming a missing row cannot exist.
 //! Rows are never updated or deleted (a revealed seed is in its reveal event; the sealed
 //! copy stays for audits of the key ring).
 
-use sqlx::{AssertSqlSafe, PgPool, Row, SqlitePool};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use fairdeal_db::{Backend, Db};
+use sqlx::{Pool, Row};
 use uuid::Uuid;
 
 use crate::vault::SealedSeed;
 
-/// The sealed-seed table, on the same backend as the event store.
-#[derive(Clone, Debug)]
-pub enum SeedStore {
-    /// PostgreSQL, in `schema`.
-    Postgres {
-        /// The event store's pool.
-        pool: PgPool,
-        /// The service's schema (validated by the event store).
-        schema: String,
-    },
-    /// SQLite (embedded default).
-    Sqlite {
-        /// The event store's pool.
-        pool: SqlitePool,
-    },
+/// The service's schema, both backends (tracked in `_commitment_migrations`).
+pub static MIGRATIONS: fairdeal_db::Migrations = fairdeal_db::Migrations {
+    name: "commitment",
+    postgres: sqlx::migrate!("./migrations/postgres"),
+    sqlite: sqlx::migrate!("./migrations/sqlite"),
+};
+
+/// The sealed-seed table.
+#[async_trait]
+pub trait SealedSeeds: Send + Sync + std::fmt::Debug {
+    /// Stores a sealed seed.
+    async fn insert(&self, sealed: &SealedSeed) -> Result<(), sqlx::Error>;
+    /// Reads a sealed seed (`None` if absent).
+    async fn get(&self, seed_id: Uuid) -> Result<Option<SealedSeed>, sqlx::Error>;
 }
 
-impl SeedStore {
-    /// Creates the table if needed (idempotent).
-    pub async fn migrate(&self) -> Result<(), sqlx::Error> {
-        match self {
-            SeedStore::Postgres { pool, schema } => {
-                sqlx::query(AssertSqlSafe(format!(
-                    "CREATE TABLE IF NOT EXISTS \"{schema}\".sealed_seeds (
-                        seed_id uuid PRIMARY KEY,
-                        key_id text NOT NULL,
-                        nonce bytea NOT NULL,
-                        ciphertext bytea NOT NULL,
-                        created_at timestamptz NOT NULL DEFAULT now())"
-                )))
-                .execute(pool)
-                .await?;
-            }
-            SeedStore::Sqlite { pool } => {
-                sqlx::query(
-                    "CREATE TABLE IF NOT EXISTS sealed_seeds (
-                        seed_id TEXT PRIMARY KEY,
-                        key_id TEXT NOT NULL,
-                        nonce BLOB NOT NULL,
-                        ciphertext BLOB NOT NULL,
-                        created_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)",
-                )
-                .execute(pool)
-                .await?;
-            }
-        }
-        Ok(())
-    }
+/// The sealed seeds of the service's database.
+pub type SeedStore = Arc<dyn SealedSeeds>;
 
-    /// Stores a sealed seed.
-    pub async fn insert(&self, sealed: &SealedSeed) -> Result<(), sqlx::Error> {
-        match self {
-            SeedStore::Postgres { pool, schema } => {
-                // The event committing to this seed follows on another connection: the row
-                // must really be committed, even on a connection sqlx left in a transaction.
-                let mut conn = pool.acquire().await?;
-                fairdeal_eventstore::postgres::leave_stale_transaction(&mut conn).await?;
-                sqlx::query(AssertSqlSafe(format!(
-                    "INSERT INTO \"{schema}\".sealed_seeds (seed_id, key_id, nonce, ciphertext) \
-                     VALUES ($1, $2, $3, $4)"
-                )))
-                .bind(sealed.seed_id)
-                .bind(&sealed.key_id)
-                .bind(&sealed.nonce)
-                .bind(&sealed.ciphertext)
-                .execute(&mut *conn)
-                .await?;
-            }
-            SeedStore::Sqlite { pool } => {
-                sqlx::query(
-                    "INSERT INTO sealed_seeds (seed_id, key_id, nonce, ciphertext) \
-                     VALUES (?1, ?2, ?3, ?4)",
-                )
-                .bind(sealed.seed_id.to_string())
-                .bind(&sealed.key_id)
-                .bind(&sealed.nonce)
-                .bind(&sealed.ciphertext)
-                .execute(pool)
-                .await?;
-            }
-        }
-        Ok(())
-    }
+/// The seed store of `db`, whichever backend it is on.
+pub fn seed_store(db: &Db) -> SeedStore {
+    fairdeal_db::on_db!(db, pool => Arc::new(SeedTable { pool: pool.clone() }))
+}
 
-    /// Reads a sealed seed (`None` if absent).
-    pub async fn get(&self, seed_id: Uuid) -> Result<Option<SealedSeed>, sqlx::Error> {
-        let row = match self {
-            SeedStore::Postgres { pool, schema } => sqlx::query(AssertSqlSafe(format!(
-                "SELECT key_id, nonce, ciphertext FROM \"{schema}\".sealed_seeds \
-                     WHERE seed_id = $1"
-            )))
-            .bind(seed_id)
-            .fetch_optional(pool)
-            .await?
-            .map(|row| -> Result<_, sqlx::Error> {
-                Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?))
-            }),
-            SeedStore::Sqlite { pool } => {
-                sqlx::query("SELECT key_id, nonce, ciphertext FROM sealed_seeds WHERE seed_id = ?1")
-                    .bind(seed_id.to_string())
-                    .fetch_optional(pool)
-                    .await?
-                    .map(|row| -> Result<_, sqlx::Error> {
-                        Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?))
-                    })
-            }
-        };
-        row.transpose().map(|found| {
-            found.map(|(key_id, nonce, ciphertext)| SealedSeed {
-                seed_id,
-                key_id,
-                nonce,
-                ciphertext,
+/// [`SealedSeeds`] over one backend's pool.
+#[derive(Debug)]
+struct SeedTable<DB: Backend> {
+    /// The service's pool.
+    pool: Pool<DB>,
+}
+
+fairdeal_db::for_each_backend! { DB =>
+    #[async_trait]
+    impl SealedSeeds for SeedTable<DB> {
+        async fn insert(&self, sealed: &SealedSeed) -> Result<(), sqlx::Error> {
+            sqlx::query(
+                "INSERT INTO sealed_seeds (seed_id, key_id, nonce, ciphertext) \
+                 VALUES ($1, $2, $3, $4)",
+            )
+            .bind(DB::store_uuid(sealed.seed_id))
+            .bind(&sealed.key_id)
+            .bind(&sealed.nonce)
+            .bind(&sealed.ciphertext)
+            .execute(&self.pool)
+            .await?;
+            Ok(())
+        }
+
+        async fn get(&self, seed_id: Uuid) -> Result<Option<SealedSeed>, sqlx::Error> {
+            let row = sqlx::query(
+                "SELECT key_id, nonce, ciphertext FROM sealed_seeds WHERE seed_id = $1",
+            )
+            .bind(DB::store_uuid(seed_id))
+            .fetch_optional(&self.pool)
+            .await?;
+            row.map(|row| {
+                Ok(SealedSeed {
+                    seed_id,
+                    key_id: row.try_get("key_id")?,
+                    nonce: row.try_get("nonce")?,
+                    ciphertext: row.try_get("ciphertext")?,
+                })
             })
-        })
+            .transpose()
+        }
     }
 }

@@ -1,6 +1,8 @@
-//! The service's use cases, independent of gRPC: load an aggregate's stream, fold it, run
-//! the domain command, append the resulting events with the version read (optimistic
-//! concurrency; a lost race is re-read and re-decided a few times before giving up).
+//! The service's use cases, independent of gRPC. Every command runs through the platform's
+//! aggregate runner ([`fairdeal_platform::Streams`]): commands to one stream queue in this
+//! process, the domain decides on the current state, the events are appended with the
+//! expected version, and a race lost to another replica is re-read and re-decided a few
+//! times before it is reported as ABORTED with the stream's version.
 //!
 //! Seeds: a new seed is generated (OS CSPRNG), sealed and stored before the event that
 //! commits to it is appended; a seed is opened only for the commands that need it (reveal,
@@ -8,9 +10,7 @@
 
 use std::sync::Arc;
 
-use fairdeal_eventstore::{
-    EventError, EventStore, ExpectedVersion, NewEvent, RecordedEvent, StoreError, StreamId,
-};
+use fairdeal_eventstore::{EventError, EventStore, StoreError, StreamId};
 use fairdeal_fairness::commitment::{EntropyError, ServerSeed};
 use fairdeal_fairness::deck::Deck;
 use fairdeal_kit::ServiceError;
@@ -21,14 +21,9 @@ use crate::domain::pair::{BetRequest, BetSeeds, ClientSeed, PairEvent, Reservati
 use crate::domain::table::TableCommitment;
 use crate::domain::tournament::{Board, TournamentEvent, TournamentSet};
 use crate::domain::{DomainError, ErrorClass, RevealReason};
-use crate::events::{Aggregate, DecodeError, stream_of};
 use crate::seeds::SeedStore;
 use crate::vault::{KeyRing, VaultError};
-
-/// Attempts at a command that keeps losing optimistic-concurrency races.
-const MAX_ATTEMPTS: usize = 5;
-/// Events read per call when loading a stream.
-const PAGE: usize = 1000;
+use fairdeal_platform::{Aggregate, CorruptStream, Decision, RunError, Snapshot, Streams};
 
 /// Everything a use case can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -45,9 +40,9 @@ pub enum CommitmentError {
     /// A stream id could not be formed.
     #[error("stream id: {0}")]
     Stream(#[from] EventError),
-    /// A stored event does not decode.
+    /// A stored stream does not decode or fold.
     #[error(transparent)]
-    Decode(#[from] DecodeError),
+    Corrupt(#[from] CorruptStream),
     /// The sealed-seed table failed.
     #[error("sealed seed store: {0}")]
     Seeds(#[from] sqlx::Error),
@@ -60,9 +55,14 @@ pub enum CommitmentError {
     /// The OS random source failed.
     #[error(transparent)]
     Entropy(#[from] EntropyError),
-    /// Concurrent writers kept winning.
-    #[error("too many concurrent changes to {0}; retry")]
-    Contended(String),
+    /// Writers in other processes kept winning.
+    #[error("too many concurrent changes to {stream}, now at version {version}; re-read and retry")]
+    Contended {
+        /// The stream.
+        stream: StreamId,
+        /// Its version when the runner gave up.
+        version: u64,
+    },
 }
 
 impl From<CommitmentError> for ServiceError {
@@ -77,8 +77,8 @@ impl From<CommitmentError> for ServiceError {
             },
             CommitmentError::Invalid(message) => ServiceError::InvalidArgument(message),
             CommitmentError::Store(e) if e.is_conflict() => ServiceError::Conflict(e.to_string()),
-            CommitmentError::Contended(what) => {
-                ServiceError::Conflict(format!("too many concurrent changes to {what}; retry"))
+            contended @ CommitmentError::Contended { .. } => {
+                ServiceError::Conflict(contended.to_string())
             }
             CommitmentError::Store(StoreError::Database(e)) | CommitmentError::Seeds(e) => {
                 ServiceError::unavailable("database unavailable", e)
@@ -88,19 +88,43 @@ impl From<CommitmentError> for ServiceError {
     }
 }
 
-/// A loaded stream: its version, events and folded state.
-struct Loaded<A: Aggregate> {
-    stream: StreamId,
-    version: u64,
-    events: Vec<A::Event>,
-    state: Option<A>,
+impl From<RunError<CommitmentError>> for CommitmentError {
+    fn from(error: RunError<CommitmentError>) -> Self {
+        match error {
+            RunError::Rejected(e) => e,
+            RunError::Contended { stream, version } => {
+                CommitmentError::Contended { stream, version }
+            }
+            RunError::Corrupt(e) => CommitmentError::Corrupt(e),
+            RunError::Stream(e) => CommitmentError::Stream(e),
+            RunError::Store(e) => CommitmentError::Store(e),
+        }
+    }
+}
+
+impl From<RunError<std::convert::Infallible>> for CommitmentError {
+    fn from(error: RunError<std::convert::Infallible>) -> Self {
+        match error {
+            RunError::Rejected(never) => match never {},
+            RunError::Contended { stream, version } => {
+                CommitmentError::Contended { stream, version }
+            }
+            RunError::Corrupt(e) => CommitmentError::Corrupt(e),
+            RunError::Stream(e) => CommitmentError::Stream(e),
+            RunError::Store(e) => CommitmentError::Store(e),
+        }
+    }
 }
 
 /// The use cases of the commitment service.
 #[derive(Clone, Debug)]
 pub struct Commitments {
-    /// The event log of record.
-    store: Arc<dyn EventStore>,
+    /// Tables' commitments.
+    tables: Streams<TableCommitment>,
+    /// Users' seed pairs.
+    pairs: Streams<SeedPairs>,
+    /// Tournament sets.
+    tournaments: Streams<TournamentSet>,
     /// Sealed seeds.
     seeds: SeedStore,
     /// Keys sealing the seeds.
@@ -114,67 +138,19 @@ impl Commitments {
     /// Use cases over `store`, `seeds` and `keys`.
     pub fn new(store: Arc<dyn EventStore>, seeds: SeedStore, keys: KeyRing) -> Self {
         Commitments {
-            store,
+            tables: Streams::new(Arc::clone(&store)),
+            pairs: Streams::new(Arc::clone(&store)),
+            tournaments: Streams::new(store),
             seeds,
             keys: Arc::new(keys),
         }
     }
 
-    async fn load<A: Aggregate>(&self, id: Uuid) -> Result<Loaded<A>, CommitmentError> {
-        let stream = stream_of::<A>(id)?;
-        let mut recorded: Vec<RecordedEvent> = Vec::new();
-        loop {
-            let from = recorded.last().map_or(1, |e| e.version + 1);
-            let page = self.store.read_stream(&stream, from, PAGE).await?;
-            let done = page.len() < PAGE;
-            recorded.extend(page);
-            if done {
-                break;
-            }
-        }
-        let version = recorded.last().map_or(0, |e| e.version);
-        let events = recorded
-            .iter()
-            .map(A::decode)
-            .collect::<Result<Vec<_>, _>>()?;
-        let state = A::replay(&events)?;
-        Ok(Loaded {
-            stream,
-            version,
-            events,
-            state,
-        })
-    }
-
-    async fn append<A: Aggregate>(
-        &self,
-        id: Uuid,
-        mut loaded: Loaded<A>,
-        new: Vec<A::Event>,
-    ) -> Result<Option<A>, CommitmentError> {
-        if new.is_empty() {
-            return Ok(loaded.state);
-        }
-        let mut trace = std::collections::BTreeMap::new();
-        fairdeal_kit::propagation::inject_current(&mut trace);
-        let encoded: Vec<NewEvent> = new
-            .iter()
-            .map(|e| A::encode(id, e).with_trace_context(trace.clone()))
-            .collect();
-        let expected = if loaded.version == 0 {
-            ExpectedVersion::NoStream
-        } else {
-            ExpectedVersion::Exact(loaded.version)
-        };
-        self.store.append(&loaded.stream, expected, encoded).await?;
-        loaded.events.extend(new);
-        Ok(A::replay(&loaded.events)?)
-    }
-
-    /// Runs `decide` on the freshly loaded state (with the opened seed of `seed_of(state)`,
-    /// if any) and appends its events, retrying lost races.
+    /// Runs `decide` on the current state of `streams`' instance `id` (with the opened seed
+    /// of `seed_of(state)`, if any) and appends its events; see [`Streams::execute_with`].
     async fn execute<A, R>(
         &self,
+        streams: &Streams<A>,
         id: Uuid,
         seed_of: impl Fn(&A) -> Option<Uuid>,
         mut decide: impl FnMut(
@@ -183,22 +159,51 @@ impl Commitments {
         ) -> Result<(Vec<A::Event>, R), CommitmentError>,
     ) -> Result<(R, Option<A>), CommitmentError>
     where
-        A: Aggregate,
+        A: Aggregate<Id = Uuid>,
     {
-        for _ in 0..MAX_ATTEMPTS {
-            let loaded = self.load::<A>(id).await?;
-            let seed = match loaded.state.as_ref().and_then(&seed_of) {
-                Some(seed_id) => Some(self.open(seed_id).await?),
-                None => None,
-            };
-            let (events, result) = decide(loaded.state.as_ref(), seed.as_ref())?;
-            match self.append(id, loaded, events).await {
-                Err(CommitmentError::Store(e)) if e.is_conflict() => continue,
-                Err(e) => return Err(e),
-                Ok(state) => return Ok((result, state)),
-            }
-        }
-        Err(CommitmentError::Contended(stream_of::<A>(id)?.to_string()))
+        let executed = streams
+            .execute_with(
+                &id,
+                |snapshot: &Snapshot<A>| snapshot.state.as_ref().and_then(&seed_of),
+                |seed_id| async move {
+                    match seed_id {
+                        Some(seed_id) => self.open(seed_id).await.map(Some),
+                        None => Ok(None),
+                    }
+                },
+                |snapshot, seed: Option<ServerSeed>| {
+                    let (events, reply) = decide(snapshot.state.as_ref(), seed.as_ref())?;
+                    Ok(Decision::new(events, reply))
+                },
+            )
+            .await?;
+        Ok((executed.reply, executed.after.state))
+    }
+
+    /// Appends `event` to open a stream that must not exist yet; `exists` when it does.
+    async fn open_stream<A>(
+        &self,
+        streams: &Streams<A>,
+        id: Uuid,
+        event: A::Event,
+        exists: impl Fn() -> DomainError,
+    ) -> Result<A, CommitmentError>
+    where
+        A: Aggregate<Id = Uuid>,
+        A::Event: Clone,
+    {
+        let ((), state) = self
+            .execute(
+                streams,
+                id,
+                |_| None,
+                |state, _| match state {
+                    None => Ok((vec![event.clone()], ())),
+                    Some(_) => Err(exists().into()),
+                },
+            )
+            .await?;
+        state.ok_or(DomainError::Corrupt("state after opening a stream").into())
     }
 
     /// Generates, seals and stores a fresh seed.
@@ -228,31 +233,21 @@ impl Commitments {
         table_id: Uuid,
         delayed_source: Option<DelayedSource>,
     ) -> Result<TableState, CommitmentError> {
-        if self
-            .load::<TableCommitment>(table_id)
-            .await?
-            .state
-            .is_some()
-        {
-            return Err(DomainError::AlreadyExists("the table's commitment").into());
+        let exists = || DomainError::AlreadyExists("the table's commitment");
+        // Checked first so no seed is sealed for a table that has one.
+        if self.tables.load(&table_id).await?.state.is_some() {
+            return Err(exists().into());
         }
         let (seed_id, seed) = self.new_seed().await?;
         let event = TableCommitment::publish(table_id, seed_id, &seed, delayed_source);
-        let loaded = self.load::<TableCommitment>(table_id).await?;
-        if loaded.state.is_some() {
-            return Err(DomainError::AlreadyExists("the table's commitment").into());
-        }
-        match self.append(table_id, loaded, vec![event]).await {
-            Err(CommitmentError::Store(e)) if e.is_conflict() => {
-                Err(DomainError::AlreadyExists("the table's commitment").into())
-            }
-            other => other?.ok_or(DomainError::Corrupt("table state after publish").into()),
-        }
+        self.open_stream(&self.tables, table_id, event, exists)
+            .await
     }
 
     /// The table's state.
     pub async fn table(&self, table_id: Uuid) -> Result<TableState, CommitmentError> {
-        self.load::<TableCommitment>(table_id)
+        self.tables
+            .load(&table_id)
             .await?
             .state
             .ok_or(DomainError::NotFound("the table's commitment").into())
@@ -269,7 +264,8 @@ impl Commitments {
             -> Result<Vec<crate::domain::table::TableEvent>, CommitmentError>,
     ) -> Result<TableState, CommitmentError> {
         let ((), state) = self
-            .execute::<TableCommitment, ()>(
+            .execute(
+                &self.tables,
                 table_id,
                 |s| needs_seed.then_some(s.seed_id),
                 |state, seed| {
@@ -317,7 +313,8 @@ impl Commitments {
         table_id: Uuid,
     ) -> Result<(ServerSeed, String, TableState), CommitmentError> {
         let ((seed, client), state) = self
-            .execute::<TableCommitment, _>(
+            .execute(
+                &self.tables,
                 table_id,
                 |s| Some(s.seed_id),
                 |state, seed| {
@@ -354,26 +351,26 @@ impl Commitments {
     /// The user's active pair, opened (with `default_client_seed`) on first use.
     #[tracing::instrument(skip(self), fields(user_id = %user_id))]
     pub async fn pair(&self, user_id: Uuid) -> Result<SeedPairs, CommitmentError> {
-        if let Some(state) = self.load::<SeedPairs>(user_id).await?.state {
+        if let Some(state) = self.pairs.load(&user_id).await?.state {
             return Ok(state);
         }
         let (seed_id, seed) = self.new_seed().await?;
         // The default client seed is random too; the player may change it at any time.
         let client = ClientSeed::parse(&ServerSeed::generate()?.expose_secret()[..32])?;
         let event = SeedPairs::open(user_id, seed_id, &seed, client);
-        let loaded = self.load::<SeedPairs>(user_id).await?;
-        if let Some(state) = loaded.state {
-            return Ok(state);
-        }
-        match self.append(user_id, loaded, vec![event]).await {
-            // Someone opened it concurrently: theirs stands.
-            Err(CommitmentError::Store(e)) if e.is_conflict() => self
-                .load::<SeedPairs>(user_id)
-                .await?
-                .state
-                .ok_or(DomainError::Corrupt("pair after concurrent open").into()),
-            other => other?.ok_or(DomainError::Corrupt("pair state after open").into()),
-        }
+        let ((), state) = self
+            .execute(
+                &self.pairs,
+                user_id,
+                |_| None,
+                |state, _| match state {
+                    None => Ok((vec![event.clone()], ())),
+                    // Someone opened it concurrently: theirs stands.
+                    Some(_) => Ok((Vec::new(), ())),
+                },
+            )
+            .await?;
+        state.ok_or(DomainError::Corrupt("pair state after open").into())
     }
 
     /// Changes the user's client seed.
@@ -385,7 +382,8 @@ impl Commitments {
     ) -> Result<SeedPairs, CommitmentError> {
         self.pair(user_id).await?;
         let ((), state) = self
-            .execute::<SeedPairs, ()>(
+            .execute(
+                &self.pairs,
                 user_id,
                 |_| None,
                 |state, _| {
@@ -403,7 +401,8 @@ impl Commitments {
         self.pair(user_id).await?;
         let (new_id, new_seed) = self.new_seed().await?;
         let (revealed, state) = self
-            .execute::<SeedPairs, _>(
+            .execute(
+                &self.pairs,
                 user_id,
                 |s| Some(s.seed_id),
                 |state, seed| {
@@ -427,9 +426,9 @@ impl Commitments {
         user_id: Uuid,
         index: u64,
     ) -> Result<(ServerSeed, u64), CommitmentError> {
-        let loaded = self.load::<SeedPairs>(user_id).await?;
-        loaded
-            .events
+        self.pairs
+            .events(&user_id)
+            .await?
             .into_iter()
             .find_map(|e| match e {
                 PairEvent::Rotated {
@@ -467,7 +466,8 @@ impl Commitments {
         bet: &BetRequest,
     ) -> Result<(BetSeeds, ServerSeed, SeedPairs), CommitmentError> {
         let ((bet, seed), state) = self
-            .execute::<SeedPairs, _>(
+            .execute(
+                &self.pairs,
                 user_id,
                 |s| Some(s.seed_id),
                 |state, seed| {
@@ -500,28 +500,21 @@ impl Commitments {
         deck: Deck,
         delayed_source: DelayedSource,
     ) -> Result<TournamentSet, CommitmentError> {
-        if self
-            .load::<TournamentSet>(tournament_id)
-            .await?
-            .state
-            .is_some()
-        {
-            return Err(DomainError::AlreadyExists("the tournament").into());
+        let exists = || DomainError::AlreadyExists("the tournament");
+        // Checked first so no seed is sealed for a tournament that has one.
+        if self.tournaments.load(&tournament_id).await?.state.is_some() {
+            return Err(exists().into());
         }
         let (seed_id, seed) = self.new_seed().await?;
         let event = TournamentSet::commit(tournament_id, seed_id, &seed, delayed_source, deck);
-        let loaded = self.load::<TournamentSet>(tournament_id).await?;
-        match self.append(tournament_id, loaded, vec![event]).await {
-            Err(CommitmentError::Store(e)) if e.is_conflict() => {
-                Err(DomainError::AlreadyExists("the tournament").into())
-            }
-            other => other?.ok_or(DomainError::Corrupt("tournament after commit").into()),
-        }
+        self.open_stream(&self.tournaments, tournament_id, event, exists)
+            .await
     }
 
     /// The tournament's state.
     pub async fn tournament(&self, tournament_id: Uuid) -> Result<TournamentSet, CommitmentError> {
-        self.load::<TournamentSet>(tournament_id)
+        self.tournaments
+            .load(&tournament_id)
             .await?
             .state
             .ok_or(DomainError::NotFound("the tournament").into())
@@ -537,7 +530,8 @@ impl Commitments {
         ) -> Result<(Vec<TournamentEvent>, R), CommitmentError>,
     ) -> Result<(R, TournamentSet), CommitmentError> {
         let (result, state) = self
-            .execute::<TournamentSet, R>(
+            .execute(
+                &self.tournaments,
                 tournament_id,
                 |s| needs_seed.then_some(s.seed_id),
                 |state, seed| decide(state.ok_or(DomainError::NotFound("the tournament"))?, seed),

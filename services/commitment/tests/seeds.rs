@@ -1,13 +1,16 @@
-//! Sealed seeds are committed even on a pooled PostgreSQL connection that sqlx left inside a
-//! transaction (as after a request cancelled in `pool.begin()`): the commitment event that
-//! follows on another connection must never point at a seed row that was not committed.
+//! Sealed seeds are committed even after a pooled PostgreSQL connection was left inside a
+//! transaction (as sqlx leaves one after a request cancelled in `pool.begin()`): the
+//! commitment event that follows on another connection must never point at a seed row that
+//! was not committed. The platform's pool guard (fairdeal-db) closes such a connection when
+//! it comes back, so the service's own queries never run inside a stale transaction.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use fairdeal_commitment::seeds::SeedStore;
+use fairdeal_commitment::seeds::{MIGRATIONS, seed_store};
 use fairdeal_commitment::vault::SealedSeed;
+use fairdeal_db::{Db, Schema, in_schema, postgres_pool_options};
 use fairdeal_testkit::TestDatabase;
 use sqlx::Connection;
-use sqlx::postgres::PgPoolOptions;
+use sqlx::postgres::PgConnectOptions;
 use uuid::Uuid;
 
 #[tokio::test]
@@ -19,17 +22,21 @@ async fn a_sealed_seed_commits_on_a_connection_left_in_a_transaction() {
         .execute(&mut admin)
         .await
         .unwrap();
-    // One connection, so the stale one is the one the store gets.
-    let pool = PgPoolOptions::new()
+    // The service's pool settings, with one connection, so the stale one is the one the
+    // store would get.
+    let options: PgConnectOptions = database.url().parse().unwrap();
+    let schema_name = Schema::new(&schema).unwrap();
+    let pool = postgres_pool_options()
         .max_connections(1)
-        .connect(database.url())
+        .connect_with(in_schema(options, &schema_name))
         .await
         .unwrap();
-    let seeds = SeedStore::Postgres {
+    let db = Db::Postgres {
         pool: pool.clone(),
-        schema: schema.clone(),
+        schema: schema_name,
     };
-    seeds.migrate().await.unwrap();
+    db.migrate(&MIGRATIONS).await.unwrap();
+    let seeds = seed_store(&db);
     let mut ids = Vec::new();
     for aborted in [false, true] {
         {

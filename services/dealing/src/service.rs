@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use fairdeal_authn::{TokenProvider, attach_bearer};
 use fairdeal_eventstore::{
-    EventError, EventStore, ExpectedVersion, NewEvent, StoreError, StreamId,
+    EventError, EventStore, ExpectedVersion, NewEvent, RecordedEvent, StoreError, StreamId,
 };
 use fairdeal_fairness::Deck;
 use fairdeal_fairness::deal::Deal;
@@ -30,10 +30,9 @@ use tonic::transport::Channel;
 use tonic::{Code, Request, Status};
 use uuid::Uuid;
 
-use crate::verify::{self, VerifyError};
+use fairdeal_platform::{Aggregate, CorruptStream, Decision, RunError, Streams};
 
-/// Attempts at a deal that keeps losing optimistic-concurrency races.
-const MAX_ATTEMPTS: usize = 5;
+use crate::verify::{self, VerifyError};
 
 /// Everything a dealing use case can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -62,9 +61,29 @@ pub enum DealingError {
     /// No access token could be obtained from the auth service.
     #[error(transparent)]
     NoToken(#[from] fairdeal_authn::TokenUnavailable),
-    /// Concurrent writers kept winning.
-    #[error("too many concurrent deals on this table; retry")]
-    Contended,
+    /// Writers in other processes kept winning.
+    #[error("too many concurrent deals on {stream}, now at version {version}; re-read and retry")]
+    Contended {
+        /// The table's deals stream.
+        stream: StreamId,
+        /// Its version when the runner gave up.
+        version: u64,
+    },
+    /// The table's deals stream does not decode or fold.
+    #[error(transparent)]
+    CorruptStream(#[from] CorruptStream),
+}
+
+impl From<RunError<DealingError>> for DealingError {
+    fn from(error: RunError<DealingError>) -> Self {
+        match error {
+            RunError::Rejected(e) => e,
+            RunError::Contended { stream, version } => DealingError::Contended { stream, version },
+            RunError::Corrupt(e) => DealingError::CorruptStream(e),
+            RunError::Stream(e) => DealingError::Stream(e),
+            RunError::Store(e) => DealingError::Store(e),
+        }
+    }
 }
 
 impl From<DealingError> for ServiceError {
@@ -87,7 +106,9 @@ impl From<DealingError> for ServiceError {
                 },
             },
             DealingError::Store(e) if e.is_conflict() => ServiceError::Conflict(e.to_string()),
-            DealingError::Contended => ServiceError::Conflict(DealingError::Contended.to_string()),
+            contended @ DealingError::Contended { .. } => {
+                ServiceError::Conflict(contended.to_string())
+            }
             DealingError::Store(StoreError::Database(e)) => {
                 ServiceError::unavailable("database unavailable", e)
             }
@@ -136,6 +157,8 @@ type CommitmentClient =
 pub struct Dealer {
     /// This service's event log.
     store: Arc<dyn EventStore>,
+    /// The tables' deal streams.
+    deals: Streams<TableDeals>,
     /// The commitment service.
     commitment: CommitmentClient,
     /// This service's access token (role service, name `dealing`).
@@ -158,6 +181,7 @@ impl Dealer {
         tokens: Arc<dyn TokenProvider>,
     ) -> Self {
         Dealer {
+            deals: Streams::new(Arc::clone(&store)),
             store,
             // Every call carries the trace context, so one trace spans both services.
             commitment: CommitmentServiceClient::new(traced_channel(channel)),
@@ -248,74 +272,76 @@ impl Dealer {
         hand: u64,
         compute: impl Fn(&TableSeeds) -> Result<(Deal, String, Vec<pb::Candidate>), DealingError>,
     ) -> Result<DealtHand, DealingError> {
-        let stream = StreamId::of("deals", table_id)?;
-        for _ in 0..MAX_ATTEMPTS {
-            let dealt = self.store.stream_version(&stream).await?;
-            if hand > dealt {
-                return Err(DealingError::FailedPrecondition(format!(
-                    "hand {hand} cannot be dealt before hand {dealt}"
-                )));
-            }
-            // Fixes the client seed on the table's first deal; refused after the reveal.
-            let seeds = self.table_seeds(table_id).await?;
-            let (deal, salt, candidates) = compute(&seeds)?;
-            let number = deal.distribution_number().to_string();
-            let result = DealtHand {
-                deal,
-                commitment: seeds.commitment.clone(),
-                client_seed: seeds.client_seed.clone(),
-                candidates,
-            };
-            if hand < dealt {
-                // Already dealt: the recorded hand must be this very deal.
-                let recorded = self.store.read_stream(&stream, hand + 1, 1).await?;
-                let event = recorded
-                    .first()
-                    .ok_or_else(|| DealingError::Corrupt(format!("hand {hand} missing")))?;
-                let m = pb::HandDealt::decode(event.payload.as_slice())
-                    .map_err(|e| DealingError::Corrupt(e.to_string()))?;
-                if m.deck != deck.name() {
-                    return Err(DealingError::FailedPrecondition(format!(
-                        "hand {hand} was dealt as {}, not {deck}",
-                        m.deck
-                    )));
-                }
-                if m.distribution_number != number {
-                    return Err(DealingError::Corrupt(format!(
-                        "hand {hand} recomputes to another deal"
-                    )));
-                }
-                return Ok(result);
-            }
-            let rejected =
-                u32::try_from(result.candidates.len().saturating_sub(1)).unwrap_or(u32::MAX);
-            let event = pb::HandDealt {
-                table_id: table_id.to_string(),
-                hand,
-                deck: deck.name().to_owned(),
-                salt: hand.to_string(),
-                commitment: seeds.commitment,
-                client_seed: seeds.client_seed,
-                distribution_number: number,
-                rejected_candidates: rejected,
-                candidate_salt: salt,
-            };
-            let expected = if dealt == 0 {
-                ExpectedVersion::NoStream
-            } else {
-                ExpectedVersion::Exact(dealt)
-            };
-            match self
-                .store
-                .append(&stream, expected, vec![traced(&event, table_id)])
-                .await
-            {
-                Ok(_) => return Ok(result),
-                Err(e) if e.is_conflict() => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(DealingError::Contended)
+        let dealt_count = |deals: &fairdeal_platform::Snapshot<TableDeals>| deals.version;
+        let compute = &compute;
+        let executed = self
+            .deals
+            .execute_with(
+                &table_id,
+                dealt_count,
+                |dealt| async move {
+                    if hand > dealt {
+                        return Err(DealingError::FailedPrecondition(format!(
+                            "hand {hand} cannot be dealt before hand {dealt}"
+                        )));
+                    }
+                    // Fixes the client seed on the table's first deal; refused after the
+                    // reveal.
+                    let seeds = self.table_seeds(table_id).await?;
+                    let computed = compute(&seeds)?;
+                    Ok((seeds, computed))
+                },
+                |deals, (seeds, (deal, salt, candidates))| {
+                    let number = deal.distribution_number().to_string();
+                    let recorded = deals
+                        .state
+                        .as_ref()
+                        .and_then(|d| d.hands.get(usize::try_from(hand).ok()?));
+                    let result = DealtHand {
+                        deal,
+                        commitment: seeds.commitment.clone(),
+                        client_seed: seeds.client_seed.clone(),
+                        candidates,
+                    };
+                    if let Some(recorded) = recorded {
+                        // Already dealt: the recorded hand must be this very deal.
+                        if recorded.deck != deck.name() {
+                            return Err(DealingError::FailedPrecondition(format!(
+                                "hand {hand} was dealt as {}, not {deck}",
+                                recorded.deck
+                            )));
+                        }
+                        if recorded.distribution_number != number {
+                            return Err(DealingError::Corrupt(format!(
+                                "hand {hand} recomputes to another deal"
+                            )));
+                        }
+                        return Ok(Decision::nothing(result));
+                    }
+                    if hand != deals.version {
+                        return Err(DealingError::FailedPrecondition(format!(
+                            "hand {hand} cannot be dealt before hand {}",
+                            deals.version
+                        )));
+                    }
+                    let rejected = u32::try_from(result.candidates.len().saturating_sub(1))
+                        .unwrap_or(u32::MAX);
+                    let event = pb::HandDealt {
+                        table_id: table_id.to_string(),
+                        hand,
+                        deck: deck.name().to_owned(),
+                        salt: hand.to_string(),
+                        commitment: seeds.commitment,
+                        client_seed: seeds.client_seed,
+                        distribution_number: number,
+                        rejected_candidates: rejected,
+                        candidate_salt: salt,
+                    };
+                    Ok(Decision::new(vec![event], result))
+                },
+            )
+            .await?;
+        Ok(executed.reply)
     }
 
     /// Plays `round` for `user_id` with the next nonce of their seed pair.
@@ -373,6 +399,56 @@ impl Dealer {
             client_seed: bet.client_seed,
             outcome,
         })
+    }
+}
+
+/// The hands dealt at one table: stream `deals-<table>`, one `HandDealt` per hand, so hand
+/// `h` is version `h + 1`.
+#[derive(Debug, Clone, Default)]
+pub struct TableDeals {
+    /// Each dealt hand, in order.
+    hands: Vec<RecordedHand>,
+}
+
+/// What a recorded hand is checked against when it is asked for again.
+#[derive(Debug, Clone)]
+struct RecordedHand {
+    /// The deck it was dealt from.
+    deck: String,
+    /// Its distribution number.
+    distribution_number: String,
+}
+
+impl Aggregate for TableDeals {
+    const CATEGORY: &'static str = "deals";
+    type Id = Uuid;
+    type Event = pb::HandDealt;
+
+    fn encode(id: &Uuid, event: &pb::HandDealt) -> NewEvent {
+        NewEvent::from_message(event).with_correlation_id(id.to_string())
+    }
+
+    fn decode(event: &RecordedEvent) -> Result<pb::HandDealt, String> {
+        if event.event_type != pb::HandDealt::full_name() {
+            return Err("not a HandDealt event".into());
+        }
+        pb::HandDealt::decode(event.payload.as_slice()).map_err(|e| e.to_string())
+    }
+
+    fn apply(state: Option<Self>, event: &pb::HandDealt) -> Result<Self, String> {
+        let mut deals = state.unwrap_or_default();
+        if usize::try_from(event.hand).ok() != Some(deals.hands.len()) {
+            return Err(format!(
+                "hand {} recorded after {} hands",
+                event.hand,
+                deals.hands.len()
+            ));
+        }
+        deals.hands.push(RecordedHand {
+            deck: event.deck.clone(),
+            distribution_number: event.distribution_number.clone(),
+        });
+        Ok(deals)
     }
 }
 

@@ -1,18 +1,17 @@
-//! Settings and wiring of the dealing service on the platform kit.
+//! Settings and wiring on the platform: `main.rs` calls [`Application::build`] and
+//! [`Application::run_until_stopped`]; tests build [`Parts`] of their own and call
+//! [`Application::assemble`] on port 0.
 
 use std::sync::Arc;
 
 use fairdeal_authn::{
-    AccessToken, AuthLayer, Authenticator, GrpcTokenIssuer, ServiceTokens, StaticToken,
-    TokenProvider,
+    AuthLayer, Authenticator, CallerAuthSettings, ServiceIdentitySettings, TokenProvider,
+    spawn_key_refresh,
 };
-use fairdeal_commitment::startup::{
-    Backend, StartError, configured_authenticator, open_store, spawn_key_refresh, start_relay,
-    validate_auth,
-};
-use fairdeal_kit::client::Target;
-use fairdeal_kit::config::{Config, ConfigError, Secret, Section};
-use fairdeal_kit::{CommonConfig, ServeError};
+use fairdeal_kit::client::{self, Target};
+use fairdeal_kit::config::{Config, ConfigError, Section};
+use fairdeal_kit::{CommonConfig, ServeError, Shutdown};
+use fairdeal_platform::{Bus, StartError, Storage};
 use fairdeal_proto::fairdeal::dealing::v1::dealing_service_server::DealingServiceServer;
 use serde::Serialize;
 use tonic::transport::Channel;
@@ -23,6 +22,9 @@ use crate::service::Dealer;
 /// PostgreSQL schema of this service's event log.
 pub const SCHEMA: &str = "dealing";
 
+/// This service's name on the bus (its events go to `<prefix>.dealing`).
+pub const SERVICE: &str = "dealing";
+
 /// The dealing service's own settings.
 #[derive(Debug, Clone, clap::Args, Serialize)]
 #[command(next_help_heading = "Dealing settings")]
@@ -31,93 +33,61 @@ pub struct DealingSettings {
     /// balance calls over every address of the name (a headless Service's pods).
     #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:50052")]
     pub commitment_url: String,
-    /// The auth service's gRPC address (`http://host:port` or `dns:///host:port`; one
-    /// channel serves both uses): this service obtains its
-    /// access token there with `service_secret` (renewed before it expires), and verifies
-    /// callers' tokens with the public keys published there.
-    #[arg(long, value_name = "URL")]
-    pub auth_url: Option<String>,
-    /// This service's secret at the auth service (whose `service_credentials` hold its
-    /// SHA-256). Requires `auth_url`.
-    #[arg(long, value_name = "SECRET")]
-    pub service_secret: Option<Secret>,
-    /// A fixed access token instead of `service_secret` (it is never renewed: the service
-    /// stops dealing when it expires; for tests and short manual runs).
-    #[arg(long, value_name = "TOKEN")]
-    pub service_token: Option<Secret>,
-    /// Fixed public keys of the auth service that sign access tokens: `kid:64hex[,...]`
-    /// (instead of `auth_url`).
-    #[arg(long, value_name = "KEYS", default_value = "")]
-    pub auth_public_keys: String,
+    /// Where callers' tokens are verified from (and, with `auth_url`, where this service
+    /// gets its own token).
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub auth: CallerAuthSettings,
+    /// This service's own identity for its calls to the commitment service.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub identity: ServiceIdentitySettings,
 }
 
 impl Section for DealingSettings {
     fn validate(&self) -> Result<(), ConfigError> {
-        match (&self.service_secret, &self.service_token) {
-            (Some(_), Some(_)) => {
-                return Err(ConfigError::invalid(
-                    "service_secret",
-                    "set either service_secret or service_token, not both",
-                ));
-            }
-            (None, None) => {
-                return Err(ConfigError::invalid(
-                    "service_secret",
-                    "is required (or a fixed service_token)",
-                ));
-            }
-            (Some(secret), None) => {
-                if self.auth_url.is_none() {
-                    return Err(ConfigError::invalid(
-                        "auth_url",
-                        "is required with service_secret",
-                    ));
-                }
-                let len = secret.expose_secret().len();
-                if len == 0 || len > 1024 {
-                    return Err(ConfigError::invalid(
-                        "service_secret",
-                        "must be 1 to 1024 bytes",
-                    ));
-                }
-            }
-            (None, Some(_)) => {}
-        }
+        self.identity.validate(self.auth.auth_url.as_deref())?;
         Target::parse("commitment_url", &self.commitment_url)
             .map_err(|e| ConfigError::invalid(e.field, e.reason))?;
         // Fixed public keys and an auth address together are ambiguous: refused.
-        validate_auth(&self.auth_public_keys, self.auth_url.as_deref())
+        self.auth.validate()
     }
 }
 
-impl DealingSettings {
-    /// Where this service's own access token comes from; `service_name` (the kit's setting,
-    /// `dealing` by default) is its subject, and the commitment service lets only `dealing`
-    /// read seeds.
-    ///
-    /// `auth` is the channel to `auth_url` (built once by the caller, shared with the key
-    /// source).
-    pub fn token_provider(
-        &self,
-        service_name: &str,
-        auth: Option<&Channel>,
-    ) -> Result<Arc<dyn TokenProvider>, StartError> {
-        match (&self.service_secret, &self.service_token, auth) {
-            (Some(secret), None, Some(channel)) => {
-                let issuer = GrpcTokenIssuer::new(
-                    channel.clone(),
-                    service_name,
-                    secret.expose_secret().as_bytes(),
-                );
-                Ok(Arc::new(ServiceTokens::new(Arc::new(issuer))))
-            }
-            (None, Some(token), _) => Ok(Arc::new(StaticToken::new(AccessToken::new(
-                token.expose_secret().to_owned(),
-            )))),
-            _ => Err(StartError::Config(
-                "service_secret with auth_url, or service_token, is required".into(),
-            )),
-        }
+/// What the service is assembled from (tests supply their own).
+#[derive(Debug)]
+pub struct Parts {
+    /// The database, event store and append signal.
+    pub storage: Storage,
+    /// A (lazy) channel to the commitment service.
+    pub commitment: Channel,
+    /// This service's access token for the commitment service (role service, `dealing`).
+    pub tokens: Arc<dyn TokenProvider>,
+    /// Verifies callers' tokens.
+    pub authn: Authenticator,
+}
+
+impl Parts {
+    /// The parts `config` names: one channel to the auth service serves both this
+    /// service's token and the public keys; the database is opened and migrated.
+    pub async fn from_config(config: &Config<DealingSettings>) -> Result<Self, StartError> {
+        let settings = &config.service;
+        let auth = settings.auth.auth_channel()?;
+        let tokens = settings
+            .identity
+            .token_provider(&config.common.service_name, auth.as_ref())?;
+        let authn = settings.auth.authenticator(auth)?;
+        // Lazy: the commitment service may start after this one; calls fail UNAVAILABLE
+        // until it is up.
+        let commitment = client::channel("commitment_url", &settings.commitment_url)
+            .map_err(|e| ConfigError::invalid(e.field, e.reason))?;
+        let storage = Storage::open(&config.common, SCHEMA, &[]).await?;
+        Ok(Self {
+            storage,
+            commitment,
+            tokens,
+            authn,
+        })
     }
 }
 
@@ -129,48 +99,22 @@ pub struct Application {
 }
 
 impl Application {
-    /// Opens the event store and binds the listener.
+    /// Opens the storage `config` names and binds the listener.
     pub async fn build(config: Config<DealingSettings>) -> Result<Self, StartError> {
-        let common = config.common;
-        let settings = config.service;
-        // One channel to the auth service, for this service's token and for the keys.
-        let auth = settings
-            .auth_url
-            .as_deref()
-            .map(|url| fairdeal_kit::client::channel("auth_url", url))
-            .transpose()
-            .map_err(|e| StartError::Config(e.to_string()))?;
-        let tokens = settings.token_provider(&common.service_name, auth.as_ref())?;
-        let authn = configured_authenticator(
-            &settings.auth_public_keys,
-            settings.auth_url.as_deref(),
-            auth,
-        )
-        .map_err(|e| StartError::Config(e.to_string()))?;
-        let backend = open_store(common.database_url.expose_secret(), SCHEMA).await?;
-        Self::build_with(&common, backend, &settings.commitment_url, tokens, authn).await
+        let parts = Parts::from_config(&config).await?;
+        Self::assemble(&config.common, parts).await
     }
 
-    /// Wires an already opened backend.
-    pub async fn build_with(
-        common: &CommonConfig,
-        backend: Backend,
-        commitment_url: &str,
-        tokens: Arc<dyn TokenProvider>,
-        authn: Authenticator,
-    ) -> Result<Self, StartError> {
-        // Lazy: the commitment service may start after this one; calls fail UNAVAILABLE
-        // until it is up.
-        let channel = fairdeal_kit::client::channel("commitment_url", commitment_url)
-            .map_err(|e| StartError::Config(e.to_string()))?;
-        let dealer = Dealer::new(backend.store.clone(), channel, tokens);
-        let shutdown = fairdeal_kit::Shutdown::new();
-        spawn_key_refresh(&authn, &shutdown);
-        let mut layer = AuthLayer::new(authn);
+    /// Wires `parts` into a bound server: key refresh, the relay, the gRPC service.
+    pub async fn assemble(common: &CommonConfig, parts: Parts) -> Result<Self, StartError> {
+        let shutdown = Shutdown::new();
+        spawn_key_refresh(&parts.authn, &shutdown);
+        Bus::start(common, &parts.storage, SERVICE, &shutdown).await?;
+        let dealer = Dealer::new(parts.storage.events(), parts.commitment, parts.tokens);
+        let mut layer = AuthLayer::new(parts.authn);
         for path in PUBLIC_METHODS {
             layer = layer.allow_anonymous(path);
         }
-        start_relay(common, &backend, "dealing", &shutdown).await?;
         let app = fairdeal_kit::Application::builder(common)
             .with_shutdown(shutdown)
             .add_service(layer.wrap(DealingServiceServer::new(DealingApi::new(dealer))))
@@ -186,7 +130,7 @@ impl Application {
     }
 
     /// The shutdown handle.
-    pub fn shutdown(&self) -> fairdeal_kit::Shutdown {
+    pub fn shutdown(&self) -> Shutdown {
         self.app.shutdown()
     }
 

@@ -46,12 +46,12 @@ impl<'a> MakeWriter<'a> for Buffer {
 
 /// Everything stored in a service's event log, as text (envelope fields and raw payload).
 async fn all_events(app: &TestApp, dealing: bool) -> String {
-    let backend = if dealing {
-        &app.dealing_backend
+    let storage = if dealing {
+        &app.dealing_storage
     } else {
-        &app.commitment_backend
+        &app.commitment_storage
     };
-    let events = backend.store.read_all(1, 100_000).await.unwrap();
+    let events = storage.events().read_all(1, 100_000).await.unwrap();
     assert!(!events.is_empty());
     events
         .iter()

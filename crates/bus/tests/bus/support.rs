@@ -352,7 +352,7 @@ impl JetStreamHarness {
 
     /// A pool of its own for one relay or consumer instance (see [`Running::with_pool`]).
     fn instance_pool(&self) -> PgPool {
-        PgEventStore::pool_options()
+        fairdeal_db::postgres_pool_options()
             .max_connections(4)
             .connect_lazy_with(self.pg.connect_options())
     }

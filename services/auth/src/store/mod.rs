@@ -5,9 +5,10 @@
 //! event log never disagree, and a mail caused by the change is queued in the same
 //! transaction, so it is never lost nor sent for a change that rolled back.
 //!
-//! Two backends share one SQL text ([`sql`]): PostgreSQL (the store of record) and SQLite (the
-//! embedded default). Migrations: `migrations/postgres`, `migrations/sqlite`, tracked in their
-//! own table (`_auth_migrations`) beside the event store's.
+//! Two backends share one SQL text ([`sql`], the `fairdeal_db::for_each_backend!` pattern):
+//! PostgreSQL (the store of record) and SQLite (the embedded default). Migrations:
+//! `migrations/postgres`, `migrations/sqlite`, tracked in their own table (`_auth_migrations`)
+//! beside the event store's.
 
 pub mod sql;
 
@@ -19,7 +20,7 @@ use uuid::Uuid;
 use crate::domain::{PasswordHash, RefreshRecord, TokenHash};
 use crate::events::AuthEvent;
 
-pub use sql::{PgAuthStore, SqliteAuthStore};
+pub use sql::{MIGRATIONS, SqlAuthStore, auth_store};
 
 /// Why a storage operation failed.
 #[derive(Debug, thiserror::Error)]

@@ -2,14 +2,17 @@
 //!
 //! Both databases accept `$1`-style parameters, `RETURNING`, partial indexes and the same
 //! column types once ids are TEXT, times INTEGER seconds and hashes byte strings, so one
-//! macro body implements the trait for both pools; only how a transaction starts and how
-//! events are appended differ (see the two `impl` blocks at the end). Concurrency never relies
+//! body implements the trait for both pools (`fairdeal_db::for_each_backend!`); the few
+//! differences (how a write transaction starts, the row lock serialising an account's
+//! appends on PostgreSQL) come from `fairdeal_db::Backend`. Concurrency never relies
 //! on row locks: every spend of a single-use token is a conditional `UPDATE ... WHERE <unused>`
 //! whose affected-row count decides who won.
 
 use std::time::{Duration, UNIX_EPOCH};
 
 use async_trait::async_trait;
+use fairdeal_bus::AppendSignal;
+use fairdeal_eventstore::EventBackend;
 use sqlx::Row;
 use uuid::Uuid;
 
@@ -59,13 +62,11 @@ macro_rules! account_from_row {
     }};
 }
 
-/// Implements [`AuthStore`] for a store type with a `pool` field, a `begin()` method giving a
-/// write transaction, and an `append(&mut tx, events, now)` method writing events in it.
-macro_rules! impl_auth_store {
-    ($store:ty) => {
-        impl $store {
+// [`AuthStore`] for both backends, written once (the `for_each_backend!` pattern).
+fairdeal_db::for_each_backend! { DB =>
+        impl SqlAuthStore<DB> {
             async fn revoke_families_in(
-                tx: &mut sqlx::Transaction<'static, <$store as SqlBackend>::Db>,
+                tx: &mut sqlx::Transaction<'static, DB>,
                 user_id: Uuid,
                 reason: Revocation,
                 now: i64,
@@ -88,7 +89,7 @@ macro_rules! impl_auth_store {
             }
 
             async fn queue_mail_in(
-                tx: &mut sqlx::Transaction<'static, <$store as SqlBackend>::Db>,
+                tx: &mut sqlx::Transaction<'static, DB>,
                 mail: &OutgoingMail,
                 now: i64,
             ) -> Result<(), StoreError> {
@@ -118,7 +119,7 @@ macro_rules! impl_auth_store {
         }
 
         #[async_trait]
-        impl AuthStore for $store {
+        impl AuthStore for SqlAuthStore<DB> {
             async fn register(&self, account: NewAccount, token: NewEmailToken, mail: OutgoingMail) -> Result<(), StoreError> {
                 let mut tx = self.begin().await?;
                 let inserted = sqlx::query(
@@ -149,7 +150,7 @@ macro_rules! impl_auth_store {
                 Self::queue_mail_in(&mut tx, &mail, account.created_at).await?;
                 let events = vec![AuthEvent::Registered { user_id: account.user_id, username: account.username.clone() }];
                 self.append(&mut tx, events, account.created_at).await?;
-                tx.commit().await?;
+                self.commit(tx).await?;
                 Ok(())
             }
 
@@ -203,7 +204,7 @@ macro_rules! impl_auth_store {
                 if !events.is_empty() {
                     self.append(&mut tx, events, now).await?;
                 }
-                tx.commit().await?;
+                self.commit(tx).await?;
                 Ok(())
             }
 
@@ -230,7 +231,7 @@ macro_rules! impl_auth_store {
                 if changed == 1 {
                     self.append(&mut tx, vec![AuthEvent::EmailConfirmed { user_id }], now).await?;
                 }
-                tx.commit().await?;
+                self.commit(tx).await?;
                 Ok(Some(user_id))
             }
 
@@ -257,7 +258,7 @@ macro_rules! impl_auth_store {
                         .await?;
                 }
                 self.append(&mut tx, vec![AuthEvent::LoggedIn { user_id, family_id }], now).await?;
-                tx.commit().await?;
+                self.commit(tx).await?;
                 Ok(())
             }
 
@@ -310,7 +311,7 @@ macro_rules! impl_auth_store {
                                 .bind(next.expires_at)
                                 .execute(&mut *tx)
                                 .await?;
-                            tx.commit().await?;
+                            self.commit(tx).await?;
                             return Ok(RotateOutcome::Rotated { user_id, family_id });
                         }
                         if live == 0 {
@@ -336,7 +337,7 @@ macro_rules! impl_auth_store {
                     let event = AuthEvent::FamilyRevoked { user_id, family_id, reason: Revocation::ReuseDetected };
                     self.append(&mut tx, vec![event], now).await?;
                 }
-                tx.commit().await?;
+                self.commit(tx).await?;
                 Ok(RotateOutcome::ReuseDetected)
             }
 
@@ -357,7 +358,7 @@ macro_rules! impl_auth_store {
                     let event = AuthEvent::FamilyRevoked { user_id: record.user_id, family_id: record.family_id, reason: Revocation::Logout };
                     self.append(&mut tx, vec![event], now).await?;
                 }
-                tx.commit().await?;
+                self.commit(tx).await?;
                 Ok(true)
             }
 
@@ -372,7 +373,7 @@ macro_rules! impl_auth_store {
                 let mut events = vec![AuthEvent::PasswordChanged { user_id, reset: false }];
                 Self::revoke_families_in(&mut tx, user_id, Revocation::PasswordChanged, now, &mut events).await?;
                 self.append(&mut tx, events, now).await?;
-                tx.commit().await?;
+                self.commit(tx).await?;
                 Ok(())
             }
 
@@ -407,7 +408,7 @@ macro_rules! impl_auth_store {
                 events.push(AuthEvent::PasswordChanged { user_id, reset: true });
                 Self::revoke_families_in(&mut tx, user_id, Revocation::PasswordChanged, now, &mut events).await?;
                 self.append(&mut tx, events, now).await?;
-                tx.commit().await?;
+                self.commit(tx).await?;
                 Ok(Some(user_id))
             }
 
@@ -430,7 +431,6 @@ macro_rules! impl_auth_store {
             async fn add_signing_key(&self, key: StoredKey) -> Result<(), StoreError> {
                 // Tokens are signed with this key once it is stored: it must really commit.
                 let mut conn = self.pool.acquire().await?;
-                <$store as SqlBackend>::standalone(&mut conn).await?;
                 sqlx::query("INSERT INTO auth_signing_keys (key_id, secret, public_key, created_at) VALUES ($1, $2, $3, $4)")
                     .bind(&key.key_id)
                     .bind(&key.secret)
@@ -444,7 +444,6 @@ macro_rules! impl_auth_store {
             async fn claim_mail(&self, now: i64, lease_until: i64, limit: u32) -> Result<Vec<QueuedMail>, StoreError> {
                 // A lease that never commits would let another replica send the mail again.
                 let mut conn = self.pool.acquire().await?;
-                <$store as SqlBackend>::standalone(&mut conn).await?;
                 let ids: Vec<String> = sqlx::query_scalar(
                     "SELECT mail_id FROM auth_mail_outbox WHERE sent_at IS NULL AND next_attempt_at <= $1
                      ORDER BY next_attempt_at, created_at LIMIT $2",
@@ -484,7 +483,6 @@ macro_rules! impl_auth_store {
 
             async fn mail_sent(&self, mail_id: Uuid, now: i64) -> Result<(), StoreError> {
                 let mut conn = self.pool.acquire().await?;
-                <$store as SqlBackend>::standalone(&mut conn).await?;
                 sqlx::query("UPDATE auth_mail_outbox SET sent_at = $1, body = '', last_error = NULL WHERE mail_id = $2")
                     .bind(now)
                     .bind(mail_id.to_string())
@@ -495,7 +493,6 @@ macro_rules! impl_auth_store {
 
             async fn mail_failed(&self, mail_id: Uuid, retry_at: i64, error: &str) -> Result<(), StoreError> {
                 let mut conn = self.pool.acquire().await?;
-                <$store as SqlBackend>::standalone(&mut conn).await?;
                 sqlx::query("UPDATE auth_mail_outbox SET next_attempt_at = $1, last_error = $2 WHERE mail_id = $3 AND sent_at IS NULL")
                     .bind(retry_at)
                     .bind(error)
@@ -512,74 +509,43 @@ macro_rules! impl_auth_store {
                 Ok(u64::try_from(n).unwrap_or(0))
             }
         }
-    };
 }
 
-/// What differs between the backends.
-pub trait SqlBackend {
-    /// The sqlx database.
-    type Db: sqlx::Database;
-
-    /// Readies a pooled connection for a write outside an explicit transaction.
-    fn standalone(
-        conn: &mut <Self::Db as sqlx::Database>::Connection,
-    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
-}
-
-impl SqlBackend for PgAuthStore {
-    type Db = sqlx::Postgres;
-
-    /// sqlx can return a connection still inside a transaction it lost track of; a write
-    /// there would never commit (see `fairdeal_eventstore::postgres::leave_stale_transaction`).
-    fn standalone(
-        conn: &mut sqlx::PgConnection,
-    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send {
-        fairdeal_eventstore::postgres::leave_stale_transaction(conn)
-    }
-}
-
-impl SqlBackend for SqliteAuthStore {
-    type Db = sqlx::Sqlite;
-
-    /// SQLite connections have no such state.
-    async fn standalone(_conn: &mut sqlx::SqliteConnection) -> Result<(), sqlx::Error> {
-        Ok(())
-    }
-}
-
-impl_auth_store!(PgAuthStore);
-impl_auth_store!(SqliteAuthStore);
-
-/// The store on PostgreSQL (the store of record), sharing the event store's database.
+/// The store on either backend, sharing the event store's database: PostgreSQL (the store
+/// of record, tables in the service's schema) or SQLite (the embedded default).
 #[derive(Debug, Clone)]
-pub struct PgAuthStore {
+pub struct SqlAuthStore<DB: EventBackend> {
     /// Connections to the service's database.
-    pool: sqlx::PgPool,
+    pool: sqlx::Pool<DB>,
     /// The event log, appended to inside our transactions.
-    events: fairdeal_eventstore::PgEventStore,
+    events: DB::Store,
+    /// Fired after a transaction with events commits (wakes the relay).
+    signal: AppendSignal,
 }
 
-/// The store on SQLite (the embedded default), sharing the event store's file.
-#[derive(Debug, Clone)]
-pub struct SqliteAuthStore {
-    /// Connections to the database file.
-    pool: sqlx::SqlitePool,
-    /// The event log, appended to inside our transactions.
-    events: fairdeal_eventstore::SqliteEventStore,
-}
+/// The service's schema, both backends (tracked in `_auth_migrations`).
+pub static MIGRATIONS: fairdeal_db::Migrations = fairdeal_db::Migrations {
+    name: "auth",
+    postgres: sqlx::migrate!("./migrations/postgres"),
+    sqlite: sqlx::migrate!("./migrations/sqlite"),
+};
 
-fn migrator(migrations: &'static sqlx::migrate::Migrator) -> sqlx::migrate::Migrator {
-    let mut m = sqlx::migrate::Migrator {
-        migrations: migrations.migrations.clone(),
-        ..sqlx::migrate::Migrator::DEFAULT
-    };
-    // Our own bookkeeping table: the event store runs its migrations in the same database.
-    m.dangerous_set_table_name("_auth_migrations");
-    m
+/// The auth store of `storage` (migrated with [`MIGRATIONS`]).
+pub fn auth_store(storage: &fairdeal_platform::Storage) -> std::sync::Arc<dyn AuthStore> {
+    let signal = storage.signal().clone();
+    match storage.backend() {
+        fairdeal_eventstore::AnyEventStore::Postgres(events) => std::sync::Arc::new(SqlAuthStore {
+            pool: events.pool().clone(),
+            events: events.clone(),
+            signal,
+        }),
+        fairdeal_eventstore::AnyEventStore::Sqlite(events) => std::sync::Arc::new(SqlAuthStore {
+            pool: events.pool().clone(),
+            events: events.clone(),
+            signal,
+        }),
+    }
 }
-
-static PG_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
-static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
 /// Groups events by stream and appends each group in `tx` through `append`.
 fn by_stream(
@@ -607,78 +573,46 @@ fn by_stream(
         .collect()
 }
 
-impl PgAuthStore {
-    /// Runs the auth migrations and returns the store. `pool` must resolve unqualified names
-    /// to the service's schema (`search_path`, see [`crate::startup`]), the schema `events`
-    /// keeps its log in; the event store must be migrated first (it creates the schema).
-    pub async fn new(
-        pool: sqlx::PgPool,
-        events: fairdeal_eventstore::PgEventStore,
-    ) -> Result<Self, StoreError> {
-        migrator(&PG_MIGRATIONS).run(&pool).await?;
-        Ok(Self { pool, events })
-    }
+fairdeal_db::for_each_backend! { DB =>
+    impl SqlAuthStore<DB> {
+        /// A write transaction (SQLite takes the write lock up front).
+        async fn begin(&self) -> Result<sqlx::Transaction<'static, DB>, StoreError> {
+            Ok(DB::begin_write(&self.pool).await?)
+        }
 
-    async fn begin(&self) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, StoreError> {
-        Ok(self.pool.begin().await?)
-    }
+        /// Commits `tx` and wakes the relay for the events it holds.
+        async fn commit(&self, tx: sqlx::Transaction<'static, DB>) -> Result<(), StoreError> {
+            tx.commit().await?;
+            self.signal.notify();
+            Ok(())
+        }
 
-    async fn append(
-        &self,
-        tx: &mut sqlx::Transaction<'static, sqlx::Postgres>,
-        events: Vec<AuthEvent>,
-        now: i64,
-    ) -> Result<(), StoreError> {
-        for (stream, list) in by_stream(events, now)? {
-            // Appends to one account's stream are serialised on its row, so two concurrent
-            // changes of one account (two logins) never race for the same stream version.
-            // The account row exists: it was inserted earlier in this very transaction or
-            // long before.
-            if let Some(user) = stream.as_str().strip_prefix("user-") {
-                sqlx::query("SELECT 1 FROM auth_users WHERE user_id = $1 FOR UPDATE")
-                    .bind(user)
-                    .execute(&mut **tx)
-                    .await?;
+        async fn append(
+            &self,
+            tx: &mut sqlx::Transaction<'static, DB>,
+            events: Vec<AuthEvent>,
+            now: i64,
+        ) -> Result<(), StoreError> {
+            for (stream, list) in by_stream(events, now)? {
+                // PostgreSQL: appends to one account's stream are serialised on its row, so
+                // two concurrent changes of one account (two logins) never race for the same
+                // stream version. The account row exists: it was inserted earlier in this
+                // very transaction or long before. (SQLite has one writer at a time.)
+                if DB::KIND == fairdeal_db::BackendKind::Postgres
+                    && let Some(user) = stream.as_str().strip_prefix("user-")
+                {
+                    sqlx::query("SELECT 1 FROM auth_users WHERE user_id = $1 FOR UPDATE")
+                        .bind(user)
+                        .execute(&mut **tx)
+                        .await?;
+                }
+                self.events
+                    .append_in_tx(tx, &stream, fairdeal_eventstore::ExpectedVersion::Any, list)
+                    .await
+                    .map_err(|e| StoreError::Events(e.to_string()))?;
             }
-            self.events
-                .append_in_tx(tx, &stream, fairdeal_eventstore::ExpectedVersion::Any, list)
-                .await
-                .map_err(|e| StoreError::Events(e.to_string()))?;
+            Ok(())
         }
-        Ok(())
-    }
-}
-
-impl SqliteAuthStore {
-    /// Runs the auth migrations in the event store's database file and returns the store.
-    pub async fn new(events: fairdeal_eventstore::SqliteEventStore) -> Result<Self, StoreError> {
-        let pool = events.pool().clone();
-        migrator(&SQLITE_MIGRATIONS).run(&pool).await?;
-        Ok(Self { pool, events })
-    }
-
-    async fn begin(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, StoreError> {
-        // IMMEDIATE (through the event store) takes the write lock up front: a deferred
-        // transaction that reads and then writes can fail with SQLITE_BUSY.
-        self.events
-            .begin()
-            .await
-            .map_err(|e| StoreError::Events(e.to_string()))
-    }
-
-    async fn append(
-        &self,
-        tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
-        events: Vec<AuthEvent>,
-        now: i64,
-    ) -> Result<(), StoreError> {
-        for (stream, list) in by_stream(events, now)? {
-            self.events
-                .append_in_tx(tx, &stream, fairdeal_eventstore::ExpectedVersion::Any, list)
-                .await
-                .map_err(|e| StoreError::Events(e.to_string()))?;
-        }
-        Ok(())
     }
 }
 

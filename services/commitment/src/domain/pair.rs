@@ -234,69 +234,74 @@ impl SeedPairs {
     ) -> Result<Option<Self>, DomainError> {
         let mut state: Option<Self> = None;
         for event in events {
-            state = match (state, event) {
-                (
-                    previous,
-                    PairEvent::Committed {
-                        user_id,
-                        index,
-                        seed_id,
-                        commitment,
-                        client_seed,
-                    },
-                ) => Some(SeedPairs {
-                    user_id: *user_id,
-                    index: *index,
-                    seed_id: *seed_id,
-                    commitment: *commitment,
-                    client_seed: client_seed.clone(),
-                    next_nonce: 0,
-                    // Retries of bets on earlier pairs still find their reservation.
-                    recent_bets: previous.map(|s| s.recent_bets).unwrap_or_default(),
-                }),
-                (None, _) => {
-                    return Err(DomainError::Corrupt(
-                        "pair stream must start with Committed",
-                    ));
-                }
-                (Some(mut s), PairEvent::ClientSeedChanged { client_seed, .. }) => {
-                    s.client_seed = client_seed.clone();
-                    Some(s)
-                }
-                (
-                    Some(mut s),
-                    PairEvent::NonceConsumed {
-                        index,
-                        nonce,
-                        client_seed,
-                        bet_id,
-                        bet,
-                    },
-                ) => {
-                    s.next_nonce = nonce
-                        .checked_add(1)
-                        .ok_or(DomainError::Corrupt("nonce overflow"))?;
-                    if let Some(bet_id) = bet_id {
-                        if s.recent_bets.len() == REMEMBERED_BETS {
-                            s.recent_bets.pop_front();
-                        }
-                        s.recent_bets.push_back(RememberedBet {
-                            bet_id: *bet_id,
-                            bet: bet.clone(),
-                            seeds: BetSeeds {
-                                index: *index,
-                                nonce: *nonce,
-                                client_seed: client_seed.clone(),
-                            },
-                        });
-                    }
-                    Some(s)
-                }
-                // The Committed event that always follows makes the new pair active.
-                (Some(s), PairEvent::Rotated { .. }) => Some(s),
-            };
+            state = Some(Self::fold(state, event)?);
         }
         Ok(state)
+    }
+
+    /// Folds one event into the state (`None`: the event opens the stream).
+    pub fn fold(state: Option<Self>, event: &PairEvent) -> Result<Self, DomainError> {
+        Ok(match (state, event) {
+            (
+                previous,
+                PairEvent::Committed {
+                    user_id,
+                    index,
+                    seed_id,
+                    commitment,
+                    client_seed,
+                },
+            ) => SeedPairs {
+                user_id: *user_id,
+                index: *index,
+                seed_id: *seed_id,
+                commitment: *commitment,
+                client_seed: client_seed.clone(),
+                next_nonce: 0,
+                // Retries of bets on earlier pairs still find their reservation.
+                recent_bets: previous.map(|s| s.recent_bets).unwrap_or_default(),
+            },
+            (None, _) => {
+                return Err(DomainError::Corrupt(
+                    "pair stream must start with Committed",
+                ));
+            }
+            (Some(mut s), PairEvent::ClientSeedChanged { client_seed, .. }) => {
+                s.client_seed = client_seed.clone();
+                s
+            }
+            (
+                Some(mut s),
+                PairEvent::NonceConsumed {
+                    index,
+                    nonce,
+                    client_seed,
+                    bet_id,
+                    bet,
+                },
+            ) => {
+                s.next_nonce = nonce
+                    .checked_add(1)
+                    .ok_or(DomainError::Corrupt("nonce overflow"))?;
+                if let Some(bet_id) = bet_id {
+                    if s.recent_bets.len() == REMEMBERED_BETS {
+                        s.recent_bets.pop_front();
+                    }
+                    s.recent_bets.push_back(RememberedBet {
+                        bet_id: *bet_id,
+                        bet: bet.clone(),
+                        seeds: BetSeeds {
+                            index: *index,
+                            nonce: *nonce,
+                            client_seed: client_seed.clone(),
+                        },
+                    });
+                }
+                s
+            }
+            // The Committed event that always follows makes the new pair active.
+            (Some(s), PairEvent::Rotated { .. }) => s,
+        })
     }
 
     /// Changes the client seed; the counter goes on.

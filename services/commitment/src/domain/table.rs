@@ -105,37 +105,42 @@ impl TableCommitment {
     ) -> Result<Option<Self>, DomainError> {
         let mut state: Option<Self> = None;
         for event in events {
-            state = Some(match (state, event) {
-                (
-                    None,
-                    TableEvent::Published {
-                        table_id,
-                        seed_id,
-                        commitment,
-                        delayed_source,
-                    },
-                ) => TableCommitment {
-                    table_id: *table_id,
-                    seed_id: *seed_id,
-                    commitment: *commitment,
-                    delayed_source: delayed_source.clone(),
-                    contributions: BTreeMap::new(),
-                    delayed_value: None,
-                    client_seed: None,
-                    revealed: None,
-                },
-                (None, _) => {
-                    return Err(DomainError::Corrupt(
-                        "table stream must start with Published",
-                    ));
-                }
-                (Some(mut s), e) => {
-                    s.apply(e)?;
-                    s
-                }
-            });
+            state = Some(Self::fold(state, event)?);
         }
         Ok(state)
+    }
+
+    /// Folds one event into the state (`None`: the event opens the stream).
+    pub fn fold(state: Option<Self>, event: &TableEvent) -> Result<Self, DomainError> {
+        Ok(match (state, event) {
+            (
+                None,
+                TableEvent::Published {
+                    table_id,
+                    seed_id,
+                    commitment,
+                    delayed_source,
+                },
+            ) => TableCommitment {
+                table_id: *table_id,
+                seed_id: *seed_id,
+                commitment: *commitment,
+                delayed_source: delayed_source.clone(),
+                contributions: BTreeMap::new(),
+                delayed_value: None,
+                client_seed: None,
+                revealed: None,
+            },
+            (None, _) => {
+                return Err(DomainError::Corrupt(
+                    "table stream must start with Published",
+                ));
+            }
+            (Some(mut s), e) => {
+                s.apply(e)?;
+                s
+            }
+        })
     }
 
     fn apply(&mut self, event: &TableEvent) -> Result<(), DomainError> {

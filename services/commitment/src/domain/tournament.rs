@@ -123,42 +123,47 @@ impl TournamentSet {
     ) -> Result<Option<Self>, DomainError> {
         let mut state: Option<Self> = None;
         for event in events {
-            state = Some(match (state, event) {
-                (
-                    None,
-                    TournamentEvent::Committed {
-                        tournament_id,
-                        seed_id,
-                        commitment,
-                        delayed_source,
-                        deck,
-                    },
-                ) => TournamentSet {
-                    tournament_id: *tournament_id,
-                    seed_id: *seed_id,
-                    commitment: *commitment,
-                    delayed_source: delayed_source.clone(),
-                    deck: *deck,
-                    delayed_value: None,
-                    revealed: None,
-                },
-                (None, _) | (Some(_), TournamentEvent::Committed { .. }) => {
-                    return Err(DomainError::Corrupt(
-                        "tournament stream must start with exactly one Committed",
-                    ));
-                }
-                (Some(mut s), TournamentEvent::DelayedValueBound { value }) => {
-                    s.delayed_value = Some(value.clone());
-                    s
-                }
-                (Some(s), TournamentEvent::BoardsGenerated { .. }) => s,
-                (Some(mut s), TournamentEvent::Revealed { secret }) => {
-                    s.revealed = Some(secret.clone());
-                    s
-                }
-            });
+            state = Some(Self::fold(state, event)?);
         }
         Ok(state)
+    }
+
+    /// Folds one event into the state (`None`: the event opens the stream).
+    pub fn fold(state: Option<Self>, event: &TournamentEvent) -> Result<Self, DomainError> {
+        Ok(match (state, event) {
+            (
+                None,
+                TournamentEvent::Committed {
+                    tournament_id,
+                    seed_id,
+                    commitment,
+                    delayed_source,
+                    deck,
+                },
+            ) => TournamentSet {
+                tournament_id: *tournament_id,
+                seed_id: *seed_id,
+                commitment: *commitment,
+                delayed_source: delayed_source.clone(),
+                deck: *deck,
+                delayed_value: None,
+                revealed: None,
+            },
+            (None, _) | (Some(_), TournamentEvent::Committed { .. }) => {
+                return Err(DomainError::Corrupt(
+                    "tournament stream must start with exactly one Committed",
+                ));
+            }
+            (Some(mut s), TournamentEvent::DelayedValueBound { value }) => {
+                s.delayed_value = Some(value.clone());
+                s
+            }
+            (Some(s), TournamentEvent::BoardsGenerated { .. }) => s,
+            (Some(mut s), TournamentEvent::Revealed { secret }) => {
+                s.revealed = Some(secret.clone());
+                s
+            }
+        })
     }
 
     /// Binds the delayed value, once, before the reveal.

@@ -178,8 +178,8 @@ async fn pair_flow_postgres() {
 /// The `OutcomeIssued` events of a user, as (pair, nonce, bet id).
 async fn recorded_outcomes(app: &TestApp, user: Uuid) -> Vec<(u64, u64, String)> {
     let stream = StreamId::of("outcomes", user).unwrap();
-    app.dealing_backend
-        .store
+    app.dealing_storage
+        .events()
         .read_stream(&stream, 1, 1000)
         .await
         .unwrap()

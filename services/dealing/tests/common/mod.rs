@@ -6,10 +6,15 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use fairdeal_authn::{AccessToken, Claims, KeySet, SigningKey, StaticToken, attach_bearer};
-use fairdeal_commitment::startup::{Backend, authenticator, open_store};
+use std::sync::Arc;
+
+use fairdeal_authn::{
+    AccessToken, Authenticator, AuthenticatorOptions, Claims, KeySet, SigningKey, StaticKeySource,
+    StaticToken, attach_bearer,
+};
 use fairdeal_commitment::vault::KeyRing;
 use fairdeal_kit::CommonConfig;
+use fairdeal_platform::Storage;
 use fairdeal_proto::fairdeal::commitment::v1::commitment_service_client::CommitmentServiceClient;
 use fairdeal_proto::fairdeal::dealing::v1::dealing_service_client::DealingServiceClient;
 use tonic::Request;
@@ -29,8 +34,8 @@ pub enum Db {
 pub struct TestApp {
     pub commitment: CommitmentServiceClient<Channel>,
     pub dealing: DealingServiceClient<Channel>,
-    pub commitment_backend: Backend,
-    pub dealing_backend: Backend,
+    pub commitment_storage: Storage,
+    pub dealing_storage: Storage,
     signing: SigningKey,
     shutdowns: Vec<fairdeal_kit::Shutdown>,
     database: Option<fairdeal_testkit::TestDatabase>,
@@ -46,9 +51,17 @@ fn now() -> i64 {
         .as_secs() as i64
 }
 
-fn common(name: &str, prefix: Option<&str>) -> CommonConfig {
+fn authenticator(keys: KeySet) -> Authenticator {
+    Authenticator::new(
+        Arc::new(StaticKeySource::new(keys)),
+        AuthenticatorOptions::default(),
+    )
+}
+
+fn common(name: &str, database_url: &str, prefix: Option<&str>) -> CommonConfig {
     let mut c = CommonConfig::with_defaults(name).unwrap();
     c.listen_addr = "127.0.0.1:0".parse().unwrap();
+    c.database_url = fairdeal_kit::config::SecretUrl::new(database_url);
     if let Some(prefix) = prefix {
         c.nats_url = Some(fairdeal_kit::config::SecretUrl::new(
             fairdeal_testkit::nats_url(),
@@ -78,14 +91,27 @@ impl TestApp {
             .then(|| fairdeal_testkit::subject_prefix("dealing"));
         let signing = SigningKey::generate().unwrap();
         let keys = || KeySet::new([signing.public_key()]);
-        let commitment_backend = open_store(&commitment_url, "commitment").await.unwrap();
-        let dealing_backend = open_store(&dealing_url, "dealing").await.unwrap();
+        let commitment_common = common("commitment", &commitment_url, prefix.as_deref());
+        let dealing_common = common("dealing", &dealing_url, prefix.as_deref());
+        let commitment_storage = Storage::open(
+            &commitment_common,
+            fairdeal_commitment::startup::SCHEMA,
+            &[&fairdeal_commitment::seeds::MIGRATIONS],
+        )
+        .await
+        .unwrap();
+        let dealing_storage =
+            Storage::open(&dealing_common, fairdeal_dealing::startup::SCHEMA, &[])
+                .await
+                .unwrap();
 
-        let commitment_app = fairdeal_commitment::Application::build_with(
-            &common("commitment", prefix.as_deref()),
-            commitment_backend.clone(),
-            KeyRing::generate("test").unwrap(),
-            authenticator(keys()),
+        let commitment_app = fairdeal_commitment::Application::assemble(
+            &commitment_common,
+            fairdeal_commitment::startup::Parts {
+                storage: commitment_storage.clone(),
+                keys: KeyRing::generate("test").unwrap(),
+                authn: authenticator(keys()),
+            },
         )
         .await
         .unwrap();
@@ -93,12 +119,18 @@ impl TestApp {
         let dealing_token = signing
             .sign(&Claims::service("dealing", now(), 3600))
             .unwrap();
-        let dealing_app = fairdeal_dealing::Application::build_with(
-            &common("dealing", prefix.as_deref()),
-            dealing_backend.clone(),
-            &format!("http://127.0.0.1:{commitment_port}"),
-            std::sync::Arc::new(StaticToken::new(dealing_token)),
-            authenticator(keys()),
+        let dealing_app = fairdeal_dealing::Application::assemble(
+            &dealing_common,
+            fairdeal_dealing::startup::Parts {
+                storage: dealing_storage.clone(),
+                commitment: fairdeal_kit::client::channel(
+                    "commitment_url",
+                    &format!("http://127.0.0.1:{commitment_port}"),
+                )
+                .unwrap(),
+                tokens: Arc::new(StaticToken::new(dealing_token)),
+                authn: authenticator(keys()),
+            },
         )
         .await
         .unwrap();
@@ -119,8 +151,8 @@ impl TestApp {
         TestApp {
             commitment: CommitmentServiceClient::new(channel(commitment_port)),
             dealing: DealingServiceClient::new(channel(dealing_port)),
-            commitment_backend,
-            dealing_backend,
+            commitment_storage,
+            dealing_storage,
             signing,
             shutdowns,
             database,
@@ -150,19 +182,19 @@ impl TestApp {
                 .await
                 .unwrap(),
         );
-        for (service, backend) in [
-            ("commitment", &self.commitment_backend),
-            ("dealing", &self.dealing_backend),
+        for (service, storage) in [
+            ("commitment", &self.commitment_storage),
+            ("dealing", &self.dealing_storage),
         ] {
             // Every committed row (read_all would hold back events behind any open
             // transaction of the cluster, possibly another test's).
-            let stored: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-                "SELECT count(*) FROM \"{}\".events",
-                backend.schema
-            )))
-            .fetch_one(backend.postgres.as_ref().unwrap())
-            .await
-            .unwrap();
+            let fairdeal_db::Db::Postgres { pool, .. } = storage.db() else {
+                unreachable!("NATS runs only with PostgreSQL here")
+            };
+            let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM events")
+                .fetch_one(pool)
+                .await
+                .unwrap();
             let stored = stored as u64;
             assert!(stored > 0);
             let config = fairdeal_bus::JetStreamConfig::new(format!("{prefix}.{service}")).unwrap();
@@ -201,18 +233,8 @@ impl TestApp {
             }
         }
         if let Some(database) = &self.database {
-            self.commitment_backend
-                .postgres
-                .as_ref()
-                .unwrap()
-                .close()
-                .await;
-            self.dealing_backend
-                .postgres
-                .as_ref()
-                .unwrap()
-                .close()
-                .await;
+            self.commitment_storage.db().close().await;
+            self.dealing_storage.db().close().await;
             database.drop().await.unwrap();
         }
     }

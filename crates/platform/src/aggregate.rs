@@ -1,0 +1,493 @@
+//! Running an aggregate: one generic loop for every event-sourced command of every service.
+//!
+//! An [`Aggregate`] is a state folded from one stream's events (`<CATEGORY>-<id>`). A
+//! command runs through [`Streams::execute`]:
+//!
+//! 1. **Queue.** Commands to the same stream in this process wait their turn behind one
+//!    in-memory owner per stream (a lock holding the stream's cached state), so ordinary
+//!    concurrency in one process never conflicts. Only writers in *other* processes can.
+//! 2. **Catch up.** The owner holds the state at some version; it is brought up to date by
+//!    reading the events after that version (all of them the first time, or after a
+//!    conflict). On the hot path nothing is read: the append below decides.
+//! 3. **Prepare** (async, optional): whatever the decision needs from outside, given the
+//!    state (e.g. an opened seed, another service's answer): [`Streams::execute_with`].
+//! 4. **Decide** (pure): command + state + prepared input -> events and a reply, or a domain
+//!    error. A rejection is re-checked against the store's current version before it is
+//!    returned, so a stale cache never refuses a valid command.
+//! 5. **Append** with the expected version (the store decides, never the cache), with the
+//!    current trace context in every event. On a version conflict (another process wrote),
+//!    catch up and go again from 3, at most [`RunnerSettings::max_attempts`] times; then
+//!    [`RunError::Contended`] with the stream's current version (gRPC ABORTED: re-read and
+//!    retry).
+//!
+//! The owners live in a bounded map: past [`RunnerSettings::cache_capacity`] streams, owners
+//! nobody is using are dropped (their state is re-read on next use).
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::convert::Infallible;
+use std::fmt;
+use std::sync::Arc;
+
+use fairdeal_event::{EventError, NewEvent, RecordedEvent, StreamId};
+use fairdeal_eventstore::{EventStore, ExpectedVersion, StoreError};
+use fairdeal_kit::ServiceError;
+
+/// Events read per call when catching up.
+const PAGE: usize = 1000;
+
+/// An event-sourced state: one stream's events folded.
+pub trait Aggregate: Sized + Clone + Send + Sync + 'static {
+    /// Stream category: the stream of id `id` is `<CATEGORY>-<id>`.
+    const CATEGORY: &'static str;
+    /// What identifies one instance (a table id, a user id).
+    type Id: fmt::Display + Send + Sync;
+    /// The aggregate's events.
+    type Event: Send + Sync;
+
+    /// Encodes `event` of instance `id` for the store (payload, type, correlation id).
+    fn encode(id: &Self::Id, event: &Self::Event) -> NewEvent;
+
+    /// Decodes a stored event of this aggregate; the error says what does not parse.
+    fn decode(event: &RecordedEvent) -> Result<Self::Event, String>;
+
+    /// Folds one event into the state (`None`: the stream had no event yet); the error says
+    /// why the event cannot follow (a corrupt or foreign stream).
+    fn apply(state: Option<Self>, event: &Self::Event) -> Result<Self, String>;
+}
+
+/// The stream of instance `id` of `A`.
+pub fn stream_of<A: Aggregate>(id: &A::Id) -> Result<StreamId, EventError> {
+    StreamId::of(A::CATEGORY, id)
+}
+
+/// A stored stream that does not fold: decoding or applying an event failed.
+#[derive(Debug, thiserror::Error)]
+#[error("stream {stream} does not fold at version {version} ({event_type}): {reason}")]
+pub struct CorruptStream {
+    /// The stream.
+    pub stream: StreamId,
+    /// The offending event's version.
+    pub version: u64,
+    /// Its type.
+    pub event_type: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+/// How a command run fails.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError<E> {
+    /// The command was refused (by `prepare` or `decide`): the caller's error.
+    #[error(transparent)]
+    Rejected(E),
+    /// Other processes kept winning the race for the stream.
+    #[error("too many concurrent changes to {stream}, now at version {version}; re-read and retry")]
+    Contended {
+        /// The stream.
+        stream: StreamId,
+        /// Its version when the runner gave up.
+        version: u64,
+    },
+    /// The stored stream does not fold.
+    #[error(transparent)]
+    Corrupt(#[from] CorruptStream),
+    /// The stream id could not be formed.
+    #[error("stream id: {0}")]
+    Stream(#[from] EventError),
+    /// The event store failed.
+    #[error("event store: {0}")]
+    Store(#[from] StoreError),
+}
+
+impl<E> RunError<E> {
+    /// Maps the caller's error.
+    pub fn map_rejected<F>(self, f: impl FnOnce(E) -> F) -> RunError<F> {
+        match self {
+            RunError::Rejected(e) => RunError::Rejected(f(e)),
+            RunError::Contended { stream, version } => RunError::Contended { stream, version },
+            RunError::Corrupt(e) => RunError::Corrupt(e),
+            RunError::Stream(e) => RunError::Stream(e),
+            RunError::Store(e) => RunError::Store(e),
+        }
+    }
+}
+
+impl<E: Into<ServiceError>> From<RunError<E>> for ServiceError {
+    /// The platform-wide mapping: a rejection as the caller classified it, contention as
+    /// ABORTED with the current version, a duplicate event id as ALREADY_EXISTS, an event
+    /// the envelope rules refuse as INVALID_ARGUMENT, an unreachable database as UNAVAILABLE, the rest
+    /// INTERNAL.
+    fn from(error: RunError<E>) -> Self {
+        match error {
+            RunError::Rejected(e) => e.into(),
+            RunError::Contended { stream, version } => ServiceError::Conflict(format!(
+                "too many concurrent changes to {stream}, now at version {version}; re-read and retry"
+            )),
+            RunError::Store(e) => store_error(e),
+            RunError::Corrupt(e) => ServiceError::internal(e),
+            RunError::Stream(e) => ServiceError::internal(e),
+        }
+    }
+}
+
+/// The platform-wide mapping of an event-store failure to the wire.
+pub fn store_error(error: StoreError) -> ServiceError {
+    match error {
+        StoreError::Conflict { .. } => ServiceError::Conflict(error.to_string()),
+        StoreError::DuplicateEventId { .. } => ServiceError::AlreadyExists(error.to_string()),
+        StoreError::InvalidEvent(_) => ServiceError::InvalidArgument(error.to_string()),
+        StoreError::InvalidArgument(message) => ServiceError::InvalidArgument(message),
+        StoreError::Database(e) => ServiceError::unavailable("database unavailable", e),
+        other => ServiceError::internal(other),
+    }
+}
+
+/// A stream's state at a version.
+#[derive(Debug, Clone)]
+pub struct Snapshot<A> {
+    /// The stream's last version (0: no stream).
+    pub version: u64,
+    /// The folded state (`None`: no stream).
+    pub state: Option<A>,
+}
+
+/// What `decide` returns: the events to append and the reply.
+#[derive(Debug)]
+pub struct Decision<Ev, R> {
+    /// Events to append (none: nothing changes, e.g. an idempotent repeat).
+    pub events: Vec<Ev>,
+    /// What the command answers.
+    pub reply: R,
+}
+
+impl<Ev, R> Decision<Ev, R> {
+    /// A decision appending `events` and answering `reply`.
+    pub fn new(events: Vec<Ev>, reply: R) -> Self {
+        Self { events, reply }
+    }
+
+    /// A decision that changes nothing.
+    pub fn nothing(reply: R) -> Self {
+        Self {
+            events: Vec::new(),
+            reply,
+        }
+    }
+}
+
+/// A command that ran.
+#[derive(Debug)]
+pub struct Executed<A, R> {
+    /// The reply of `decide`.
+    pub reply: R,
+    /// The state after the command.
+    pub after: Snapshot<A>,
+    /// The events appended, as stored (with versions and positions); empty when nothing
+    /// changed.
+    pub recorded: Vec<RecordedEvent>,
+}
+
+/// Tuning of [`Streams`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunnerSettings {
+    /// Tries of a command whose append keeps losing to other processes.
+    pub max_attempts: usize,
+    /// Streams whose state is kept in memory.
+    pub cache_capacity: usize,
+}
+
+impl Default for RunnerSettings {
+    /// 5 attempts, 10,000 cached streams.
+    fn default() -> Self {
+        Self {
+            max_attempts: 5,
+            cache_capacity: 10_000,
+        }
+    }
+}
+
+/// One stream's owner: its state as far as this process knows.
+struct Owned<A> {
+    /// Whether `snapshot` was ever read from the store.
+    loaded: bool,
+    /// The state at the last version this process saw.
+    snapshot: Snapshot<A>,
+}
+
+type Owner<A> = Arc<tokio::sync::Mutex<Owned<A>>>;
+
+/// Runs commands against the streams of aggregate `A` (see the module docs). Cheap to
+/// clone; clones share the owners.
+pub struct Streams<A: Aggregate> {
+    /// The event store (the storage's notifying one).
+    store: Arc<dyn EventStore>,
+    /// One owner per recently used stream.
+    owners: Arc<parking_lot::Mutex<HashMap<StreamId, Owner<A>>>>,
+    /// Tuning.
+    settings: RunnerSettings,
+}
+
+impl<A: Aggregate> Clone for Streams<A> {
+    fn clone(&self) -> Self {
+        Self {
+            store: Arc::clone(&self.store),
+            owners: Arc::clone(&self.owners),
+            settings: self.settings,
+        }
+    }
+}
+
+impl<A: Aggregate> fmt::Debug for Streams<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Streams")
+            .field("category", &A::CATEGORY)
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<A: Aggregate> Streams<A> {
+    /// A runner over `store` with the default settings.
+    pub fn new(store: Arc<dyn EventStore>) -> Self {
+        Self::with_settings(store, RunnerSettings::default())
+    }
+
+    /// A runner over `store` with `settings`.
+    pub fn with_settings(store: Arc<dyn EventStore>, settings: RunnerSettings) -> Self {
+        Self {
+            store,
+            owners: Arc::new(parking_lot::Mutex::new(HashMap::new())),
+            settings,
+        }
+    }
+
+    /// The event store the runner appends to.
+    pub fn store(&self) -> &Arc<dyn EventStore> {
+        &self.store
+    }
+
+    /// The owner of `stream`, created on first use; idle owners are dropped when the map is
+    /// full.
+    fn owner(&self, stream: &StreamId) -> Owner<A> {
+        let mut owners = self.owners.lock();
+        if owners.len() >= self.settings.cache_capacity && !owners.contains_key(stream) {
+            // Only the map holds an idle owner; everyone else is waiting or running.
+            owners.retain(|_, owner| Arc::strong_count(owner) > 1);
+        }
+        match owners.entry(stream.clone()) {
+            Entry::Occupied(entry) => Arc::clone(entry.get()),
+            Entry::Vacant(entry) => {
+                Arc::clone(entry.insert(Arc::new(tokio::sync::Mutex::new(Owned {
+                    loaded: false,
+                    snapshot: Snapshot {
+                        version: 0,
+                        state: None,
+                    },
+                }))))
+            }
+        }
+    }
+
+    /// Reads the events after `owned`'s version and folds them in.
+    async fn catch_up(&self, stream: &StreamId, owned: &mut Owned<A>) -> Result<(), FoldError> {
+        loop {
+            let page = self
+                .store
+                .read_stream(stream, owned.snapshot.version + 1, PAGE)
+                .await
+                .map_err(FoldError::Store)?;
+            let done = page.len() < PAGE;
+            for recorded in &page {
+                let corrupt = |reason: String| CorruptStream {
+                    stream: stream.clone(),
+                    version: recorded.version,
+                    event_type: recorded.event_type.clone(),
+                    reason,
+                };
+                let event = A::decode(recorded).map_err(|r| FoldError::Corrupt(corrupt(r)))?;
+                let state = A::apply(owned.snapshot.state.take(), &event)
+                    .map_err(|r| FoldError::Corrupt(corrupt(r)))?;
+                owned.snapshot = Snapshot {
+                    version: recorded.version,
+                    state: Some(state),
+                };
+            }
+            if done {
+                owned.loaded = true;
+                return Ok(());
+            }
+        }
+    }
+
+    /// The current state of `id` (read from the store, so it includes other processes'
+    /// appends).
+    pub async fn load(&self, id: &A::Id) -> Result<Snapshot<A>, RunError<Infallible>> {
+        let stream = stream_of::<A>(id)?;
+        let owner = self.owner(&stream);
+        let mut owned = owner.lock().await;
+        self.catch_up(&stream, &mut owned).await?;
+        Ok(owned.snapshot.clone())
+    }
+
+    /// Every event of instance `id`, decoded, read from the store (for history queries; the
+    /// state is [`Streams::load`]'s).
+    pub async fn events(&self, id: &A::Id) -> Result<Vec<A::Event>, RunError<Infallible>> {
+        let stream = stream_of::<A>(id)?;
+        let mut events = Vec::new();
+        let mut next = 1;
+        loop {
+            let page = self.store.read_stream(&stream, next, PAGE).await?;
+            let done = page.len() < PAGE;
+            for recorded in &page {
+                let event = A::decode(recorded).map_err(|reason| CorruptStream {
+                    stream: stream.clone(),
+                    version: recorded.version,
+                    event_type: recorded.event_type.clone(),
+                    reason,
+                })?;
+                events.push(event);
+                next = recorded.version + 1;
+            }
+            if done {
+                return Ok(events);
+            }
+        }
+    }
+
+    /// Runs a command with no preparation: see [`Streams::execute_with`].
+    pub async fn execute<R, E>(
+        &self,
+        id: &A::Id,
+        mut decide: impl FnMut(&Snapshot<A>) -> Result<Decision<A::Event, R>, E>,
+    ) -> Result<Executed<A, R>, RunError<E>> {
+        self.execute_with(
+            id,
+            |_| (),
+            |()| std::future::ready(Ok(())),
+            |snapshot, ()| decide(snapshot),
+        )
+        .await
+    }
+
+    /// Runs a command on instance `id` (see the module docs). The preparation is split in
+    /// two so nothing borrowed from the state is held across an await: `needs` says, from
+    /// the state, what to fetch (e.g. a seed id), `fetch` fetches it, and `decide` returns
+    /// the events and the reply from the state and what was fetched.
+    pub async fn execute_with<K, F, C, R, E>(
+        &self,
+        id: &A::Id,
+        mut needs: impl FnMut(&Snapshot<A>) -> K,
+        mut fetch: impl FnMut(K) -> F,
+        mut decide: impl FnMut(&Snapshot<A>, C) -> Result<Decision<A::Event, R>, E>,
+    ) -> Result<Executed<A, R>, RunError<E>>
+    where
+        F: Future<Output = Result<C, E>>,
+    {
+        let stream = stream_of::<A>(id)?;
+        let owner = self.owner(&stream);
+        let mut owned = owner.lock().await;
+        if !owned.loaded {
+            self.catch_up(&stream, &mut owned).await?;
+        }
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let prepared = fetch(needs(&owned.snapshot))
+                .await
+                .map_err(RunError::Rejected);
+            let decision =
+                prepared.and_then(|c| decide(&owned.snapshot, c).map_err(RunError::Rejected));
+            let decision = match decision {
+                Ok(decision) if !decision.events.is_empty() => decision,
+                // A refusal or a no-op decided on cached state: valid only if no other
+                // process has written since.
+                other => {
+                    let current = self.store.stream_version(&stream).await?;
+                    if current == owned.snapshot.version || attempt >= self.settings.max_attempts {
+                        return other.map(|decision| Executed {
+                            reply: decision.reply,
+                            after: owned.snapshot.clone(),
+                            recorded: Vec::new(),
+                        });
+                    }
+                    self.catch_up(&stream, &mut owned).await?;
+                    continue;
+                }
+            };
+            let mut trace = std::collections::BTreeMap::new();
+            fairdeal_kit::propagation::inject_current(&mut trace);
+            let encoded: Vec<NewEvent> = decision
+                .events
+                .iter()
+                .map(|event| A::encode(id, event).with_trace_context(trace.clone()))
+                .collect();
+            let expected = match owned.snapshot.version {
+                0 => ExpectedVersion::NoStream,
+                version => ExpectedVersion::Exact(version),
+            };
+            match self.store.append(&stream, expected, encoded).await {
+                Ok(appended) => {
+                    let mut state = owned.snapshot.state.take();
+                    for (event, recorded) in decision.events.iter().zip(&appended.events) {
+                        match A::apply(state.take(), event) {
+                            Ok(next) => state = Some(next),
+                            Err(reason) => {
+                                // The decision produced an event its own fold refuses: the
+                                // stream is now unreadable. Forget the cache; report.
+                                owned.loaded = false;
+                                owned.snapshot = Snapshot {
+                                    version: 0,
+                                    state: None,
+                                };
+                                return Err(RunError::Corrupt(CorruptStream {
+                                    stream,
+                                    version: recorded.version,
+                                    event_type: recorded.event_type.clone(),
+                                    reason,
+                                }));
+                            }
+                        }
+                    }
+                    owned.snapshot = Snapshot {
+                        version: appended.version,
+                        state,
+                    };
+                    return Ok(Executed {
+                        reply: decision.reply,
+                        after: owned.snapshot.clone(),
+                        recorded: appended.events,
+                    });
+                }
+                Err(StoreError::Conflict { .. }) => {
+                    self.catch_up(&stream, &mut owned).await?;
+                    if attempt >= self.settings.max_attempts {
+                        return Err(RunError::Contended {
+                            stream,
+                            version: owned.snapshot.version,
+                        });
+                    }
+                }
+                Err(other) => return Err(RunError::Store(other)),
+            }
+        }
+    }
+}
+
+/// Why a stream could not be brought up to date.
+#[derive(Debug)]
+enum FoldError {
+    /// It does not fold.
+    Corrupt(CorruptStream),
+    /// The store failed.
+    Store(StoreError),
+}
+
+impl<E> From<FoldError> for RunError<E> {
+    fn from(error: FoldError) -> Self {
+        match error {
+            FoldError::Corrupt(e) => RunError::Corrupt(e),
+            FoldError::Store(e) => RunError::Store(e),
+        }
+    }
+}

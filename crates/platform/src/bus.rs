@@ -1,0 +1,213 @@
+//! [`Bus`]: how a service's events leave it and how it consumes other services' events, one
+//! call each, whichever deployment it runs in.
+//!
+//! - With `--nats-url` ([`Bus::start`]): the service's streams (`<prefix>.<service>`) are
+//!   created idempotently and the outbox relay publishes every committed event to JetStream,
+//!   woken by the storage's append signal (the poll only covers appends made by other
+//!   replicas). [`Bus::spawn_consumer`] runs a durable JetStream consumer of the source
+//!   service's stream.
+//! - Without it: events stay in the store, and [`Bus::spawn_consumer`] runs an in-process
+//!   consumer that tails this storage's log, woken by the same signal. In the all-in-one
+//!   process every service shares one SQLite file, so that log holds every service's events.
+//!   On PostgreSQL each service's log is its own schema, so a consumer of *another* service
+//!   needs NATS; that combination is refused at start ([`StartError::NeedsNats`]).
+//!
+//! Either way the handler applies each event exactly once, in the storage's database (its
+//! effects, the processed id and the position commit together), and a consumer never stops
+//! on a poison event (it is dead-lettered with a log line).
+
+use std::sync::Arc;
+
+use async_nats::jetstream;
+use fairdeal_bus::{
+    BusDb, EmbeddedBus, EmbeddedConsumerConfig, Handler, JetStreamConfig, JetStreamConsumer,
+    JetStreamConsumerConfig, Relay, RelayConfig, ensure_streams,
+};
+use fairdeal_db::Db;
+use fairdeal_kit::{CommonConfig, Shutdown};
+use sqlx::{Postgres, Sqlite};
+
+use crate::error::StartError;
+use crate::storage::Storage;
+
+/// A service's connection to the event bus (see the module docs).
+#[derive(Debug, Clone)]
+pub struct Bus {
+    /// The service's storage (the relay's outbox, the consumers' database).
+    storage: Storage,
+    /// This service's name (its stream is `<prefix>.<service>`).
+    service: String,
+    /// JetStream, when `nats_url` is set.
+    jetstream: Option<JetStream>,
+}
+
+/// The JetStream side of a [`Bus`].
+#[derive(Debug, Clone)]
+struct JetStream {
+    /// The client context.
+    context: jetstream::Context,
+    /// First token(s) of every subject and stream name.
+    subject_prefix: String,
+    /// Stream replicas.
+    replicas: usize,
+}
+
+impl Bus {
+    /// Connects the service `service` to the bus `common` names and, with NATS, starts the
+    /// relay publishing its events on `shutdown` (see the module docs).
+    pub async fn start(
+        common: &CommonConfig,
+        storage: &Storage,
+        service: &str,
+        shutdown: &Shutdown,
+    ) -> Result<Self, StartError> {
+        let jetstream = match &common.nats_url {
+            None => None,
+            Some(url) => {
+                let client = async_nats::connect(url.expose_secret())
+                    .await
+                    .map_err(|e| StartError::Nats {
+                        url: url.redacted(),
+                        reason: e.to_string(),
+                    })?;
+                Some(JetStream {
+                    context: jetstream::new(client),
+                    subject_prefix: common.subject_prefix.clone(),
+                    replicas: usize::from(common.jetstream_replicas),
+                })
+            }
+        };
+        let bus = Self {
+            storage: storage.clone(),
+            service: service.to_owned(),
+            jetstream,
+        };
+        bus.start_relay(shutdown).await?;
+        Ok(bus)
+    }
+
+    /// Whether events travel on JetStream (else in process).
+    pub fn uses_jetstream(&self) -> bool {
+        self.jetstream.is_some()
+    }
+
+    /// The JetStream client, when on NATS.
+    pub fn jetstream(&self) -> Option<&jetstream::Context> {
+        self.jetstream.as_ref().map(|js| &js.context)
+    }
+
+    /// The streams of `service` on JetStream.
+    fn streams(js: &JetStream, service: &str) -> Result<JetStreamConfig, StartError> {
+        Ok(
+            JetStreamConfig::new(format!("{}.{service}", js.subject_prefix))?
+                .with_replicas(js.replicas)?,
+        )
+    }
+
+    async fn start_relay(&self, shutdown: &Shutdown) -> Result<(), StartError> {
+        let Some(js) = &self.jetstream else {
+            return Ok(());
+        };
+        let streams = Self::streams(js, &self.service)?;
+        ensure_streams(&js.context, &streams).await?;
+        let store = self.storage.backend().clone().into_dyn();
+        let config = RelayConfig::new(self.service.clone());
+        let waiter = self.storage.signal().subscribe();
+        let token = shutdown.token();
+        match self.storage.db() {
+            Db::Postgres { pool, schema } => {
+                let db = BusDb::postgres(pool.clone(), schema.as_str())?;
+                let relay =
+                    Relay::new(store, db, js.context.clone(), streams, config)?.with_waiter(waiter);
+                shutdown.spawn("relay", relay.run(token));
+            }
+            Db::Sqlite { pool } => {
+                let relay = Relay::new(
+                    store,
+                    BusDb::sqlite(pool.clone()),
+                    js.context.clone(),
+                    streams,
+                    config,
+                )?
+                .with_waiter(waiter);
+                shutdown.spawn("relay", relay.run(token));
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the durable consumer `name` of `source`'s events (`source` may be this service)
+    /// on `shutdown`, applying each event with `handler` in this service's database.
+    pub async fn spawn_consumer<H>(
+        &self,
+        source: &str,
+        name: &str,
+        handler: Arc<H>,
+        shutdown: &Shutdown,
+    ) -> Result<(), StartError>
+    where
+        H: Handler<Postgres> + Handler<Sqlite>,
+    {
+        let token = shutdown.token();
+        match (&self.jetstream, self.storage.db()) {
+            (Some(js), db) => {
+                let streams = Self::streams(js, source)?;
+                // Idempotent: the source service may not have started yet.
+                ensure_streams(&js.context, &streams).await?;
+                let config = JetStreamConsumerConfig::new(name);
+                match db {
+                    Db::Postgres { pool, schema } => {
+                        let db = BusDb::postgres(pool.clone(), schema.as_str())?;
+                        let consumer = JetStreamConsumer::new(
+                            js.context.clone(),
+                            streams,
+                            db,
+                            handler,
+                            config,
+                        )?;
+                        consumer.ensure().await?;
+                        shutdown.spawn("consumer", consumer.run(token));
+                    }
+                    Db::Sqlite { pool } => {
+                        let db = BusDb::sqlite(pool.clone());
+                        let consumer = JetStreamConsumer::new(
+                            js.context.clone(),
+                            streams,
+                            db,
+                            handler,
+                            config,
+                        )?;
+                        consumer.ensure().await?;
+                        shutdown.spawn("consumer", consumer.run(token));
+                    }
+                }
+            }
+            (None, Db::Postgres { .. }) if source != self.service => {
+                return Err(StartError::NeedsNats {
+                    consumer: name.to_owned(),
+                    source_service: source.to_owned(),
+                });
+            }
+            (None, Db::Postgres { pool, schema }) => {
+                let db = BusDb::postgres(pool.clone(), schema.as_str())?;
+                let bus = EmbeddedBus::with_signal(
+                    self.storage.events(),
+                    self.storage.signal().clone(),
+                    db,
+                );
+                let consumer = bus.consumer(handler, EmbeddedConsumerConfig::new(name))?;
+                shutdown.spawn("consumer", consumer.run(token));
+            }
+            (None, Db::Sqlite { pool }) => {
+                let bus = EmbeddedBus::with_signal(
+                    self.storage.events(),
+                    self.storage.signal().clone(),
+                    BusDb::sqlite(pool.clone()),
+                );
+                let consumer = bus.consumer(handler, EmbeddedConsumerConfig::new(name))?;
+                shutdown.spawn("consumer", consumer.run(token));
+            }
+        }
+        Ok(())
+    }
+}

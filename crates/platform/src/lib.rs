@@ -1,0 +1,31 @@
+//! # fairdeal-platform: the recipe every service follows
+//!
+//! The kit (`fairdeal-kit`) starts, configures, traces and serves a process; this crate is
+//! the rest of what a service of the platform needs, one way per job (see
+//! `docs/services.md` for the whole recipe, and services/dealing for the smallest real
+//! example):
+//!
+//! - [`Storage::open`]: the database of `--database-url` (PostgreSQL in the service's schema,
+//!   or the embedded SQLite file), its event store, the bus tables and the service's own
+//!   migrations, and the append signal;
+//! - [`Bus::start`]: the service's events to NATS JetStream through the outbox relay (or kept
+//!   in the store for the in-process bus), woken by the append signal;
+//!   [`Bus::spawn_consumer`]: another service's (or its own) events applied exactly once;
+//! - [`Streams`]: the aggregate runner: load, decide, append with the expected version,
+//!   bounded retries, one in-memory owner per stream so commands to one stream queue
+//!   instead of conflicting;
+//! - [`StartError`]: every way a start fails, typed.
+#![forbid(unsafe_code)]
+
+pub mod aggregate;
+pub mod bus;
+pub mod error;
+pub mod storage;
+
+pub use aggregate::{
+    Aggregate, CorruptStream, Decision, Executed, RunError, RunnerSettings, Snapshot, Streams,
+    store_error, stream_of,
+};
+pub use bus::Bus;
+pub use error::StartError;
+pub use storage::Storage;

@@ -1,0 +1,105 @@
+//! [`Storage`]: a service's database, event store and append signal, opened in one call.
+//!
+//! [`Storage::open`] parses `--database-url` (once, through
+//! [`CommonConfig::database`]), opens the pool ([`Db`]), runs the event store's, the bus's
+//! and the service's own migrations, and wraps the store so every append fires the
+//! [`AppendSignal`] that wakes the relay, the in-process consumers and any live reader
+//! (e.g. a table's watchers). Services append through [`Storage::events`]; one that appends
+//! inside its own transaction (through [`Storage::backend`]) calls [`Storage::notify`] after
+//! the commit.
+
+use std::sync::Arc;
+
+use fairdeal_bus::{AppendSignal, NotifyingEventStore};
+use fairdeal_db::{Db, Migrations, Schema};
+use fairdeal_eventstore::{AnyEventStore, EventStore};
+use fairdeal_kit::{CommonConfig, ConfigError};
+
+use crate::error::StartError;
+
+/// A service's opened storage. Cheap to clone: every clone shares the pool and the signal.
+#[derive(Debug, Clone)]
+pub struct Storage {
+    /// The database (pool and, on PostgreSQL, schema).
+    db: Db,
+    /// The event store on its backend, for appends inside the service's own transactions.
+    backend: AnyEventStore,
+    /// The store wrapped to fire `signal` after every append.
+    events: Arc<dyn EventStore>,
+    /// Fired after each append: wakes the relay, in-process consumers and live readers.
+    signal: AppendSignal,
+}
+
+impl Storage {
+    /// Opens the database of `common.database_url` (PostgreSQL: in `schema`), and migrates
+    /// the event store, the bus tables and then each of `migrations` in order.
+    pub async fn open(
+        common: &CommonConfig,
+        schema: &str,
+        migrations: &[&Migrations],
+    ) -> Result<Self, StartError> {
+        let url = common.database()?;
+        let schema =
+            Schema::new(schema).map_err(|e| ConfigError::invalid("schema", e.to_string()))?;
+        let db = Db::open(&url, &schema).await?;
+        Self::over(db, migrations).await
+    }
+
+    /// Storage over an opened `db` (the all-in-one process shares one SQLite file between
+    /// services this way), migrated like [`Storage::open`].
+    pub async fn over(db: Db, migrations: &[&Migrations]) -> Result<Self, StartError> {
+        let backend = AnyEventStore::open(&db).await?;
+        let bus = fairdeal_bus::db::MIGRATIONS.name;
+        db.migrate(&fairdeal_bus::db::MIGRATIONS)
+            .await
+            .map_err(|source| StartError::Migrate {
+                component: bus,
+                source,
+            })?;
+        for migrations in migrations {
+            db.migrate(migrations)
+                .await
+                .map_err(|source| StartError::Migrate {
+                    component: migrations.name,
+                    source,
+                })?;
+        }
+        let signal = AppendSignal::new();
+        let events: Arc<dyn EventStore> = Arc::new(NotifyingEventStore::new(
+            backend.clone().into_dyn(),
+            signal.clone(),
+        ));
+        Ok(Self {
+            db,
+            backend,
+            events,
+            signal,
+        })
+    }
+
+    /// The database, for the service's own tables.
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    /// The event store to append through: every append wakes the relay and the readers.
+    pub fn events(&self) -> Arc<dyn EventStore> {
+        Arc::clone(&self.events)
+    }
+
+    /// The store on its backend, for appends inside the service's own transactions
+    /// (`append_in_tx`); call [`Storage::notify`] after such a transaction commits.
+    pub fn backend(&self) -> &AnyEventStore {
+        &self.backend
+    }
+
+    /// The signal fired after each append.
+    pub fn signal(&self) -> &AppendSignal {
+        &self.signal
+    }
+
+    /// Tells the relay and readers that events were committed outside [`Storage::events`].
+    pub fn notify(&self) {
+        self.signal.notify();
+    }
+}
