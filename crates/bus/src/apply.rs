@@ -307,6 +307,75 @@ where
         Ok(None)
     }
 
+    /// Applies the dead letters an operator asked to re-drive (see `BusDb::request_redrive`),
+    /// each in a transaction of its own that also stamps it done; a letter that fails again
+    /// keeps its record with the new error and may be requested again. Returns how many
+    /// were applied.
+    pub(crate) async fn redrive_pending(&self) -> Result<usize, BusError> {
+        let pending = {
+            let mut conn = self.db.pool().acquire().await?;
+            DB::pending_redrives(self.db.sql(), &mut conn, &self.consumer).await?
+        };
+        let mut applied = 0;
+        for stored in pending {
+            let letter = &stored.letter;
+            let decoded = fairdeal_db::stored_u64(letter.position, "bus_dead_letters.position")
+                .map_err(|err| err.to_string())
+                .and_then(|position| {
+                    RecordedEvent::decode_envelope(position, &letter.payload)
+                        .map_err(|err| format!("does not decode: {}", error_chain(&err)))
+                });
+            let outcome = match decoded {
+                Err(reason) => Err(reason),
+                Ok(event) => {
+                    let mut tx = DB::begin_batch(self.db.pool()).await?;
+                    let span = handling_span(&self.consumer, &event);
+                    let handled = AssertUnwindSafe(self.handler.handle(&event, &mut tx))
+                        .catch_unwind()
+                        .instrument(span)
+                        .await
+                        .unwrap_or_else(|panic| {
+                            Err(HandlerError::transient(panic_message(&*panic)))
+                        });
+                    match handled {
+                        Ok(()) => {
+                            DB::finish_redrive(self.db.sql(), &mut tx, stored.id, None).await?;
+                            tx.commit().await?;
+                            Ok(())
+                        }
+                        Err(error) => {
+                            let _ = tx.rollback().await;
+                            Err(error_chain(&error))
+                        }
+                    }
+                }
+            };
+            match outcome {
+                Ok(()) => {
+                    applied += 1;
+                    tracing::info!(
+                        consumer = %self.consumer,
+                        dead_letter = stored.id,
+                        event_id = ?letter.event_id,
+                        "dead letter re-driven"
+                    );
+                }
+                Err(reason) => {
+                    let mut conn = self.db.pool().acquire().await?;
+                    DB::finish_redrive(self.db.sql(), &mut conn, stored.id, Some(&reason)).await?;
+                    tracing::warn!(
+                        consumer = %self.consumer,
+                        dead_letter = stored.id,
+                        event_id = ?letter.event_id,
+                        reason = %reason,
+                        "dead letter re-drive failed"
+                    );
+                }
+            }
+        }
+        Ok(applied)
+    }
+
     /// The dead letter for an event the handler gave up on.
     fn letter(
         &self,

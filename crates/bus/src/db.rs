@@ -56,6 +56,32 @@ pub struct DeadLetter {
     pub payload: Vec<u8>,
 }
 
+/// A dead letter as stored, with what operators need to inspect and re-drive it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredDeadLetter {
+    /// Row id (what `fairdeal-admin dead-letters show|redrive` takes).
+    pub id: i64,
+    /// The letter.
+    pub letter: DeadLetter,
+    /// When the consumer gave up, as the database prints it.
+    pub dead_lettered_at: String,
+    /// Where its re-drive stands.
+    pub redrive: Redrive,
+}
+
+/// Where a dead letter's re-drive stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Redrive {
+    /// Never asked for.
+    NotRequested,
+    /// Asked for at this time; the consumer applies it at its next check.
+    Requested(String),
+    /// Applied at this time: its effects are committed.
+    Done(String),
+    /// The last re-drive failed with this error; it may be requested again.
+    Failed(String),
+}
+
 /// The bus's statements for one backend, with table names qualified once.
 #[derive(Debug)]
 pub struct BusSql {
@@ -69,6 +95,12 @@ pub struct BusSql {
     prune_processed: SqlStr,
     insert_dead_letter: SqlStr,
     dead_letters: SqlStr,
+    stored_dead_letters: SqlStr,
+    stored_dead_letter: SqlStr,
+    request_redrive: SqlStr,
+    pending_redrives: SqlStr,
+    redrive_done: SqlStr,
+    redrive_failed: SqlStr,
 }
 
 /// The table names, optionally qualified with a schema.
@@ -97,6 +129,12 @@ impl Tables {
 fn safe(sql: String) -> SqlStr {
     AssertSqlSafe(sql).into_sql_str()
 }
+
+/// The columns of a [`StoredDeadLetter`], times as text on both backends.
+const STORED_COLUMNS: &str = "id, consumer, position, event_id, stream_id, event_type, attempts, \
+     reason, payload, CAST(dead_lettered_at AS TEXT) AS dead_lettered_at, \
+     CAST(redrive_requested_at AS TEXT) AS redrive_requested_at, \
+     CAST(redriven_at AS TEXT) AS redriven_at, redrive_error";
 
 /// Ids recorded per statement by [`BusDatabase::record_processed`] (3 parameters... 1 + n:
 /// far below both backends' parameter limits).
@@ -203,6 +241,45 @@ pub trait BusDatabase: Backend {
         conn: &mut Self::Connection,
         consumer: &str,
     ) -> impl Future<Output = Result<Vec<DeadLetter>, sqlx::Error>> + Send;
+
+    /// Dead letters of `consumer` (every consumer's when empty), oldest first, with their
+    /// ids and re-drive state.
+    fn stored_dead_letters(
+        sql: &BusSql,
+        conn: &mut Self::Connection,
+        consumer: &str,
+    ) -> impl Future<Output = Result<Vec<StoredDeadLetter>, sqlx::Error>> + Send;
+
+    /// The dead letter with row id `id`.
+    fn stored_dead_letter(
+        sql: &BusSql,
+        conn: &mut Self::Connection,
+        id: i64,
+    ) -> impl Future<Output = Result<Option<StoredDeadLetter>, sqlx::Error>> + Send;
+
+    /// Asks for dead letter `id` to be applied again; `false` when there is no such letter
+    /// or it was re-driven already.
+    fn request_redrive(
+        sql: &BusSql,
+        conn: &mut Self::Connection,
+        id: i64,
+    ) -> impl Future<Output = Result<bool, sqlx::Error>> + Send;
+
+    /// `consumer`'s dead letters whose re-drive was asked for and not done.
+    fn pending_redrives(
+        sql: &BusSql,
+        conn: &mut Self::Connection,
+        consumer: &str,
+    ) -> impl Future<Output = Result<Vec<StoredDeadLetter>, sqlx::Error>> + Send;
+
+    /// Records the outcome of re-driving dead letter `id`: done (`None`, in the handler's
+    /// transaction) or failed with this error (the request is cleared).
+    fn finish_redrive(
+        sql: &BusSql,
+        conn: &mut Self::Connection,
+        id: i64,
+        error: Option<&str>,
+    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
 
     /// Takes the lease named `key` if no other process holds it (see [`Lease`]).
     fn try_lease(
@@ -352,6 +429,29 @@ impl<DB: BusDatabase> BusDb<DB> {
         Ok(DB::dead_letters(&self.sql, &mut conn, consumer).await?)
     }
 
+    /// Dead letters of `consumer` (every consumer's when `None`), with ids and re-drive
+    /// state, oldest first.
+    pub async fn stored_dead_letters(
+        &self,
+        consumer: Option<&str>,
+    ) -> Result<Vec<StoredDeadLetter>, BusError> {
+        let mut conn = self.pool.acquire().await?;
+        Ok(DB::stored_dead_letters(&self.sql, &mut conn, consumer.unwrap_or_default()).await?)
+    }
+
+    /// The dead letter with row id `id`.
+    pub async fn stored_dead_letter(&self, id: i64) -> Result<Option<StoredDeadLetter>, BusError> {
+        let mut conn = self.pool.acquire().await?;
+        Ok(DB::stored_dead_letter(&self.sql, &mut conn, id).await?)
+    }
+
+    /// Asks the consumer of dead letter `id` to apply it again (at its next check, within
+    /// seconds); `false` when there is no such letter or it was re-driven already.
+    pub async fn request_redrive(&self, id: i64) -> Result<bool, BusError> {
+        let mut conn = self.pool.acquire().await?;
+        Ok(DB::request_redrive(&self.sql, &mut conn, id).await?)
+    }
+
     /// Takes the lease of `name` (in this schema) if nobody holds it.
     pub async fn try_lease(&self, name: &str) -> Result<Option<Lease<DB>>, BusError> {
         let key = format!(
@@ -373,16 +473,54 @@ fn attempts_to_db(attempts: u32) -> i32 {
     i32::try_from(attempts).unwrap_or(i32::MAX)
 }
 
-/// A stored attempt count; a negative one (impossible past the column's use) is a decode
-/// error naming the column rather than a silent 0.
-fn attempts_from_db(attempts: i32) -> Result<u32, sqlx::Error> {
-    u32::try_from(attempts).map_err(|source| sqlx::Error::ColumnDecode {
-        index: "attempts".to_owned(),
-        source: Box::new(source),
-    })
+/// Reading dead-letter rows (both backends, below).
+trait LetterRows: sqlx::Database {
+    /// The letter of a `bus_dead_letters` row.
+    fn letter(row: &Self::Row) -> Result<DeadLetter, sqlx::Error>;
+    /// The letter with id and re-drive state (a row of `STORED_COLUMNS`).
+    fn stored(row: &Self::Row) -> Result<StoredDeadLetter, sqlx::Error>;
 }
 
 fairdeal_db::for_each_backend! { DB =>
+    impl LetterRows for DB {
+        fn letter(row: &<DB as sqlx::Database>::Row) -> Result<DeadLetter, sqlx::Error> {
+            let event_id: Option<<DB as Backend>::StoredUuid> = row.try_get("event_id")?;
+            Ok(DeadLetter {
+                consumer: row.try_get("consumer")?,
+                position: row.try_get("position")?,
+                event_id: event_id
+                    .map(|id| DB::load_uuid(id, "event_id"))
+                    .transpose()?,
+                stream_id: row.try_get("stream_id")?,
+                event_type: row.try_get("event_type")?,
+                attempts: fairdeal_db::stored_u32(
+                    i64::from(row.try_get::<i32, _>("attempts")?),
+                    "bus_dead_letters.attempts",
+                )?,
+                reason: row.try_get("reason")?,
+                payload: row.try_get("payload")?,
+            })
+        }
+
+        fn stored(row: &<DB as sqlx::Database>::Row) -> Result<StoredDeadLetter, sqlx::Error> {
+            let requested: Option<String> = row.try_get("redrive_requested_at")?;
+            let done: Option<String> = row.try_get("redriven_at")?;
+            let error: Option<String> = row.try_get("redrive_error")?;
+            let redrive = match (done, requested, error) {
+                (Some(at), _, _) => Redrive::Done(at),
+                (None, Some(at), _) => Redrive::Requested(at),
+                (None, None, Some(error)) => Redrive::Failed(error),
+                (None, None, None) => Redrive::NotRequested,
+            };
+            Ok(StoredDeadLetter {
+                id: row.try_get("id")?,
+                letter: Self::letter(row)?,
+                dead_lettered_at: row.try_get("dead_lettered_at")?,
+                redrive,
+            })
+        }
+    }
+
     impl BusDatabase for DB {
         fn statements(schema: Option<&Schema>) -> BusSql {
             let t = Tables::new(schema);
@@ -433,6 +571,33 @@ fairdeal_db::for_each_backend! { DB =>
                     "SELECT consumer, position, event_id, stream_id, event_type, attempts, \
                          reason, payload \
                      FROM {} WHERE consumer = $1 ORDER BY id",
+                    t.dead_letters
+                )),
+                stored_dead_letters: safe(format!(
+                    "SELECT {STORED_COLUMNS} FROM {} \
+                     WHERE CAST($1 AS TEXT) = '' OR consumer = $1 ORDER BY id",
+                    t.dead_letters
+                )),
+                stored_dead_letter: safe(format!(
+                    "SELECT {STORED_COLUMNS} FROM {} WHERE id = $1",
+                    t.dead_letters
+                )),
+                request_redrive: safe(format!(
+                    "UPDATE {} SET redrive_requested_at = {now}, redrive_error = NULL \
+                     WHERE id = $1 AND redriven_at IS NULL RETURNING id",
+                    t.dead_letters
+                )),
+                pending_redrives: safe(format!(
+                    "SELECT {STORED_COLUMNS} FROM {} WHERE consumer = $1 \
+                       AND redrive_requested_at IS NOT NULL AND redriven_at IS NULL ORDER BY id",
+                    t.dead_letters
+                )),
+                redrive_done: safe(format!(
+                    "UPDATE {} SET redriven_at = {now} WHERE id = $1",
+                    t.dead_letters
+                )),
+                redrive_failed: safe(format!(
+                    "UPDATE {} SET redrive_requested_at = NULL, redrive_error = $2 WHERE id = $1",
                     t.dead_letters
                 )),
             }
@@ -585,23 +750,74 @@ fairdeal_db::for_each_backend! { DB =>
                 .bind(consumer)
                 .fetch_all(&mut *conn)
                 .await?;
-            rows.into_iter()
-                .map(|row| {
-                    let event_id: Option<<DB as Backend>::StoredUuid> = row.try_get("event_id")?;
-                    Ok(DeadLetter {
-                        consumer: row.try_get("consumer")?,
-                        position: row.try_get("position")?,
-                        event_id: event_id
-                            .map(|id| DB::load_uuid(id, "event_id"))
-                            .transpose()?,
-                        stream_id: row.try_get("stream_id")?,
-                        event_type: row.try_get("event_type")?,
-                        attempts: attempts_from_db(row.try_get("attempts")?)?,
-                        reason: row.try_get("reason")?,
-                        payload: row.try_get("payload")?,
-                    })
-                })
-                .collect()
+            rows.iter().map(<DB as LetterRows>::letter).collect()
+        }
+
+        async fn stored_dead_letters(
+            sql: &BusSql,
+            conn: &mut <DB as sqlx::Database>::Connection,
+            consumer: &str,
+        ) -> Result<Vec<StoredDeadLetter>, sqlx::Error> {
+            let rows = sqlx::query(sql.stored_dead_letters.clone())
+                .bind(consumer)
+                .fetch_all(&mut *conn)
+                .await?;
+            rows.iter().map(<DB as LetterRows>::stored).collect()
+        }
+
+        async fn stored_dead_letter(
+            sql: &BusSql,
+            conn: &mut <DB as sqlx::Database>::Connection,
+            id: i64,
+        ) -> Result<Option<StoredDeadLetter>, sqlx::Error> {
+            let row = sqlx::query(sql.stored_dead_letter.clone())
+                .bind(id)
+                .fetch_optional(&mut *conn)
+                .await?;
+            row.as_ref().map(<DB as LetterRows>::stored).transpose()
+        }
+
+        async fn request_redrive(
+            sql: &BusSql,
+            conn: &mut <DB as sqlx::Database>::Connection,
+            id: i64,
+        ) -> Result<bool, sqlx::Error> {
+            let row = sqlx::query(sql.request_redrive.clone())
+                .bind(id)
+                .fetch_optional(&mut *conn)
+                .await?;
+            Ok(row.is_some())
+        }
+
+        async fn pending_redrives(
+            sql: &BusSql,
+            conn: &mut <DB as sqlx::Database>::Connection,
+            consumer: &str,
+        ) -> Result<Vec<StoredDeadLetter>, sqlx::Error> {
+            let rows = sqlx::query(sql.pending_redrives.clone())
+                .bind(consumer)
+                .fetch_all(&mut *conn)
+                .await?;
+            rows.iter().map(<DB as LetterRows>::stored).collect()
+        }
+
+        async fn finish_redrive(
+            sql: &BusSql,
+            conn: &mut <DB as sqlx::Database>::Connection,
+            id: i64,
+            error: Option<&str>,
+        ) -> Result<(), sqlx::Error> {
+            match error {
+                None => sqlx::query(sql.redrive_done.clone()).bind(id).execute(&mut *conn).await?,
+                Some(error) => {
+                    sqlx::query(sql.redrive_failed.clone())
+                        .bind(id)
+                        .bind(error)
+                        .execute(&mut *conn)
+                        .await?
+                }
+            };
+            Ok(())
         }
 
         async fn try_lease(pool: &Pool<DB>, key: &str) -> Result<Option<Lease<DB>>, sqlx::Error> {

@@ -218,11 +218,18 @@ where
     async fn consume_until_error(&mut self, shutdown: &CancellationToken) -> Result<(), BusError> {
         let mut position = self.settler.load_position().await?;
         tracing::info!(consumer = %self.config.name, position, "embedded consumer starting");
+        let mut redrives_checked: Option<std::time::Instant> = None;
         loop {
             if shutdown.is_cancelled() {
                 return Ok(());
             }
-            let from = u64::try_from(position).unwrap_or(0).saturating_add(1);
+            if redrives_checked.is_none_or(|at| at.elapsed() >= crate::handler::REDRIVE_CHECK) {
+                self.settler.redrive_pending().await?;
+                redrives_checked = Some(std::time::Instant::now());
+            }
+            let from = fairdeal_db::stored_u64(position, "bus_consumer_positions.position")
+                .map_err(sqlx::Error::from)?
+                .saturating_add(1);
             let events = self.store.read_all(from, self.config.batch_size).await?;
             if events.is_empty() {
                 let wake =

@@ -73,6 +73,9 @@ pub trait Handler<DB: sqlx::Database>: Send + Sync + 'static {
     }
 }
 
+/// How often a consumer looks for dead letters an operator asked to re-drive.
+pub const REDRIVE_CHECK: Duration = Duration::from_secs(5);
+
 /// How often and how patiently a consumer retries an event whose handler failed transiently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {

@@ -123,6 +123,7 @@
 //! - `apply` (private): the consumer core both backends share.
 //! - [`jetstream`]: subjects and headers, stream setup, the [`Relay`], [`JetStreamConsumer`].
 //! - [`embedded`]: [`EmbeddedBus`] and [`EmbeddedConsumer`].
+//! - [`prune`]: keeping the processed-ids table bounded.
 //! - [`signal`]: append wake-ups ([`AppendSignal`], [`NotifyingEventStore`]).
 //! - [`trace`]: W3C trace context from the envelope to the handling span.
 #![forbid(unsafe_code)]
@@ -133,10 +134,11 @@ pub mod embedded;
 pub mod error;
 pub mod handler;
 pub mod jetstream;
+pub mod prune;
 pub mod signal;
 pub mod trace;
 
-pub use db::{BusDatabase, BusDb, DeadLetter, Lease, MIGRATIONS_TABLE};
+pub use db::{BusDatabase, BusDb, DeadLetter, Lease, MIGRATIONS_TABLE, Redrive, StoredDeadLetter};
 pub use embedded::{EmbeddedBus, EmbeddedConsumer, EmbeddedConsumerConfig};
 pub use error::{BoxError, BusError, HandlerError};
 pub use handler::{Handler, RetryPolicy};

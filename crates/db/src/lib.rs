@@ -33,3 +33,52 @@ pub use url::{DatabaseUrl, DatabaseUrlError, PostgresUrl};
 pub mod __private {
     pub use sqlx::{Postgres, Sqlite};
 }
+
+/// A stored number that cannot be what its column holds (a negative position, version or
+/// count): the row was altered outside the code that writes it. Never read as 0.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("stored {column} {value} is out of range")]
+pub struct StoredValueError {
+    /// The column (`table.column`) it was read from.
+    pub column: &'static str,
+    /// The value found.
+    pub value: i64,
+}
+
+impl From<StoredValueError> for sqlx::Error {
+    fn from(error: StoredValueError) -> Self {
+        sqlx::Error::ColumnDecode {
+            index: error.column.to_owned(),
+            source: Box::new(error),
+        }
+    }
+}
+
+/// A stored non-negative integer as `u64`.
+pub fn stored_u64(value: i64, column: &'static str) -> Result<u64, StoredValueError> {
+    u64::try_from(value).map_err(|_| StoredValueError { column, value })
+}
+
+/// A stored non-negative integer as `u32`.
+pub fn stored_u32(value: i64, column: &'static str) -> Result<u32, StoredValueError> {
+    u32::try_from(value).map_err(|_| StoredValueError { column, value })
+}
+
+#[cfg(test)]
+mod stored_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn stored_values_out_of_range_name_the_column() {
+        assert_eq!(stored_u64(7, "t.c").unwrap(), 7);
+        let error = stored_u64(-1, "events.version").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "stored events.version -1 is out of range"
+        );
+        assert!(stored_u32(i64::from(u32::MAX) + 1, "t.attempts").is_err());
+        let as_sqlx: sqlx::Error = error.into();
+        assert!(as_sqlx.to_string().contains("events.version"), "{as_sqlx}");
+    }
+}

@@ -33,16 +33,15 @@ impl Row {
     /// Rebuilds the envelope from the columns and verifies it (every field and the hash):
     /// stored rows are never trusted.
     pub(crate) fn into_event(self) -> Result<RecordedEvent, StoreError> {
-        let position = u64::try_from(self.position).unwrap_or(0);
+        let position = stored_u64(self.position, "events.position")?;
         let integrity = |source: EventError| StoreError::Integrity { position, source };
         let trace_context: BTreeMap<String, String> = serde_json::from_str(&self.trace_context)
             .map_err(|e| integrity(EventError::Decode(format!("trace_context column: {e}"))))?;
         let envelope = Envelope {
             event_id: self.event_id.hyphenated().to_string(),
             stream_id: self.stream_id,
-            // A negative version cannot pass the column check; 0 is rejected by the envelope
-            // validation below.
-            stream_version: u64::try_from(self.version).unwrap_or(0),
+            // 0 is rejected by the envelope validation below.
+            stream_version: stored_u64(self.version, "events.version")?,
             event_type: self.event_type,
             occurred_at: Some(timestamp_from_micros(self.occurred_at_us)),
             correlation_id: self.correlation_id,
@@ -79,6 +78,12 @@ pub(crate) fn occurred_at_us(event: &RecordedEvent) -> Result<i64, StoreError> {
 pub(crate) fn to_i64(value: u64, what: &str) -> Result<i64, StoreError> {
     i64::try_from(value)
         .map_err(|_| StoreError::InvalidArgument(format!("{what} {value} too large")))
+}
+
+/// A stored non-negative number (version, position, count) as `u64`; a negative one is
+/// [`StoreError::StoredValue`] naming the column.
+pub(crate) fn stored_u64(value: i64, column: &'static str) -> Result<u64, StoreError> {
+    fairdeal_db::stored_u64(value, column).map_err(StoreError::StoredValue)
 }
 
 /// Converts a caller's limit to the signed SQL `LIMIT` type.

@@ -40,6 +40,10 @@ pub enum StoreError {
         #[source]
         source: EventError,
     },
+    /// A stored number that cannot be what its column holds (a negative version or
+    /// position): the table was altered outside the store.
+    #[error(transparent)]
+    StoredValue(fairdeal_db::StoredValueError),
     /// A call argument is out of range (e.g. more events in one transaction than a position
     /// can number).
     #[error("invalid argument: {0}")]

@@ -32,8 +32,8 @@
 //! counter) or advance the counter (`pg_resetwal -x`) above the largest stored `tx_id`.
 
 use crate::codec::{
-    Row, check_distinct_ids, limit_i64, link_hash, occurred_at_us, to_i64, trace_context_json,
-    verify_stream_rows,
+    Row, check_distinct_ids, limit_i64, link_hash, occurred_at_us, stored_u64, to_i64,
+    trace_context_json, verify_stream_rows,
 };
 use crate::error::StoreError;
 use crate::store::{Appended, EventStore};
@@ -292,7 +292,10 @@ impl PgEventStore {
             }
         }
 
-        let current = u64::try_from(current.unwrap_or(0)).unwrap_or(0);
+        let current = match current {
+            Some(version) => stored_u64(version, "events.version")?,
+            None => 0,
+        };
         if !expected.matches(current) {
             return Err(StoreError::Conflict {
                 stream_id: stream_id.clone(),
@@ -373,7 +376,13 @@ impl PgEventStore {
         match inserted {
             Ok(first) => {
                 // Rows got first, first + 1, ... in batch order (UNNEST WITH ORDINALITY).
-                let first = u64::try_from(first.unwrap_or(0)).unwrap_or(0);
+                let Some(first) = first else {
+                    return Err(StoreError::InvalidArgument(
+                        "the insert returned no position".into(),
+                    )
+                    .into());
+                };
+                let first = stored_u64(first, "events.position")?;
                 for (e, position) in sealed.iter_mut().zip(first..) {
                     e.position = position;
                 }
@@ -433,7 +442,7 @@ impl PgEventStore {
             .bind(stream_id.as_str())
             .fetch_one(conn)
             .await?;
-        Ok(u64::try_from(version).unwrap_or(0))
+        stored_u64(version, "events.version")
     }
 
     async fn append_once(
@@ -628,7 +637,7 @@ impl EventStore for PgEventStore {
         let head: i64 = sqlx::query_scalar(self.sql.head_position.clone())
             .fetch_one(&self.pool)
             .await?;
-        Ok(u64::try_from(head).unwrap_or(0))
+        stored_u64(head, "events.position")
     }
 
     async fn stream_version(&self, stream_id: &StreamId) -> Result<u64, StoreError> {

@@ -12,7 +12,7 @@
 //! migrator sharing the file.
 
 use crate::codec::{
-    COLUMNS, Row, check_distinct_ids, limit_i64, link_hash, occurred_at_us, to_i64,
+    COLUMNS, Row, check_distinct_ids, limit_i64, link_hash, occurred_at_us, stored_u64, to_i64,
     trace_context_json, verify_stream_rows,
 };
 use crate::error::StoreError;
@@ -121,9 +121,10 @@ async fn append_on(
     .bind(stream_id.as_str())
     .fetch_optional(&mut *conn)
     .await?;
-    let current = head
-        .as_ref()
-        .map_or(0, |(v, _)| u64::try_from(*v).unwrap_or(0));
+    let current = match &head {
+        Some((version, _)) => stored_u64(*version, "events.version")?,
+        None => 0,
+    };
     if !expected.matches(current) {
         return Err(StoreError::Conflict {
             stream_id: stream_id.clone(),
@@ -156,7 +157,7 @@ async fn append_on(
     let last_position: i64 = sqlx::query_scalar("SELECT coalesce(max(position), 0) FROM events")
         .fetch_one(&mut *conn)
         .await?;
-    let mut position = u64::try_from(last_position).unwrap_or(0);
+    let mut position = stored_u64(last_position, "events.position")?;
 
     let mut prev: Hash = link_hash(
         stream_id,
@@ -286,7 +287,7 @@ impl EventStore for SqliteEventStore {
         let head: i64 = sqlx::query_scalar("SELECT coalesce(max(position), 0) FROM events")
             .fetch_one(&self.pool)
             .await?;
-        Ok(u64::try_from(head).unwrap_or(0))
+        stored_u64(head, "events.position")
     }
 
     async fn stream_version(&self, stream_id: &StreamId) -> Result<u64, StoreError> {
@@ -295,6 +296,6 @@ impl EventStore for SqliteEventStore {
                 .bind(stream_id.as_str())
                 .fetch_one(&self.pool)
                 .await?;
-        Ok(u64::try_from(version).unwrap_or(0))
+        stored_u64(version, "events.version")
     }
 }

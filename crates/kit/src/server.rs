@@ -180,7 +180,8 @@ impl ApplicationBuilder {
         let reflection = || {
             let mut builder = tonic_reflection::server::Builder::configure()
                 .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-                .with_service_name("grpc.health.v1.Health");
+                .with_service_name("grpc.health.v1.Health")
+                .with_service_name("grpc.reflection.v1.ServerReflection");
             for set in &self.descriptor_sets {
                 builder = builder.register_encoded_file_descriptor_set(set);
             }

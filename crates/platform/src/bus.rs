@@ -3,8 +3,8 @@
 //!
 //! - With `--nats-url` ([`Bus::start`]): the service's streams (`<prefix>.<service>`) are
 //!   created idempotently and the outbox relay publishes every committed event to JetStream,
-//!   woken by the storage's append signal (the poll only covers appends made by other
-//!   replicas). [`Bus::spawn_consumer`] runs a durable JetStream consumer of the source
+//!   woken by the storage's append signal, which also fires for other replicas' appends on
+//!   PostgreSQL (LISTEN/NOTIFY, see [`crate::wake`]). [`Bus::spawn_consumer`] runs a durable JetStream consumer of the source
 //!   service's stream.
 //! - Without it: events stay in the store, and [`Bus::spawn_consumer`] runs an in-process
 //!   consumer that tails this storage's log, woken by the same signal. In the all-in-one
@@ -19,9 +19,10 @@
 use std::sync::Arc;
 
 use async_nats::jetstream;
+use fairdeal_bus::prune::{PROCESSED_RETENTION, PRUNE_EVERY, prune_processed_every};
 use fairdeal_bus::{
-    BusDb, EmbeddedBus, EmbeddedConsumerConfig, Handler, JetStreamConfig, JetStreamConsumer,
-    JetStreamConsumerConfig, Relay, RelayConfig, ensure_streams,
+    BusDatabase, BusDb, EmbeddedBus, EmbeddedConsumerConfig, Handler, JetStreamConfig,
+    JetStreamConsumer, JetStreamConsumerConfig, Relay, RelayConfig, ensure_streams,
 };
 use fairdeal_db::Db;
 use fairdeal_kit::{CommonConfig, Shutdown};
@@ -29,6 +30,31 @@ use sqlx::{Postgres, Sqlite};
 
 use crate::error::StartError;
 use crate::storage::Storage;
+
+/// How long the relay and in-process consumers wait for a wake-up before looking anyway: a
+/// safety net only, since every append fires the storage's signal (see [`crate::wake`]).
+const SAFETY_POLL: std::time::Duration = fairdeal_bus::db::LEASE_CHECK_INTERVAL;
+
+/// Keeps consumer `name`'s processed ids within the retention (see [`fairdeal_bus::prune`]).
+fn spawn_pruner<DB: BusDatabase>(db: BusDb<DB>, name: &str, shutdown: &Shutdown) {
+    shutdown.spawn(
+        "prune-processed",
+        prune_processed_every(
+            db,
+            name.to_owned(),
+            PROCESSED_RETENTION,
+            PRUNE_EVERY,
+            shutdown.token(),
+        ),
+    );
+}
+
+/// Settings of the in-process consumer `name`.
+fn embedded(name: &str) -> EmbeddedConsumerConfig {
+    let mut config = EmbeddedConsumerConfig::new(name);
+    config.poll_interval = SAFETY_POLL;
+    config
+}
 
 /// A service's connection to the event bus (see the module docs).
 #[derive(Debug, Clone)]
@@ -82,6 +108,14 @@ impl Bus {
             service: service.to_owned(),
             jetstream,
         };
+        if let Db::Postgres { pool, schema } = storage.db() {
+            crate::wake::spawn_listener(
+                pool.clone(),
+                schema.clone(),
+                storage.signal().clone(),
+                shutdown,
+            );
+        }
         bus.start_relay(shutdown).await?;
         Ok(bus)
     }
@@ -111,7 +145,10 @@ impl Bus {
         let streams = Self::streams(js, &self.service)?;
         ensure_streams(&js.context, &streams).await?;
         let store = self.storage.backend().clone().into_dyn();
-        let config = RelayConfig::new(self.service.clone());
+        let mut config = RelayConfig::new(self.service.clone());
+        // Wake-ups come from the append signal (this process, and others through the
+        // PostgreSQL listener); the poll is only a safety net.
+        config.poll_interval = SAFETY_POLL;
         let waiter = self.storage.signal().subscribe();
         let token = shutdown.token();
         match self.storage.db() {
@@ -190,21 +227,24 @@ impl Bus {
             }
             (None, Db::Postgres { pool, schema }) => {
                 let db = BusDb::postgres(pool.clone(), schema.as_str())?;
+                spawn_pruner(db.clone(), name, shutdown);
                 let bus = EmbeddedBus::with_signal(
                     self.storage.events(),
                     self.storage.signal().clone(),
                     db,
                 );
-                let consumer = bus.consumer(handler, EmbeddedConsumerConfig::new(name))?;
+                let consumer = bus.consumer(handler, embedded(name))?;
                 shutdown.spawn("consumer", consumer.run(token));
             }
             (None, Db::Sqlite { pool }) => {
+                let db = BusDb::sqlite(pool.clone());
+                spawn_pruner(db.clone(), name, shutdown);
                 let bus = EmbeddedBus::with_signal(
                     self.storage.events(),
                     self.storage.signal().clone(),
-                    BusDb::sqlite(pool.clone()),
+                    db,
                 );
-                let consumer = bus.consumer(handler, EmbeddedConsumerConfig::new(name))?;
+                let consumer = bus.consumer(handler, embedded(name))?;
                 shutdown.spawn("consumer", consumer.run(token));
             }
         }

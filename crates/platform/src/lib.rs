@@ -21,6 +21,7 @@ pub mod aggregate;
 pub mod bus;
 pub mod error;
 pub mod storage;
+pub mod wake;
 
 pub use aggregate::{
     Aggregate, CorruptStream, Decision, Executed, RunError, RunnerSettings, Snapshot, Streams,

@@ -282,9 +282,14 @@ where
             .await
             .map_err(|err| BusError::jetstream("open pull subscription", err))?;
         let mut chunks = messages.ready_chunks(self.config.batch_size);
+        let mut redrive_check = tokio::time::interval(crate::handler::REDRIVE_CHECK);
         loop {
             let chunk = tokio::select! {
                 () = shutdown.cancelled() => return Ok(()),
+                _ = redrive_check.tick() => {
+                    self.settler.redrive_pending().await?;
+                    continue;
+                }
                 chunk = chunks.next() => chunk,
             };
             let Some(chunk) = chunk else {

@@ -167,7 +167,10 @@ impl<DB: BusDatabase> Relay<DB> {
     /// The relay's checkpoint: the last global position whose publish was acknowledged.
     pub async fn checkpoint(&self) -> Result<u64, BusError> {
         let position = self.db.relay_checkpoint(&self.config.name).await?;
-        Ok(u64::try_from(position).unwrap_or(0))
+        Ok(
+            fairdeal_db::stored_u64(position, "bus_relay_checkpoints.position")
+                .map_err(sqlx::Error::from)?,
+        )
     }
 
     /// Relays until `shutdown` is cancelled, then returns after the publishes in flight are
@@ -332,7 +335,8 @@ impl<DB: BusDatabase> Relay<DB> {
         let mut conn = self.db.pool().acquire().await?;
         let checkpoint =
             DB::load_relay_checkpoint(self.db.sql(), &mut conn, &self.config.name).await?;
-        let checkpoint = u64::try_from(checkpoint).unwrap_or(0);
+        let checkpoint = fairdeal_db::stored_u64(checkpoint, "bus_relay_checkpoints.position")
+            .map_err(sqlx::Error::from)?;
         if stream_position > checkpoint {
             // The previous run published beyond its last checkpoint before it stopped.
             let position = i64::try_from(stream_position).map_err(|_| {

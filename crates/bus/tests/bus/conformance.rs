@@ -40,7 +40,79 @@ conformance!(
     relay_restart_mid_stream_loses_and_duplicates_nothing,
     consumer_restart_mid_stream_applies_each_event_once,
     poison_events_are_dead_lettered_after_bounded_retries,
+    processed_ids_are_pruned_past_their_retention,
+    dead_letters_are_re_driven_once_on_request,
 );
+
+/// An operator fixes what made an event poison and re-drives its dead letter: the consumer
+/// applies it once, stamps it done, and a second request is refused.
+async fn dead_letters_are_re_driven_once_on_request(h: Arc<dyn Harness>) {
+    let store = h.store();
+    append_round_robin(&*store, 2, 10, 1).await;
+    let expected = log_ids(&*store, 10).await;
+    let broken = expected[4];
+    let recorder = Recorder::new("redriven");
+    recorder.fail_permanently(broken);
+    let relay = h.start_relay();
+    let consumer = h.start_consumer(Arc::clone(&recorder), quick_retry(3));
+    wait_applied(&*h, "redriven", 9).await;
+    let letters = wait_for(Duration::from_secs(30), || async {
+        let letters = h.stored_dead_letters("redriven").await;
+        (!letters.is_empty()).then_some(letters)
+    })
+    .await
+    .expect("a dead letter");
+    assert_eq!(letters.len(), 1);
+    assert_eq!(letters[0].letter.event_id, Some(broken));
+    assert_eq!(letters[0].redrive, fairdeal_bus::Redrive::NotRequested);
+
+    recorder.heal(broken);
+    assert!(h.request_redrive(letters[0].id).await);
+    wait_applied(&*h, "redriven", 10).await;
+    let done = wait_for(Duration::from_secs(30), || async {
+        let letters = h.stored_dead_letters("redriven").await;
+        matches!(letters[0].redrive, fairdeal_bus::Redrive::Done(_)).then_some(letters)
+    })
+    .await
+    .expect("the re-drive is stamped done");
+    assert_eq!(done.len(), 1);
+    assert!(!h.request_redrive(letters[0].id).await, "done once");
+    assert!(!h.request_redrive(i64::MAX).await, "no such letter");
+    consumer.stop().await;
+    relay.stop().await;
+    let applied = h.applied("redriven").await;
+    assert_eq!(applied.len(), 10);
+    assert_eq!(applied.iter().filter(|id| **id == broken).count(), 1);
+}
+
+/// Processed ids older than the retention are forgotten (the table stays bounded); recent
+/// ones still turn a redelivery into a no-op.
+async fn processed_ids_are_pruned_past_their_retention(h: Arc<dyn Harness>) {
+    let store = h.store();
+    append_round_robin(&*store, 2, 20, 1).await;
+    let relay = h.start_relay();
+    let recorder = Recorder::new("pruned");
+    let consumer = h.start_consumer(Arc::clone(&recorder), quick_retry(3));
+    wait_applied(&*h, "pruned", 20).await;
+    // The first 20 were recorded two hours ago; 5 more arrive now.
+    h.age_processed("pruned", 2 * 3600).await;
+    append_round_robin(&*store, 1, 5, 1).await;
+    wait_applied(&*h, "pruned", 25).await;
+    consumer.stop().await;
+
+    let pruned = h.prune_processed("pruned", Duration::from_secs(3600)).await;
+    assert_eq!(pruned, 20);
+    let expected = log_ids(&*store, 25).await;
+    let kept: HashSet<Uuid> = h.processed("pruned").await.into_iter().collect();
+    assert_eq!(kept, expected[20..].iter().copied().collect::<HashSet<_>>());
+    // Pruning again finds nothing older.
+    assert_eq!(
+        h.prune_processed("pruned", Duration::from_secs(3600)).await,
+        0
+    );
+    relay.stop().await;
+    assert_exactly_once_in_order(&h.applied("pruned").await, &expected);
+}
 
 /// Two independent durable consumers each apply every event once, in log order; a consumer
 /// restarted later picks up exactly where it stopped.

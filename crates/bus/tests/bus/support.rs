@@ -130,6 +130,12 @@ impl Recorder {
         self.permanent.lock().unwrap().insert(event_id);
     }
 
+    /// Stops failing `event_id` (the fix an operator deploys before re-driving).
+    pub(crate) fn heal(&self, event_id: Uuid) {
+        self.permanent.lock().unwrap().remove(&event_id);
+        self.transient.lock().unwrap().remove(&event_id);
+    }
+
     /// How often the handler was called for `event_id`.
     pub(crate) fn calls(&self, event_id: Uuid) -> u32 {
         self.calls
@@ -212,8 +218,16 @@ pub(crate) trait Harness: Send + Sync + 'static {
     async fn applied(&self, consumer: &str) -> Vec<Uuid>;
     /// Event ids `consumer` recorded as settled.
     async fn processed(&self, consumer: &str) -> Vec<Uuid>;
+    /// Moves the time `consumer`'s processed ids were recorded back by `secs` seconds.
+    async fn age_processed(&self, consumer: &str, secs: i64);
+    /// Forgets `consumer`'s processed ids older than `retention`; returns how many.
+    async fn prune_processed(&self, consumer: &str, retention: Duration) -> u64;
     /// `consumer`'s dead-letter table rows.
     async fn dead_letters(&self, consumer: &str) -> Vec<DeadLetter>;
+    /// `consumer`'s dead letters as operators see them (ids, re-drive state).
+    async fn stored_dead_letters(&self, consumer: &str) -> Vec<fairdeal_bus::StoredDeadLetter>;
+    /// Asks for dead letter `id` to be re-driven (`fairdeal-admin dead-letters redrive`).
+    async fn request_redrive(&self, id: i64) -> bool;
     /// Dead letters announced outside the table (JetStream subject / in-process channel).
     async fn announced_dead_letters(&self, consumer: &str) -> usize;
     /// As if every ack of `consumer` had been lost: its position goes back to 0 and (on
@@ -418,6 +432,30 @@ impl Harness for JetStreamHarness {
         self.db.processed_event_ids(consumer).await.unwrap()
     }
 
+    async fn age_processed(&self, consumer: &str, secs: i64) {
+        sqlx::query(
+            "UPDATE eventstore.bus_processed_events \
+             SET processed_at = processed_at - ($2 * interval '1 second') WHERE consumer = $1",
+        )
+        .bind(consumer)
+        .bind(secs)
+        .execute(self.db.pool())
+        .await
+        .unwrap();
+    }
+
+    async fn prune_processed(&self, consumer: &str, retention: Duration) -> u64 {
+        self.db.prune_processed(consumer, retention).await.unwrap()
+    }
+
+    async fn stored_dead_letters(&self, consumer: &str) -> Vec<fairdeal_bus::StoredDeadLetter> {
+        self.db.stored_dead_letters(Some(consumer)).await.unwrap()
+    }
+
+    async fn request_redrive(&self, id: i64) -> bool {
+        self.db.request_redrive(id).await.unwrap()
+    }
+
     async fn dead_letters(&self, consumer: &str) -> Vec<DeadLetter> {
         self.db.dead_letters(consumer).await.unwrap()
     }
@@ -555,6 +593,31 @@ impl Harness for EmbeddedHarness {
 
     async fn processed(&self, consumer: &str) -> Vec<Uuid> {
         self.db.processed_event_ids(consumer).await.unwrap()
+    }
+
+    async fn age_processed(&self, consumer: &str, secs: i64) {
+        sqlx::query(
+            "UPDATE bus_processed_events \
+             SET processed_at = strftime('%Y-%m-%dT%H:%M:%fZ', processed_at, '-' || $2 || ' seconds') \
+             WHERE consumer = $1",
+        )
+        .bind(consumer)
+        .bind(secs)
+        .execute(self.db.pool())
+        .await
+        .unwrap();
+    }
+
+    async fn prune_processed(&self, consumer: &str, retention: Duration) -> u64 {
+        self.db.prune_processed(consumer, retention).await.unwrap()
+    }
+
+    async fn stored_dead_letters(&self, consumer: &str) -> Vec<fairdeal_bus::StoredDeadLetter> {
+        self.db.stored_dead_letters(Some(consumer)).await.unwrap()
+    }
+
+    async fn request_redrive(&self, id: i64) -> bool {
+        self.db.request_redrive(id).await.unwrap()
     }
 
     async fn dead_letters(&self, consumer: &str) -> Vec<DeadLetter> {

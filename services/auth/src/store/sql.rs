@@ -473,7 +473,11 @@ fairdeal_db::for_each_backend! { DB =>
                                 subject: row.try_get("subject")?,
                                 body: row.try_get("body")?,
                             },
-                            attempts: u32::try_from(row.try_get::<i32, _>("attempts")?).unwrap_or(0),
+                            attempts: fairdeal_db::stored_u32(
+                                i64::from(row.try_get::<i32, _>("attempts")?),
+                                "auth_mail_outbox.attempts",
+                            )
+                            .map_err(sqlx::Error::from)?,
                             created_at: row.try_get("created_at")?,
                         });
                     }
@@ -506,7 +510,7 @@ fairdeal_db::for_each_backend! { DB =>
                 let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM auth_mail_outbox WHERE sent_at IS NULL")
                     .fetch_one(&self.pool)
                     .await?;
-                Ok(u64::try_from(n).unwrap_or(0))
+                Ok(fairdeal_db::stored_u64(n, "count(auth_mail_outbox)").map_err(sqlx::Error::from)?)
             }
         }
 }

@@ -7,5 +7,6 @@ mod common;
 
 mod authz;
 mod pair;
+mod reflection;
 mod table;
 mod tournament;

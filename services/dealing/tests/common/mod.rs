@@ -34,6 +34,9 @@ pub enum Db {
 pub struct TestApp {
     pub commitment: CommitmentServiceClient<Channel>,
     pub dealing: DealingServiceClient<Channel>,
+    /// `http://127.0.0.1:<port>` of each service.
+    pub commitment_url: String,
+    pub dealing_url: String,
     pub commitment_storage: Storage,
     pub dealing_storage: Storage,
     signing: SigningKey,
@@ -149,6 +152,8 @@ impl TestApp {
                 .connect_lazy()
         };
         TestApp {
+            commitment_url: format!("http://127.0.0.1:{commitment_port}"),
+            dealing_url: format!("http://127.0.0.1:{dealing_port}"),
             commitment: CommitmentServiceClient::new(channel(commitment_port)),
             dealing: DealingServiceClient::new(channel(dealing_port)),
             commitment_storage,

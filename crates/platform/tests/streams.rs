@@ -1,0 +1,210 @@
+//! The aggregate runner against a real store: commands to one stream queue in a process,
+//! a write from another process is caught up and the command retried, a refusal on a stale
+//! cache is re-checked, and contention past the attempt limit is reported with the version.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use fairdeal_event::{NewEvent, RecordedEvent, StreamId};
+use fairdeal_eventstore::{Appended, EventStore, ExpectedVersion, SqliteEventStore, StoreError};
+use fairdeal_platform::{Aggregate, Decision, RunError, RunnerSettings, Streams};
+
+/// A counter that may not go below zero.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Counter {
+    value: i64,
+}
+
+const ADDED: &str = "test.v1.Added";
+
+impl Aggregate for Counter {
+    const CATEGORY: &'static str = "counter";
+    type Id = String;
+    type Event = i64;
+
+    fn encode(id: &String, delta: &i64) -> NewEvent {
+        NewEvent::new(ADDED, delta.to_be_bytes().to_vec()).with_correlation_id(id.clone())
+    }
+
+    fn decode(event: &RecordedEvent) -> Result<i64, String> {
+        let bytes: [u8; 8] = event
+            .payload
+            .as_slice()
+            .try_into()
+            .map_err(|_| "payload is not 8 bytes".to_owned())?;
+        Ok(i64::from_be_bytes(bytes))
+    }
+
+    fn apply(state: Option<Self>, delta: &i64) -> Result<Self, String> {
+        let value = state.map_or(0, |s| s.value) + delta;
+        if value < 0 {
+            return Err(format!("counter below zero ({value})"));
+        }
+        Ok(Counter { value })
+    }
+}
+
+/// Why the counter refused a command.
+#[derive(Debug, PartialEq, Eq)]
+struct WouldGoNegative;
+
+/// Adds `delta` unless the counter would go below zero.
+async fn add(
+    streams: &Streams<Counter>,
+    id: &str,
+    delta: i64,
+) -> Result<(u64, i64), RunError<WouldGoNegative>> {
+    let done = streams
+        .execute(&id.to_owned(), |snapshot| {
+            let value = snapshot.state.as_ref().map_or(0, |s| s.value);
+            if value + delta < 0 {
+                return Err(WouldGoNegative);
+            }
+            Ok(Decision::new(vec![delta], value + delta))
+        })
+        .await?;
+    Ok((done.after.version, done.reply))
+}
+
+async fn store() -> (tempfile::TempDir, Arc<dyn EventStore>) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteEventStore::open(dir.path().join("events.db"))
+        .await
+        .unwrap();
+    (dir, Arc::new(store))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_to_one_stream_queue_instead_of_conflicting() {
+    let (_dir, store) = store().await;
+    let streams = Streams::<Counter>::new(store);
+    let tasks: Vec<_> = (0..50)
+        .map(|_| {
+            let streams = streams.clone();
+            tokio::spawn(async move { add(&streams, "a", 1).await })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap().unwrap();
+    }
+    let snapshot = streams.load(&"a".to_owned()).await.unwrap();
+    assert_eq!(snapshot.version, 50);
+    assert_eq!(snapshot.state, Some(Counter { value: 50 }));
+}
+
+#[tokio::test]
+async fn a_write_from_another_process_is_caught_up_and_the_command_retried() {
+    let (_dir, store) = store().await;
+    // Two runners over one store: two replicas of a service.
+    let here = Streams::<Counter>::new(Arc::clone(&store));
+    let there = Streams::<Counter>::new(store);
+    assert_eq!(add(&here, "b", 1).await.unwrap(), (1, 1));
+    assert_eq!(add(&there, "b", 10).await.unwrap(), (2, 11));
+    // `here` still caches version 1: its append conflicts, it catches up, decides again.
+    assert_eq!(add(&here, "b", 100).await.unwrap(), (3, 111));
+}
+
+#[tokio::test]
+async fn a_refusal_on_a_stale_cache_is_checked_against_the_store() {
+    let (_dir, store) = store().await;
+    let here = Streams::<Counter>::new(Arc::clone(&store));
+    let there = Streams::<Counter>::new(store);
+    assert_eq!(add(&here, "c", 1).await.unwrap(), (1, 1));
+    assert_eq!(add(&there, "c", 10).await.unwrap(), (2, 11));
+    // On its cache (1) `here` would refuse -5; the store says 11: accepted.
+    assert_eq!(add(&here, "c", -5).await.unwrap(), (3, 6));
+    // A real refusal stays one, and changes nothing.
+    assert!(matches!(
+        add(&here, "c", -100).await,
+        Err(RunError::Rejected(WouldGoNegative))
+    ));
+    assert_eq!(here.load(&"c".to_owned()).await.unwrap().version, 3);
+}
+
+/// A store where another writer always gets in first: before each append of the runner, it
+/// appends an event of its own to the same stream.
+#[derive(Debug)]
+struct Racing {
+    inner: Arc<dyn EventStore>,
+}
+
+#[async_trait]
+impl EventStore for Racing {
+    async fn append(
+        &self,
+        stream_id: &StreamId,
+        expected: ExpectedVersion,
+        events: Vec<NewEvent>,
+    ) -> Result<Appended, StoreError> {
+        self.inner
+            .append(
+                stream_id,
+                ExpectedVersion::Any,
+                vec![NewEvent::new(ADDED, 1i64.to_be_bytes().to_vec())],
+            )
+            .await?;
+        self.inner.append(stream_id, expected, events).await
+    }
+    async fn read_stream(
+        &self,
+        stream_id: &StreamId,
+        from_version: u64,
+        limit: usize,
+    ) -> Result<Vec<RecordedEvent>, StoreError> {
+        self.inner.read_stream(stream_id, from_version, limit).await
+    }
+    async fn read_all(&self, from: u64, limit: usize) -> Result<Vec<RecordedEvent>, StoreError> {
+        self.inner.read_all(from, limit).await
+    }
+    async fn head_position(&self) -> Result<u64, StoreError> {
+        self.inner.head_position().await
+    }
+    async fn stream_version(&self, stream_id: &StreamId) -> Result<u64, StoreError> {
+        self.inner.stream_version(stream_id).await
+    }
+}
+
+#[tokio::test]
+async fn contention_past_the_attempt_limit_is_reported_with_the_current_version() {
+    let (_dir, store) = store().await;
+    let racing: Arc<dyn EventStore> = Arc::new(Racing {
+        inner: Arc::clone(&store),
+    });
+    let settings = RunnerSettings {
+        max_attempts: 3,
+        ..RunnerSettings::default()
+    };
+    let streams = Streams::<Counter>::with_settings(racing, settings);
+    match add(&streams, "d", 5).await {
+        Err(RunError::Contended { stream, version }) => {
+            assert_eq!(stream.as_str(), "counter-d");
+            // Three tries, each beaten by one racing event.
+            assert_eq!(version, 3);
+            assert_eq!(store.stream_version(&stream).await.unwrap(), 3);
+        }
+        other => panic!("expected contention, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn owners_past_the_cache_capacity_are_dropped_and_reloaded() {
+    let (_dir, store) = store().await;
+    let settings = RunnerSettings {
+        cache_capacity: 2,
+        ..RunnerSettings::default()
+    };
+    let streams = Streams::<Counter>::with_settings(store, settings);
+    for round in 1..=3 {
+        for id in ["e", "f", "g", "h"] {
+            assert_eq!(
+                add(&streams, id, 2).await.unwrap(),
+                (round, 2 * round as i64)
+            );
+        }
+    }
+    assert_eq!(
+        streams.events(&"g".to_owned()).await.unwrap(),
+        vec![2, 2, 2]
+    );
+}
