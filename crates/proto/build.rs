@@ -47,6 +47,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     tonic_prost_build::configure()
         .build_client(true)
         .build_server(true)
+        // Malformed messages are the caller's fault (INVALID_ARGUMENT), not tonic's default
+        // INTERNAL: see `codec.rs`.
+        .codec_path("crate::codec::Codec")
         .client_mod_attribute(".", r#"#[cfg(feature = "client")]"#)
         .server_mod_attribute(".", r#"#[cfg(feature = "server")]"#)
         .file_descriptor_set_path(out_dir.join("fairdeal_descriptor.bin"))

@@ -34,6 +34,16 @@ pub enum EventError {
         /// The rejected id (truncated to 64 characters).
         value: String,
     },
+    /// The event's payload and other variable fields exceed [`crate::MAX_EVENT_BYTES`]: it
+    /// could not be relayed (NATS refuses a message over its `max_payload`, 1 MiB by
+    /// default), so it is refused at append rather than left to block the relay.
+    #[error("event too large: {size} bytes of payload and metadata, at most {limit}")]
+    TooLarge {
+        /// The event's variable bytes.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
     /// A stream version of 0 (versions start at 1).
     #[error("invalid stream version 0 for stream {stream_id}: versions start at 1")]
     ZeroVersion {

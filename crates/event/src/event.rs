@@ -96,8 +96,23 @@ impl NewEvent {
         self
     }
 
-    /// Checks the type and the trace context (the id and time need no check).
+    /// Checks what an append must: the size ([`crate::MAX_EVENT_BYTES`]), the type and the
+    /// trace context (the id and time need no check).
     pub fn validate(&self) -> Result<(), EventError> {
+        let size = self.payload.len()
+            + self.correlation_id.len()
+            + self.causation_id.len()
+            + self
+                .trace_context
+                .iter()
+                .map(|(k, v)| k.len() + v.len())
+                .sum::<usize>();
+        if size > crate::MAX_EVENT_BYTES {
+            return Err(EventError::TooLarge {
+                size,
+                limit: crate::MAX_EVENT_BYTES,
+            });
+        }
         validate_event_type(&self.event_type)?;
         validate_trace_context(&self.trace_context)?;
         micros_since_epoch(self.occurred_at)?;
@@ -398,6 +413,18 @@ mod tests {
         let event = NewEvent::new("t.v1.X", vec![]).with_trace_context(trace);
         assert_eq!(event.trace_context.len(), 1);
         assert!(event.validate().is_ok());
+    }
+
+    #[test]
+    fn events_larger_than_the_bus_carries_are_refused() {
+        let fits = NewEvent::new("t.v1.X", vec![0; crate::MAX_EVENT_BYTES]);
+        assert!(fits.validate().is_ok());
+        let over = NewEvent::new("t.v1.X", vec![0; crate::MAX_EVENT_BYTES - 3])
+            .with_correlation_id("abcd");
+        assert!(matches!(
+            over.validate(),
+            Err(EventError::TooLarge { size, limit }) if size == limit + 1
+        ));
     }
 
     #[test]

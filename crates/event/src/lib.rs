@@ -24,6 +24,13 @@ pub mod event;
 pub mod hash;
 pub mod id;
 
+/// The most bytes an event's payload, correlation and causation ids and trace context may
+/// hold together: with the fixed-size rest of the envelope and the relay's headers the
+/// message stays far below NATS's default `max_payload` (1 MiB), so every stored event can be
+/// relayed. Services bound their own fields well below this; the store refuses an event
+/// above it ([`EventError::TooLarge`]).
+pub const MAX_EVENT_BYTES: usize = 256 * 1024;
+
 pub use chain::{ChainVerifier, seal};
 pub use error::EventError;
 pub use event::{NewEvent, RecordedEvent};

@@ -128,7 +128,8 @@ impl FromStr for Deck {
         Deck::ALL
             .into_iter()
             .find(|d| d.name() == s)
-            .ok_or_else(|| UnknownDeck(s.to_owned()))
+            // Deck names are short; keep a pasted wall of text out of the message.
+            .ok_or_else(|| UnknownDeck(s.chars().take(16).collect()))
     }
 }
 

@@ -18,8 +18,9 @@
 //! | `Unavailable`        | UNAVAILABLE         | a dependency is down; retrying may succeed      |
 //! | `Internal`           | INTERNAL            | a bug or unexpected failure                     |
 //!
-//! Messages of the first nine go to the caller as written, so they must name the problem
-//! without secrets. `Internal` and the cause of `Unavailable` go to the log only (at
+//! Messages of the first nine go to the caller as written (cut to [`MAX_MESSAGE`]
+//! characters), so they must name the problem without secrets, quoting a caller's value
+//! through [`shown`]. `Internal` and the cause of `Unavailable` go to the log only (at
 //! conversion, inside the request span); the caller gets a fixed text and the trace id to
 //! quote to an operator.
 
@@ -104,6 +105,41 @@ impl ServiceError {
     }
 }
 
+/// Longest message a caller gets: a status travels in HTTP/2 headers (a 1 MB message would
+/// not fit and the caller would see RESOURCE_EXHAUSTED instead), and a message is for a
+/// human, not a copy of the request.
+pub const MAX_MESSAGE: usize = 256;
+
+/// How many characters of a caller's value a message may quote.
+pub const SHOWN_PREFIX: usize = 32;
+
+/// `value` as an error message may quote it: at most [`SHOWN_PREFIX`] characters, control
+/// characters escaped, `…` when cut. For messages that name a bad value (`unknown deck
+/// "tarot7"`) without echoing a megabyte of it back.
+pub fn shown(value: &str) -> String {
+    let mut out = String::new();
+    for (count, c) in value.chars().enumerate() {
+        if count == SHOWN_PREFIX {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `message` cut to [`MAX_MESSAGE`] characters (with `…`).
+fn bounded(message: String) -> String {
+    match message.char_indices().nth(MAX_MESSAGE) {
+        Some((end, _)) => format!("{}…", &message[..end]),
+        None => message,
+    }
+}
+
 impl From<ServiceError> for Status {
     fn from(error: ServiceError) -> Self {
         let code = error.code();
@@ -115,12 +151,12 @@ impl From<ServiceError> for Status {
             | ServiceError::Conflict(message)
             | ServiceError::Unauthenticated(message)
             | ServiceError::PermissionDenied(message)
-            | ServiceError::ResourceExhausted(message) => Status::new(code, message),
+            | ServiceError::ResourceExhausted(message) => Status::new(code, bounded(message)),
             ServiceError::Unavailable { message, cause } => {
                 if let Some(cause) = &cause {
                     tracing::warn!(error = %chain(cause.as_ref()), "{message}");
                 }
-                Status::new(code, message)
+                Status::new(code, bounded(message))
             }
             ServiceError::Internal(cause) => {
                 tracing::error!(error = %chain(cause.as_ref()), "internal error");
@@ -161,6 +197,23 @@ mod tests {
     #[derive(Debug, thiserror::Error)]
     #[error("connection refused to 10.0.0.1 with password hunter2")]
     struct Leaky;
+
+    #[test]
+    fn long_messages_and_quoted_values_are_bounded() {
+        let status = Status::from(ServiceError::InvalidArgument(format!(
+            "deck: unknown deck {}",
+            "x".repeat(1_000_000)
+        )));
+        assert_eq!(status.code(), Code::InvalidArgument);
+        assert!(status.message().chars().count() <= MAX_MESSAGE + 1);
+        assert!(status.message().starts_with("deck: unknown deck xxx"));
+        assert_eq!(shown("tarot7"), "tarot7");
+        assert_eq!(
+            shown(&"y".repeat(100)),
+            format!("{}…", "y".repeat(SHOWN_PREFIX))
+        );
+        assert_eq!(shown("a\nb\u{7}"), "a\\nb\\u{7}");
+    }
 
     #[test]
     fn caller_facing_variants_keep_their_message_and_code() {

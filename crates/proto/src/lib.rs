@@ -23,6 +23,9 @@
 // The generated code is not written to this workspace's lint bar; these lints only fire there.
 #![allow(unreachable_pub, unused_qualifications, missing_debug_implementations)]
 
+#[cfg(any(feature = "client", feature = "server"))]
+pub mod codec;
+
 include!(concat!(env!("OUT_DIR"), "/_includes.rs"));
 
 /// Encoded `google.protobuf.FileDescriptorSet` of every `.proto` file under `proto/` (with
