@@ -17,14 +17,14 @@ use fairdeal_authn::{
 };
 use fairdeal_commitment::CommitmentSettings;
 use fairdeal_dealing::DealingSettings;
+use fairdeal_e2e::{settings, strings};
 use fairdeal_fairness::Deck;
 use fairdeal_fairness::deal::Deal;
-use fairdeal_kit::config::{Config, Loaded, Section};
+use fairdeal_kit::config::Config;
 use fairdeal_proto::fairdeal::commitment::v1 as cpb;
 use fairdeal_proto::fairdeal::commitment::v1::commitment_service_client::CommitmentServiceClient;
 use fairdeal_proto::fairdeal::dealing::v1 as dpb;
 use fairdeal_proto::fairdeal::dealing::v1::dealing_service_client::DealingServiceClient;
-use sha2::{Digest, Sha256};
 use tonic::transport::Channel;
 use tonic::{Code, Request};
 use uuid::Uuid;
@@ -38,23 +38,6 @@ const SERVICE_TOKEN_TTL: &str = "10m";
 /// How far the renewal test moves the token source's clock: past 3/4 of [`SERVICE_TOKEN_TTL`]
 /// (whatever the auth service's whole-second rounding), short of its expiry.
 const PAST_RENEWAL: Duration = Duration::from_secs(500);
-
-fn load<S: Section>(name: &str, args: &[String]) -> Config<S> {
-    let mut all = vec![name.to_owned()];
-    all.extend(args.iter().cloned());
-    match Config::<S>::load_from(name, all, []).unwrap() {
-        Loaded::Run(c) => c,
-        Loaded::DumpConfig(_) => unreachable!("no --dump-config given"),
-    }
-}
-
-fn strings(args: &[&str]) -> Vec<String> {
-    args.iter().map(|s| (*s).to_owned()).collect()
-}
-
-fn credential(name: &str, secret: &str) -> String {
-    format!("{name}:{}", hex::encode(Sha256::digest(secret.as_bytes())))
-}
 
 /// Counts the tokens the auth service issued to the dealing service.
 #[derive(Debug)]
@@ -88,10 +71,10 @@ impl Platform {
         let path = |f: &str| dir.path().join(f).display().to_string();
         let credentials = format!(
             "{},{}",
-            credential("dealing", DEALING_SECRET),
-            credential("tables", TABLES_SECRET)
+            fairdeal_e2e::service_credential("dealing", DEALING_SECRET),
+            fairdeal_e2e::service_credential("tables", TABLES_SECRET)
         );
-        let auth_config: Config<AuthSettings> = load(
+        let auth_config: Config<AuthSettings> = settings(
             "auth",
             &strings(&[
                 "--listen-addr",
@@ -124,7 +107,7 @@ impl Platform {
         tokio::spawn(auth.run_until_stopped());
 
         let seed_key = hex::encode([7u8; 32]);
-        let commitment_config: Config<CommitmentSettings> = load(
+        let commitment_config: Config<CommitmentSettings> = settings(
             "commitment",
             &strings(&[
                 "--listen-addr",
@@ -250,7 +233,8 @@ async fn dealing_gets_and_renews_its_token_from_the_auth_service() {
 
     // The dealing service as configured in production, except that its token source is
     // wrapped to count what the auth service issues, and runs on a clock the test moves.
-    let config: Config<DealingSettings> = load("dealing", &platform.dealing_args(DEALING_SECRET));
+    let config: Config<DealingSettings> =
+        settings("dealing", &platform.dealing_args(DEALING_SECRET));
     let issued = Arc::new(AtomicU64::new(0));
     let issuer = Counting {
         inner: GrpcTokenIssuer::lazy(
@@ -346,7 +330,7 @@ async fn a_wrong_service_secret_is_unavailable_and_deals_nothing() {
     let tables = platform.tables_token().await;
     let table_id = platform.table(&tables).await;
     let wrong = "not-the-dealing-secret";
-    let config: Config<DealingSettings> = load("dealing", &platform.dealing_args(wrong));
+    let config: Config<DealingSettings> = settings("dealing", &platform.dealing_args(wrong));
     let dealing_app = fairdeal_dealing::Application::build(config).await.unwrap();
     let dealing_url = format!("http://127.0.0.1:{}", dealing_app.port());
     platform.shutdowns.push(dealing_app.shutdown());

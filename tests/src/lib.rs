@@ -71,3 +71,37 @@ pub fn trace_recorder() -> &'static TraceRecorder {
         TraceRecorder { exporter, provider }
     })
 }
+
+/// A service's settings as its binary would load them from `args` (flags only: no file, no
+/// environment).
+///
+/// # Panics
+/// If the settings do not load: a test's own arguments are wrong.
+#[allow(clippy::panic)]
+pub fn settings<S: fairdeal_kit::config::Section>(
+    name: &str,
+    args: &[String],
+) -> fairdeal_kit::config::Config<S> {
+    use fairdeal_kit::config::{Config, Loaded};
+    let mut all = vec![name.to_owned()];
+    all.extend(args.iter().cloned());
+    match Config::<S>::load_from(name, all, []) {
+        Ok(Loaded::Run(config)) => config,
+        Ok(Loaded::DumpConfig(_)) => panic!("{name}: no --dump-config given"),
+        Err(e) => panic!("{name}: {e}"),
+    }
+}
+
+/// `args` as owned strings.
+pub fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// An entry of the auth service's `--service-credentials`: `name:<hex SHA-256 of secret>`.
+pub fn service_credential(name: &str, secret: &str) -> String {
+    use sha2::Digest as _;
+    format!(
+        "{name}:{}",
+        hex::encode(sha2::Sha256::digest(secret.as_bytes()))
+    )
+}

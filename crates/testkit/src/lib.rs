@@ -11,6 +11,8 @@
 //!   the async [`TestDatabase::drop`] (a `Drop` impl cannot wait for the server);
 //! - [`names`]: a unique NATS subject prefix ([`subject_prefix`]) and Redis key namespace
 //!   ([`redis_namespace`]) per test;
+//! - [`code_in_mail`]: the one-time code of the newest mail a service wrote to its mailbox
+//!   directory;
 //! - `wait_until_serving` (feature `grpc`): waits until a gRPC server started on port 0
 //!   reports SERVING through the standard health protocol, instead of sleeping.
 //!
@@ -21,12 +23,14 @@
 
 #[cfg(feature = "grpc")]
 mod grpc;
+mod mailbox;
 pub mod names;
 mod postgres;
 pub mod servers;
 
 #[cfg(feature = "grpc")]
 pub use grpc::{SERVING_PATIENCE, wait_until_serving};
+pub use mailbox::code_in_mail;
 pub use names::{redis_namespace, subject_prefix};
 pub use postgres::{TestDatabase, url_with_database};
 pub use servers::{nats_url, postgres_url, redis_url};
