@@ -76,6 +76,16 @@ impl From<CommitmentError> for ServiceError {
                 ErrorClass::Internal => ServiceError::internal(e),
             },
             CommitmentError::Invalid(message) => ServiceError::InvalidArgument(message),
+            // A server fault (the key ring lacks a key another replica sealed with, or an
+            // operator removed one), but a lasting one: retrying cannot help until the key is
+            // back, so FAILED_PRECONDITION naming the key id, and an ERROR for the operator.
+            CommitmentError::Vault(VaultError::UnknownKey { seed_id, key_id }) => {
+                let key_id = fairdeal_kit::status::shown(&key_id);
+                tracing::error!(%seed_id, key_id = %key_id, "a sealed seed's key is not in the seed key ring");
+                ServiceError::FailedPrecondition(format!(
+                    "the server seed is sealed under key id \"{key_id}\", which is not in this service's seed key ring (seed_keys); the operator must restore that key"
+                ))
+            }
             CommitmentError::Store(e) if e.is_conflict() => ServiceError::Conflict(e.to_string()),
             contended @ CommitmentError::Contended { .. } => {
                 ServiceError::Conflict(contended.to_string())

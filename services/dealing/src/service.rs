@@ -92,7 +92,10 @@ impl From<DealingError> for ServiceError {
             DealingError::Invalid(e) => ServiceError::InvalidArgument(e.to_string()),
             DealingError::FailedPrecondition(m) => ServiceError::FailedPrecondition(m),
             DealingError::Upstream(status) => match status.code() {
-                // The commitment service's verdicts pass through unchanged.
+                // The commitment service's verdicts pass through unchanged: a lasting
+                // condition (a seed sealed under a key missing from its key ring, a revealed
+                // table) stays FAILED_PRECONDITION, never UNAVAILABLE, so callers do not
+                // retry what cannot succeed.
                 Code::InvalidArgument => ServiceError::InvalidArgument(status.message().into()),
                 Code::NotFound => ServiceError::NotFound(status.message().into()),
                 Code::AlreadyExists => ServiceError::AlreadyExists(status.message().into()),
@@ -100,10 +103,19 @@ impl From<DealingError> for ServiceError {
                     ServiceError::FailedPrecondition(status.message().into())
                 }
                 Code::Aborted => ServiceError::Conflict(status.message().into()),
-                _ => ServiceError::Unavailable {
+                // Transient: the commitment service is down, overloaded or too slow (a broken
+                // connection may surface as UNKNOWN).
+                Code::Unavailable
+                | Code::Unknown
+                | Code::DeadlineExceeded
+                | Code::Cancelled
+                | Code::ResourceExhausted => ServiceError::Unavailable {
                     message: "commitment service unavailable".into(),
                     cause: Some(Box::new(DealingError::Upstream(status))),
                 },
+                // A fault on either side (a bug there, or this service's token refused even
+                // after renewal): retrying does not help, so INTERNAL, logged.
+                _ => ServiceError::internal(DealingError::Upstream(status)),
             },
             DealingError::Store(e) if e.is_conflict() => ServiceError::Conflict(e.to_string()),
             contended @ DealingError::Contended { .. } => {
