@@ -600,3 +600,29 @@ impl Commitments {
             .1)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tonic::Code;
+
+    #[test]
+    fn a_seed_under_a_missing_key_is_a_failed_precondition_naming_the_key_id() {
+        let error = CommitmentError::Vault(VaultError::UnknownKey {
+            seed_id: Uuid::nil(),
+            key_id: "k2".into(),
+        });
+        let status = tonic::Status::from(ServiceError::from(error));
+        assert_eq!(status.code(), Code::FailedPrecondition);
+        assert!(status.message().contains("\"k2\""), "{status:?}");
+        // Other vault failures stay internal (tampering, a bad nonce): never the caller's.
+        let opened = ServiceError::from(CommitmentError::Vault(VaultError::Open(Uuid::nil())));
+        assert_eq!(opened.code(), Code::Internal);
+        // Caller mistakes are INVALID_ARGUMENT, never INTERNAL (which is logged at ERROR).
+        let invalid = ServiceError::from(CommitmentError::Domain(DomainError::InvalidText {
+            field: "justification",
+            reason: "is 501 characters, at most 500 allowed".into(),
+        }));
+        assert_eq!(invalid.code(), Code::InvalidArgument);
+    }
+}

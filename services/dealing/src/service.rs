@@ -485,3 +485,38 @@ fn traced<M: Name>(message: &M, correlation: Uuid) -> NewEvent {
         .with_correlation_id(correlation.to_string())
         .with_trace_context(trace)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code_of(status: Status) -> Code {
+        ServiceError::from(DealingError::Upstream(status)).code()
+    }
+
+    #[test]
+    fn commitment_verdicts_keep_their_code_and_only_transient_ones_are_unavailable() {
+        // A seed sealed under a key missing from the commitment service's ring is lasting.
+        let missing_key = Status::failed_precondition(
+            "the server seed is sealed under key id \"k2\", which is not in this service's seed key ring",
+        );
+        let e = ServiceError::from(DealingError::Upstream(missing_key));
+        assert_eq!(e.code(), Code::FailedPrecondition);
+        assert!(e.to_string().contains("\"k2\""), "{e}");
+        for (upstream, ours) in [
+            (Status::invalid_argument("x"), Code::InvalidArgument),
+            (Status::not_found("x"), Code::NotFound),
+            (Status::already_exists("x"), Code::AlreadyExists),
+            (Status::aborted("x"), Code::Aborted),
+            (Status::unavailable("x"), Code::Unavailable),
+            (Status::deadline_exceeded("x"), Code::Unavailable),
+            (Status::resource_exhausted("x"), Code::Unavailable),
+            (Status::internal("x"), Code::Internal),
+            (Status::unauthenticated("x"), Code::Internal),
+            (Status::permission_denied("x"), Code::Internal),
+            (Status::unimplemented("x"), Code::Internal),
+        ] {
+            assert_eq!(code_of(upstream.clone()), ours, "{upstream:?}");
+        }
+    }
+}
