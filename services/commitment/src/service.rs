@@ -358,29 +358,45 @@ impl Commitments {
 
     // ---- Seed pairs ----
 
-    /// The user's active pair, opened (with `default_client_seed`) on first use.
+    /// The user's active pair, opened (with a random client seed) on first use.
+    ///
+    /// Opening runs in the stream's queue and seals a seed only if the pair is still missing
+    /// there, so a burst of first calls (e.g. concurrent first bets) opens one pair and seals
+    /// one seed; only a race with another replica leaves an unreferenced sealed row.
     #[tracing::instrument(skip(self), fields(user_id = %user_id))]
     pub async fn pair(&self, user_id: Uuid) -> Result<SeedPairs, CommitmentError> {
         if let Some(state) = self.pairs.load(&user_id).await?.state {
             return Ok(state);
         }
-        let (seed_id, seed) = self.new_seed().await?;
-        // The default client seed is random too; the player may change it at any time.
-        let client = ClientSeed::parse(&ServerSeed::generate()?.expose_secret()[..32])?;
-        let event = SeedPairs::open(user_id, seed_id, &seed, client);
-        let ((), state) = self
-            .execute(
-                &self.pairs,
-                user_id,
-                |_| None,
-                |state, _| match state {
-                    None => Ok((vec![event.clone()], ())),
-                    // Someone opened it concurrently: theirs stands.
-                    Some(_) => Ok((Vec::new(), ())),
+        let executed = self
+            .pairs
+            .execute_with(
+                &user_id,
+                |snapshot: &Snapshot<SeedPairs>| snapshot.state.is_none(),
+                |missing| async move {
+                    if missing {
+                        self.new_seed().await.map(Some)
+                    } else {
+                        Ok(None)
+                    }
+                },
+                |snapshot, fresh: Option<(Uuid, ServerSeed)>| match (&snapshot.state, fresh) {
+                    (None, Some((seed_id, seed))) => {
+                        // The default client seed is random too; the player may change it.
+                        let client =
+                            ClientSeed::parse(&ServerSeed::generate()?.expose_secret()[..32])?;
+                        let event = SeedPairs::open(user_id, seed_id, &seed, client);
+                        Ok(Decision::new(vec![event], ()))
+                    }
+                    // Opened before us (queued ahead here, or by another replica): it stands.
+                    _ => Ok(Decision::nothing(())),
                 },
             )
             .await?;
-        state.ok_or(DomainError::Corrupt("pair state after open").into())
+        executed
+            .after
+            .state
+            .ok_or(DomainError::Corrupt("pair state after open").into())
     }
 
     /// Changes the user's client seed.

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeSet;
 
+use fairdeal_commitment::seeds::seed_store;
 use fairdeal_eventstore::StreamId;
 use fairdeal_proto::fairdeal::commitment::v1 as cpb;
 use fairdeal_proto::fairdeal::dealing::v1 as dpb;
@@ -64,6 +65,12 @@ async fn concurrent_bets(db: Db) {
         .pair
         .unwrap();
     assert_eq!(pair.next_nonce, CONCURRENT);
+    // The burst opened one pair and sealed one seed for it (no orphan seeds).
+    let sealed = seed_store(app.commitment_storage.db())
+        .key_ids()
+        .await
+        .unwrap();
+    assert_eq!(sealed, vec![("test".to_owned(), 1)]);
     app.stop().await;
 }
 
