@@ -1,7 +1,7 @@
 //! Ordinary concurrency never answers ABORTED: commands on one stream queue in the process
 //! (`fairdeal_platform::Streams`), so 50 concurrent bets of one player all succeed with
 //! distinct nonces, and 50 concurrent contributions at one table are each accepted or
-//! refused by a domain rule.
+//! refused by a domain rule; 50 concurrent deals at one table deal each hand once.
 
 use std::collections::BTreeSet;
 
@@ -153,4 +153,75 @@ async fn concurrent_contributions_sqlite() {
 #[tokio::test]
 async fn concurrent_contributions_postgres() {
     concurrent_contributions(Db::Postgres).await;
+}
+
+async fn concurrent_deals(db: Db) {
+    let mut app = TestApp::spawn(db).await;
+    let tables = app.service_token("tables");
+    let t = Uuid::now_v7().to_string();
+    app.commitment
+        .create_table_commitment(with(
+            &tables,
+            cpb::CreateTableCommitmentRequest {
+                table_id: t.clone(),
+                delayed_source: String::new(),
+            },
+        ))
+        .await
+        .unwrap();
+    // 50 callers ask for hands 0 and 1 at once: hand 0 is dealt once and handed to all of
+    // its askers; hand 1 either follows it or is refused as ahead of its turn.
+    let mut deals = JoinSet::new();
+    for i in 0..CONCURRENT {
+        let mut dealing = app.dealing.clone();
+        let tables = tables.clone();
+        let t = t.clone();
+        deals.spawn(async move {
+            let hand = i % 2;
+            let r = dealing
+                .deal_hand(with(
+                    &tables,
+                    dpb::DealHandRequest {
+                        table_id: t,
+                        deck: "bridge".into(),
+                        hand,
+                    },
+                ))
+                .await;
+            (hand, r)
+        });
+    }
+    let mut numbers = [BTreeSet::new(), BTreeSet::new()];
+    while let Some(result) = deals.join_next().await {
+        let (hand, r) = result.unwrap();
+        match r {
+            Ok(r) => {
+                numbers[hand as usize].insert(r.into_inner().deal.unwrap().distribution_number);
+            }
+            Err(status) => {
+                assert_eq!(hand, 1, "{status:?}");
+                assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
+            }
+        }
+    }
+    assert_eq!(numbers[0].len(), 1, "hand 0 dealt differently");
+    assert!(numbers[1].len() <= 1, "hand 1 dealt differently");
+    let recorded = app
+        .dealing_storage
+        .events()
+        .read_stream(&StreamId::of("deals", &t).unwrap(), 1, 100)
+        .await
+        .unwrap();
+    assert_eq!(recorded.len(), 1 + numbers[1].len());
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn concurrent_deals_sqlite() {
+    concurrent_deals(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn concurrent_deals_postgres() {
+    concurrent_deals(Db::Postgres).await;
 }
