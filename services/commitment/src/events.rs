@@ -195,7 +195,7 @@ fn decode_table_event(event: &RecordedEvent) -> Result<TableEvent, DecodeError> 
         let reason = if m.operator.is_empty() {
             RevealReason::Finished
         } else {
-            domain(event, RevealReason::operator(&m.operator, &m.justification))?
+            domain(event, RevealReason::recorded(&m.operator, &m.justification))?
         };
         TableEvent::Revealed {
             server_seed: ServerSeed::new(m.server_seed),

@@ -49,8 +49,9 @@ fn status(error: CommitmentError) -> Status {
     Status::from(ServiceError::from(error))
 }
 
-fn parse_uuid(field: &str, value: &str) -> Result<Uuid, Status> {
-    Uuid::parse_str(value).map_err(|_| Status::invalid_argument(format!("{field} must be a UUID")))
+/// A UUID field, bounded and named (see [`crate::domain::parse_uuid`]).
+fn parse_uuid(field: &'static str, value: &str) -> Result<Uuid, Status> {
+    domain(crate::domain::parse_uuid(field, value))
 }
 
 fn domain<T>(result: Result<T, crate::domain::DomainError>) -> Result<T, Status> {
@@ -260,19 +261,20 @@ impl CommitmentService for CommitmentApi {
         } else {
             domain(RevealReason::operator(&r.operator, &r.justification))?
         };
+        let state = self
+            .service
+            .reveal_table(table_id, reason.clone())
+            .await
+            .map_err(status)?;
         if let RevealReason::Operator {
             operator,
             justification,
         } = &reason
         {
-            // Audited: the event records it too; the log makes it visible at once.
+            // Audited: the event records it too; the log makes it visible at once. Both
+            // fields are bounded (64 and 500 characters) and free of control characters.
             tracing::warn!(%table_id, %operator, %justification, "operator reveal of a table seed");
         }
-        let state = self
-            .service
-            .reveal_table(table_id, reason)
-            .await
-            .map_err(status)?;
         Ok(Response::new(pb::RevealTableSeedResponse {
             table: Some(table_message(&state)),
         }))
@@ -378,6 +380,8 @@ impl CommitmentService for CommitmentApi {
         require_service(&request)?;
         let r = request.into_inner();
         let id = parse_uuid("tournament_id", &r.tournament_id)?;
+        // The deck name is bounded by its parse: one of six short names (an unknown one is
+        // quoted cut to 16 characters).
         let deck: Deck = r
             .deck
             .parse()

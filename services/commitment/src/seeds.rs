@@ -29,6 +29,8 @@ pub trait SealedSeeds: Send + Sync + std::fmt::Debug {
     async fn insert(&self, sealed: &SealedSeed) -> Result<(), sqlx::Error>;
     /// Reads a sealed seed (`None` if absent).
     async fn get(&self, seed_id: Uuid) -> Result<Option<SealedSeed>, sqlx::Error>;
+    /// Every key id that sealed a stored seed, with how many seeds it sealed, by key id.
+    async fn key_ids(&self) -> Result<Vec<(String, u64)>, sqlx::Error>;
 }
 
 /// The sealed seeds of the service's database.
@@ -79,6 +81,21 @@ fairdeal_db::for_each_backend! { DB =>
                 })
             })
             .transpose()
+        }
+
+        async fn key_ids(&self) -> Result<Vec<(String, u64)>, sqlx::Error> {
+            let rows = sqlx::query(
+                "SELECT key_id, COUNT(*) AS seeds FROM sealed_seeds \
+                 GROUP BY key_id ORDER BY key_id",
+            )
+            .fetch_all(&self.pool)
+            .await?;
+            rows.iter()
+                .map(|row| {
+                    let seeds: i64 = row.try_get("seeds")?;
+                    Ok((row.try_get("key_id")?, u64::try_from(seeds).unwrap_or(0)))
+                })
+                .collect()
         }
     }
 }

@@ -76,6 +76,16 @@ impl From<CommitmentError> for ServiceError {
                 ErrorClass::Internal => ServiceError::internal(e),
             },
             CommitmentError::Invalid(message) => ServiceError::InvalidArgument(message),
+            // A server fault (the key ring lacks a key another replica sealed with, or an
+            // operator removed one), but a lasting one: retrying cannot help until the key is
+            // back, so FAILED_PRECONDITION naming the key id, and an ERROR for the operator.
+            CommitmentError::Vault(VaultError::UnknownKey { seed_id, key_id }) => {
+                let key_id = fairdeal_kit::status::shown(&key_id);
+                tracing::error!(%seed_id, key_id = %key_id, "a sealed seed's key is not in the seed key ring");
+                ServiceError::FailedPrecondition(format!(
+                    "the server seed is sealed under key id \"{key_id}\", which is not in this service's seed key ring (seed_keys); the operator must restore that key"
+                ))
+            }
             CommitmentError::Store(e) if e.is_conflict() => ServiceError::Conflict(e.to_string()),
             contended @ CommitmentError::Contended { .. } => {
                 ServiceError::Conflict(contended.to_string())
@@ -348,29 +358,45 @@ impl Commitments {
 
     // ---- Seed pairs ----
 
-    /// The user's active pair, opened (with `default_client_seed`) on first use.
+    /// The user's active pair, opened (with a random client seed) on first use.
+    ///
+    /// Opening runs in the stream's queue and seals a seed only if the pair is still missing
+    /// there, so a burst of first calls (e.g. concurrent first bets) opens one pair and seals
+    /// one seed; only a race with another replica leaves an unreferenced sealed row.
     #[tracing::instrument(skip(self), fields(user_id = %user_id))]
     pub async fn pair(&self, user_id: Uuid) -> Result<SeedPairs, CommitmentError> {
         if let Some(state) = self.pairs.load(&user_id).await?.state {
             return Ok(state);
         }
-        let (seed_id, seed) = self.new_seed().await?;
-        // The default client seed is random too; the player may change it at any time.
-        let client = ClientSeed::parse(&ServerSeed::generate()?.expose_secret()[..32])?;
-        let event = SeedPairs::open(user_id, seed_id, &seed, client);
-        let ((), state) = self
-            .execute(
-                &self.pairs,
-                user_id,
-                |_| None,
-                |state, _| match state {
-                    None => Ok((vec![event.clone()], ())),
-                    // Someone opened it concurrently: theirs stands.
-                    Some(_) => Ok((Vec::new(), ())),
+        let executed = self
+            .pairs
+            .execute_with(
+                &user_id,
+                |snapshot: &Snapshot<SeedPairs>| snapshot.state.is_none(),
+                |missing| async move {
+                    if missing {
+                        self.new_seed().await.map(Some)
+                    } else {
+                        Ok(None)
+                    }
+                },
+                |snapshot, fresh: Option<(Uuid, ServerSeed)>| match (&snapshot.state, fresh) {
+                    (None, Some((seed_id, seed))) => {
+                        // The default client seed is random too; the player may change it.
+                        let client =
+                            ClientSeed::parse(&ServerSeed::generate()?.expose_secret()[..32])?;
+                        let event = SeedPairs::open(user_id, seed_id, &seed, client);
+                        Ok(Decision::new(vec![event], ()))
+                    }
+                    // Opened before us (queued ahead here, or by another replica): it stands.
+                    _ => Ok(Decision::nothing(())),
                 },
             )
             .await?;
-        state.ok_or(DomainError::Corrupt("pair state after open").into())
+        executed
+            .after
+            .state
+            .ok_or(DomainError::Corrupt("pair state after open").into())
     }
 
     /// Changes the user's client seed.
@@ -588,5 +614,31 @@ impl Commitments {
             })
             .await?
             .1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tonic::Code;
+
+    #[test]
+    fn a_seed_under_a_missing_key_is_a_failed_precondition_naming_the_key_id() {
+        let error = CommitmentError::Vault(VaultError::UnknownKey {
+            seed_id: Uuid::nil(),
+            key_id: "k2".into(),
+        });
+        let status = tonic::Status::from(ServiceError::from(error));
+        assert_eq!(status.code(), Code::FailedPrecondition);
+        assert!(status.message().contains("\"k2\""), "{status:?}");
+        // Other vault failures stay internal (tampering, a bad nonce): never the caller's.
+        let opened = ServiceError::from(CommitmentError::Vault(VaultError::Open(Uuid::nil())));
+        assert_eq!(opened.code(), Code::Internal);
+        // Caller mistakes are INVALID_ARGUMENT, never INTERNAL (which is logged at ERROR).
+        let invalid = ServiceError::from(CommitmentError::Domain(DomainError::InvalidText {
+            field: "justification",
+            reason: "is 501 characters, at most 500 allowed".into(),
+        }));
+        assert_eq!(invalid.code(), Code::InvalidArgument);
     }
 }

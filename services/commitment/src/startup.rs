@@ -10,9 +10,9 @@ use fairdeal_proto::fairdeal::commitment::v1::commitment_service_server::Commitm
 use serde::Serialize;
 
 use crate::grpc::{CommitmentApi, PUBLIC_METHODS};
-use crate::seeds::{MIGRATIONS, seed_store};
+use crate::seeds::{MIGRATIONS, SeedStore, seed_store};
 use crate::service::Commitments;
-use crate::vault::KeyRing;
+use crate::vault::{KeyRing, MissingSeedKeys};
 
 /// PostgreSQL schema of this service's tables.
 pub const SCHEMA: &str = "commitment";
@@ -78,6 +78,21 @@ impl Parts {
     }
 }
 
+/// Refuses to start when a stored seed is sealed under a key id the ring lacks: such a seed
+/// could never be dealt, revealed or rotated. The error names the missing key ids (never key
+/// material): [`StartError::Dependency`] on `seed_keys`, whose reason is [`MissingSeedKeys`].
+pub async fn check_seed_keys(seeds: &SeedStore, keys: &KeyRing) -> Result<(), StartError> {
+    let in_use = seeds.key_ids().await.map_err(|e| StartError::Dependency {
+        what: "sealed_seeds",
+        reason: format!("reading the key ids of stored seeds: {e}"),
+    })?;
+    keys.check_in_use(&in_use)
+        .map_err(|missing: MissingSeedKeys| StartError::Dependency {
+            what: "seed_keys",
+            reason: missing.to_string(),
+        })
+}
+
 /// The running commitment service.
 #[derive(Debug)]
 pub struct Application {
@@ -94,14 +109,12 @@ impl Application {
 
     /// Wires `parts` into a bound server: key refresh, the relay, the gRPC service.
     pub async fn assemble(common: &CommonConfig, parts: Parts) -> Result<Self, StartError> {
+        let seeds = seed_store(parts.storage.db());
+        check_seed_keys(&seeds, &parts.keys).await?;
         let shutdown = Shutdown::new();
         spawn_key_refresh(&parts.authn, &shutdown);
         Bus::start(common, &parts.storage, SERVICE, &shutdown).await?;
-        let service = Commitments::new(
-            parts.storage.events(),
-            seed_store(parts.storage.db()),
-            parts.keys,
-        );
+        let service = Commitments::new(parts.storage.events(), seeds, parts.keys);
         let mut layer = AuthLayer::new(parts.authn);
         for path in PUBLIC_METHODS {
             layer = layer.allow_anonymous(path);

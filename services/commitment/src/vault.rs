@@ -44,6 +44,38 @@ pub enum VaultError {
     Seal(&'static str),
 }
 
+/// Stored seeds are sealed under keys the ring does not hold (ids only, never key material).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct MissingSeedKeys {
+    /// Each missing key id with how many stored seeds it sealed.
+    pub missing: Vec<(String, u64)>,
+}
+
+impl fmt::Display for MissingSeedKeys {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        write!(
+            f,
+            "stored seeds are sealed under key id{} missing from the key ring: ",
+            plural(self.missing.len())
+        )?;
+        for (i, (key_id, seeds)) in self.missing.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(
+                f,
+                "\"{}\" ({seeds} seed{})",
+                fairdeal_kit::status::shown(key_id),
+                plural(usize::try_from(*seeds).unwrap_or(usize::MAX))
+            )?;
+        }
+        f.write_str(
+            "; put the key back in seed_keys (a rotated-out key stays, after the active one)",
+        )
+    }
+}
+
 /// A sealed seed as stored.
 #[derive(Clone, PartialEq, Eq)]
 pub struct SealedSeed {
@@ -132,6 +164,27 @@ impl KeyRing {
     /// The active key's id.
     pub fn active_key_id(&self) -> &str {
         &self.active
+    }
+
+    /// Whether the ring holds key `key_id`.
+    pub fn has_key(&self, key_id: &str) -> bool {
+        self.keys.contains_key(key_id)
+    }
+
+    /// Checks that every key id in `in_use` (key id, seeds it sealed), as stored beside the
+    /// sealed seeds, is in the ring: a seed whose key is missing cannot be dealt, revealed
+    /// or rotated, so the service refuses to start without it.
+    pub fn check_in_use(&self, in_use: &[(String, u64)]) -> Result<(), MissingSeedKeys> {
+        let missing: Vec<(String, u64)> = in_use
+            .iter()
+            .filter(|(key_id, _)| !self.has_key(key_id))
+            .cloned()
+            .collect();
+        if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(MissingSeedKeys { missing })
+        }
     }
 
     /// Seals `seed` under the active key.
@@ -233,6 +286,25 @@ mod tests {
             ring.open(&sealed),
             Err(VaultError::UnknownKey { .. })
         ));
+    }
+
+    #[test]
+    fn keys_in_use_must_be_in_the_ring() {
+        let ring =
+            KeyRing::parse(&format!("k2:{},k1:{}", "11".repeat(32), "22".repeat(32))).unwrap();
+        assert!(ring.has_key("k1") && !ring.has_key("k0"));
+        assert_eq!(
+            ring.check_in_use(&[("k1".into(), 3), ("k2".into(), 1)]),
+            Ok(())
+        );
+        assert_eq!(ring.check_in_use(&[]), Ok(()));
+        let err = ring
+            .check_in_use(&[("k0".into(), 2), ("k1".into(), 3)])
+            .unwrap_err();
+        assert_eq!(err.missing, vec![("k0".to_owned(), 2)]);
+        let text = err.to_string();
+        assert!(text.contains("\"k0\" (2 seeds)"), "{text}");
+        assert!(!text.contains(&"11".repeat(32)) && !text.contains(&"22".repeat(32)));
     }
 
     #[test]

@@ -45,8 +45,9 @@ fn invalid(error: VerifyError) -> Status {
     Status::invalid_argument(error.to_string())
 }
 
-fn parse_uuid(field: &str, value: &str) -> Result<Uuid, Status> {
-    Uuid::parse_str(value).map_err(|_| Status::invalid_argument(format!("{field} must be a UUID")))
+/// A UUID field, bounded and named (see [`verify::parse_uuid`]).
+fn parse_uuid(field: &'static str, value: &str) -> Result<Uuid, Status> {
+    verify::parse_uuid(field, value).map_err(invalid)
 }
 
 fn hand_response(table_id: &str, hand: u64, dealt: DealtHand) -> pb::DealHandResponse {

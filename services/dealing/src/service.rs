@@ -92,7 +92,10 @@ impl From<DealingError> for ServiceError {
             DealingError::Invalid(e) => ServiceError::InvalidArgument(e.to_string()),
             DealingError::FailedPrecondition(m) => ServiceError::FailedPrecondition(m),
             DealingError::Upstream(status) => match status.code() {
-                // The commitment service's verdicts pass through unchanged.
+                // The commitment service's verdicts pass through unchanged: a lasting
+                // condition (a seed sealed under a key missing from its key ring, a revealed
+                // table) stays FAILED_PRECONDITION, never UNAVAILABLE, so callers do not
+                // retry what cannot succeed.
                 Code::InvalidArgument => ServiceError::InvalidArgument(status.message().into()),
                 Code::NotFound => ServiceError::NotFound(status.message().into()),
                 Code::AlreadyExists => ServiceError::AlreadyExists(status.message().into()),
@@ -100,10 +103,19 @@ impl From<DealingError> for ServiceError {
                     ServiceError::FailedPrecondition(status.message().into())
                 }
                 Code::Aborted => ServiceError::Conflict(status.message().into()),
-                _ => ServiceError::Unavailable {
+                // Transient: the commitment service is down, overloaded or too slow (a broken
+                // connection may surface as UNKNOWN).
+                Code::Unavailable
+                | Code::Unknown
+                | Code::DeadlineExceeded
+                | Code::Cancelled
+                | Code::ResourceExhausted => ServiceError::Unavailable {
                     message: "commitment service unavailable".into(),
                     cause: Some(Box::new(DealingError::Upstream(status))),
                 },
+                // A fault on either side (a bug there, or this service's token refused even
+                // after renewal): retrying does not help, so INTERNAL, logged.
+                _ => ServiceError::internal(DealingError::Upstream(status)),
             },
             DealingError::Store(e) if e.is_conflict() => ServiceError::Conflict(e.to_string()),
             contended @ DealingError::Contended { .. } => {
@@ -472,4 +484,39 @@ fn traced<M: Name>(message: &M, correlation: Uuid) -> NewEvent {
     NewEvent::from_message(message)
         .with_correlation_id(correlation.to_string())
         .with_trace_context(trace)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code_of(status: Status) -> Code {
+        ServiceError::from(DealingError::Upstream(status)).code()
+    }
+
+    #[test]
+    fn commitment_verdicts_keep_their_code_and_only_transient_ones_are_unavailable() {
+        // A seed sealed under a key missing from the commitment service's ring is lasting.
+        let missing_key = Status::failed_precondition(
+            "the server seed is sealed under key id \"k2\", which is not in this service's seed key ring",
+        );
+        let e = ServiceError::from(DealingError::Upstream(missing_key));
+        assert_eq!(e.code(), Code::FailedPrecondition);
+        assert!(e.to_string().contains("\"k2\""), "{e}");
+        for (upstream, ours) in [
+            (Status::invalid_argument("x"), Code::InvalidArgument),
+            (Status::not_found("x"), Code::NotFound),
+            (Status::already_exists("x"), Code::AlreadyExists),
+            (Status::aborted("x"), Code::Aborted),
+            (Status::unavailable("x"), Code::Unavailable),
+            (Status::deadline_exceeded("x"), Code::Unavailable),
+            (Status::resource_exhausted("x"), Code::Unavailable),
+            (Status::internal("x"), Code::Internal),
+            (Status::unauthenticated("x"), Code::Internal),
+            (Status::permission_denied("x"), Code::Internal),
+            (Status::unimplemented("x"), Code::Internal),
+        ] {
+            assert_eq!(code_of(upstream.clone()), ours, "{upstream:?}");
+        }
+    }
 }

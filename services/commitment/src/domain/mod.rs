@@ -147,9 +147,34 @@ pub enum RevealReason {
     },
 }
 
+/// Longest accepted operator name of an audited reveal, in characters.
+pub const MAX_OPERATOR_CHARS: usize = 64;
+
+/// Longest accepted justification of an audited reveal, in characters.
+pub const MAX_JUSTIFICATION_CHARS: usize = 500;
+
 impl RevealReason {
-    /// Validates an operator reveal's fields.
+    /// Validates an operator reveal's fields: `operator` 1 to [`MAX_OPERATOR_CHARS`]
+    /// characters, `justification` 1 to [`MAX_JUSTIFICATION_CHARS`], neither blank nor with
+    /// control characters (they go to the event and to the audit log line).
     pub fn operator(operator: &str, justification: &str) -> Result<Self, DomainError> {
+        if operator.trim().is_empty() {
+            return Err(DomainError::OperatorReveal("the operator's name"));
+        }
+        if justification.trim().is_empty() {
+            return Err(DomainError::OperatorReveal("a justification"));
+        }
+        check_chars("operator", operator, MAX_OPERATOR_CHARS)?;
+        check_chars("justification", justification, MAX_JUSTIFICATION_CHARS)?;
+        Ok(RevealReason::Operator {
+            operator: operator.to_owned(),
+            justification: justification.to_owned(),
+        })
+    }
+
+    /// An operator reveal as recorded in a stored event: both fields non-blank, but no
+    /// length bound, so events recorded before the bounds existed still replay.
+    pub fn recorded(operator: &str, justification: &str) -> Result<Self, DomainError> {
         if operator.trim().is_empty() {
             return Err(DomainError::OperatorReveal("the operator's name"));
         }
@@ -160,5 +185,117 @@ impl RevealReason {
             operator: operator.to_owned(),
             justification: justification.to_owned(),
         })
+    }
+}
+
+/// Rejects text over `max` bytes or with control characters, naming the field and the
+/// bound (the caller's value is never echoed). Empty text is left to the caller's rule.
+pub(crate) fn check_bytes(field: &'static str, value: &str, max: usize) -> Result<(), DomainError> {
+    if value.len() > max {
+        return Err(DomainError::InvalidText {
+            field,
+            reason: format!("is {} bytes, at most {max} allowed", value.len()),
+        });
+    }
+    check_controls(field, value)
+}
+
+/// Rejects text over `max` characters or with control characters, naming the field and the
+/// bound.
+pub(crate) fn check_chars(field: &'static str, value: &str, max: usize) -> Result<(), DomainError> {
+    // Bytes bound characters from above: a short text is never counted.
+    if value.len() > max {
+        let count = value.chars().count();
+        if count > max {
+            return Err(DomainError::InvalidText {
+                field,
+                reason: format!("is {count} characters, at most {max} allowed"),
+            });
+        }
+    }
+    check_controls(field, value)
+}
+
+fn check_controls(field: &'static str, value: &str) -> Result<(), DomainError> {
+    if value.chars().any(char::is_control) {
+        return Err(DomainError::InvalidText {
+            field,
+            reason: "must not contain control characters".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Longest text accepted where a UUID is expected (the URN form, the longest
+/// `uuid` accepts, is 45 characters).
+pub const MAX_UUID_CHARS: usize = 45;
+
+/// Parses a UUID field (`table_id`, `player_id`, `user_id`, `tournament_id`, `bet_id`):
+/// an over-long or malformed value is named with a short quoted prefix of it.
+pub fn parse_uuid(field: &'static str, value: &str) -> Result<uuid::Uuid, DomainError> {
+    let bad = |reason: String| DomainError::InvalidText { field, reason };
+    if value.is_empty() {
+        return Err(bad("is required (a UUID)".into()));
+    }
+    if value.len() > MAX_UUID_CHARS {
+        return Err(bad(format!(
+            "must be a UUID (at most {MAX_UUID_CHARS} characters), got {} bytes",
+            value.len()
+        )));
+    }
+    uuid::Uuid::parse_str(value).map_err(|_| {
+        bad(format!(
+            "must be a UUID, got \"{}\"",
+            fairdeal_kit::status::shown(value)
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operator_reveals_are_bounded() {
+        assert!(RevealReason::operator(&"o".repeat(64), &"j".repeat(500)).is_ok());
+        // Characters, not bytes: 500 two-byte characters fit.
+        assert!(RevealReason::operator("ops", &"é".repeat(500)).is_ok());
+        let err = RevealReason::operator(&"o".repeat(65), "why").unwrap_err();
+        assert_eq!(err.class(), ErrorClass::InvalidArgument);
+        assert_eq!(
+            err.to_string(),
+            "operator is 65 characters, at most 64 allowed"
+        );
+        let err = RevealReason::operator("ops", &"j".repeat(1_000_000)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "justification is 1000000 characters, at most 500 allowed"
+        );
+        let err = RevealReason::operator("ops", "line\nbreak").unwrap_err();
+        assert!(err.to_string().starts_with("justification"), "{err}");
+        let err = RevealReason::operator("o\u{1b}[31m", "why").unwrap_err();
+        assert!(err.to_string().starts_with("operator"), "{err}");
+        // Stored events keep replaying whatever their length.
+        assert!(RevealReason::recorded("ops", &"j".repeat(1_000_000)).is_ok());
+        assert!(RevealReason::recorded("", "why").is_err());
+    }
+
+    #[test]
+    fn uuid_fields_are_bounded_and_named() {
+        let id = uuid::Uuid::now_v7();
+        assert_eq!(parse_uuid("table_id", &id.to_string()), Ok(id));
+        let err = parse_uuid("table_id", &"x".repeat(1_000_000)).unwrap_err();
+        assert_eq!(err.class(), ErrorClass::InvalidArgument);
+        let text = err.to_string();
+        assert!(
+            text.starts_with("table_id") && text.contains("45"),
+            "{text}"
+        );
+        assert!(text.len() < 100, "{text}");
+        let text = parse_uuid("player_id", "not-a-uuid")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(text, "player_id must be a UUID, got \"not-a-uuid\"");
+        assert!(parse_uuid("user_id", "").is_err());
     }
 }

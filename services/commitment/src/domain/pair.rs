@@ -18,7 +18,7 @@ use std::collections::VecDeque;
 use fairdeal_fairness::commitment::{Commitment, ServerSeed};
 use uuid::Uuid;
 
-use super::{DomainError, client_seed};
+use super::DomainError;
 
 /// Longest accepted client seed, in bytes.
 pub const MAX_CLIENT_SEED_BYTES: usize = 128;
@@ -36,28 +36,14 @@ pub struct ClientSeed(String);
 impl ClientSeed {
     /// Validates a client seed.
     pub fn parse(value: &str) -> Result<Self, DomainError> {
-        // Same text rules as table contributions, under this field's name and limit.
-        client_seed::Contribution::parse(value)
-            .map_err(|e| match e {
-                DomainError::InvalidText { reason, .. } => DomainError::InvalidText {
-                    field: "client_seed",
-                    reason,
-                },
-                other => other,
-            })
-            .and_then(|_| {
-                if value.len() > MAX_CLIENT_SEED_BYTES {
-                    Err(DomainError::InvalidText {
-                        field: "client_seed",
-                        reason: format!(
-                            "is {} bytes, at most {MAX_CLIENT_SEED_BYTES} allowed",
-                            value.len()
-                        ),
-                    })
-                } else {
-                    Ok(ClientSeed(value.to_owned()))
-                }
-            })
+        if value.is_empty() {
+            return Err(DomainError::InvalidText {
+                field: "client_seed",
+                reason: "must not be empty".into(),
+            });
+        }
+        super::check_bytes("client_seed", value, MAX_CLIENT_SEED_BYTES)?;
+        Ok(ClientSeed(value.to_owned()))
     }
 
     /// The seed's text.
@@ -161,12 +147,7 @@ impl BetRequest {
         let bet_id = if bet_id.is_empty() {
             None
         } else {
-            Some(
-                Uuid::parse_str(bet_id).map_err(|_| DomainError::InvalidText {
-                    field: "bet_id",
-                    reason: "must be a UUID".into(),
-                })?,
-            )
+            Some(super::parse_uuid("bet_id", bet_id)?)
         };
         let invalid = |reason: String| DomainError::InvalidText {
             field: "bet",

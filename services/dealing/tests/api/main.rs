@@ -6,6 +6,9 @@
 mod common;
 
 mod authz;
+mod concurrency;
+mod keys;
+mod limits;
 mod pair;
 mod reflection;
 mod table;

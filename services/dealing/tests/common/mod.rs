@@ -14,7 +14,7 @@ use fairdeal_authn::{
 };
 use fairdeal_commitment::vault::KeyRing;
 use fairdeal_kit::CommonConfig;
-use fairdeal_platform::Storage;
+use fairdeal_platform::{StartError, Storage};
 use fairdeal_proto::fairdeal::commitment::v1::commitment_service_client::CommitmentServiceClient;
 use fairdeal_proto::fairdeal::dealing::v1::dealing_service_client::DealingServiceClient;
 use tonic::Request;
@@ -39,6 +39,8 @@ pub struct TestApp {
     pub dealing_url: String,
     pub commitment_storage: Storage,
     pub dealing_storage: Storage,
+    /// The commitment service's settings (for replicas of it).
+    pub commitment_common: CommonConfig,
     signing: SigningKey,
     shutdowns: Vec<fairdeal_kit::Shutdown>,
     database: Option<fairdeal_testkit::TestDatabase>,
@@ -76,6 +78,11 @@ fn common(name: &str, database_url: &str, prefix: Option<&str>) -> CommonConfig 
 
 impl TestApp {
     pub async fn spawn(db: Db) -> TestApp {
+        Self::spawn_with_keys(db, KeyRing::generate("test").unwrap()).await
+    }
+
+    /// Both services, the commitment service sealing seeds with `keys`.
+    pub async fn spawn_with_keys(db: Db, seed_keys: KeyRing) -> TestApp {
         let dir = tempfile::tempdir().unwrap();
         let (commitment_url, dealing_url, database) = match db {
             Db::Postgres => {
@@ -112,7 +119,7 @@ impl TestApp {
             &commitment_common,
             fairdeal_commitment::startup::Parts {
                 storage: commitment_storage.clone(),
-                keys: KeyRing::generate("test").unwrap(),
+                keys: seed_keys,
                 authn: authenticator(keys()),
             },
         )
@@ -158,12 +165,47 @@ impl TestApp {
             dealing: DealingServiceClient::new(channel(dealing_port)),
             commitment_storage,
             dealing_storage,
+            commitment_common,
             signing,
             shutdowns,
             database,
             prefix,
             _dir: dir,
         }
+    }
+
+    /// Starts another replica of the commitment service over the same database (a storage
+    /// of its own, as another process would open) with `keys`; returns a client of it and
+    /// its shutdown handle, or why it refused to start.
+    pub async fn commitment_replica(
+        &self,
+        keys: KeyRing,
+    ) -> Result<(CommitmentServiceClient<Channel>, fairdeal_kit::Shutdown), StartError> {
+        let storage = Storage::open(
+            &self.commitment_common,
+            fairdeal_commitment::startup::SCHEMA,
+            &[&fairdeal_commitment::seeds::MIGRATIONS],
+        )
+        .await
+        .unwrap();
+        let app = fairdeal_commitment::Application::assemble(
+            &self.commitment_common,
+            fairdeal_commitment::startup::Parts {
+                storage,
+                keys,
+                authn: authenticator(KeySet::new([self.signing.public_key()])),
+            },
+        )
+        .await?;
+        let port = app.port();
+        let shutdown = app.shutdown();
+        tokio::spawn(app.run_until_stopped());
+        let url = format!("http://127.0.0.1:{port}");
+        fairdeal_testkit::wait_until_serving(&url, "")
+            .await
+            .unwrap();
+        let channel = Channel::from_shared(url).unwrap().connect_lazy();
+        Ok((CommitmentServiceClient::new(channel), shutdown))
     }
 
     pub fn player_token(&self, user: Uuid) -> AccessToken {
