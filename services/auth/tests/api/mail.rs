@@ -235,3 +235,33 @@ async fn known_and_unknown_addresses_take_the_same_time(backend: Backend) {
     assert_eq!(mails_to(&app, &known).await, 86);
 }
 on_both_backends!(timing, known_and_unknown_addresses_take_the_same_time);
+
+/// The mail limits are settings with sane bounds.
+#[test]
+fn mail_limit_settings_are_validated() {
+    use fairdeal_auth::config::AuthSettings;
+    use fairdeal_kit::config::{Config, Loaded};
+    let load = |extra: &[&str]| {
+        let mut args = vec!["auth", "--database-url", "sqlite://unused.db"];
+        args.extend_from_slice(extra);
+        Config::<AuthSettings>::load_from("auth", args, [])
+    };
+    let Ok(Loaded::Run(defaults)) = load(&[]) else {
+        panic!("the defaults load")
+    };
+    let limits = defaults.service.mail_limits();
+    assert_eq!((limits.per_address, limits.per_client), (3, 10));
+    assert_eq!(defaults.service.mail_limit_window_secs(), 3600);
+    for (extra, field) in [
+        (["--mail-per-address", "0"], "mail_per_address"),
+        (["--mail-per-client", "0"], "mail_per_client"),
+        (["--mail-per-client", "100000"], "mail_per_client"),
+        (["--mail-limit-window", "10s"], "mail_limit_window"),
+        (["--mail-limit-window", "30days"], "mail_limit_window"),
+    ] {
+        let Err(error) = load(&extra) else {
+            panic!("{extra:?} is refused")
+        };
+        assert!(error.to_string().contains(field), "{extra:?}: {error}");
+    }
+}
