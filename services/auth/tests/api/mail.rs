@@ -265,3 +265,34 @@ fn mail_limit_settings_are_validated() {
         assert!(error.to_string().contains(field), "{extra:?}: {error}");
     }
 }
+
+/// A request answered is not lost when the service stops: the worker finishes what is
+/// queued before it ends.
+async fn accepted_requests_survive_a_graceful_stop(backend: Backend) {
+    let res = Resources::new(backend).await;
+    let mut app = spawn_app(&res).await;
+    let name = unique_name();
+    let address = format!("{name}@example.com");
+    app.register(&name, &address).await.unwrap();
+    assert_eq!(mails_to(&app, &address).await, 1);
+    for _ in 0..3 {
+        reset(&mut app.client, &address).await;
+    }
+    app.shutdown.trigger();
+    app.shutdown.wait_for_tasks().await;
+    // Every task has ended, the dispatcher too: the three mails were sent or wait in the
+    // outbox. (Counted without `mails()`, which would wait for the worker.)
+    let sent = std::fs::read_dir(&app.mailbox)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "eml")
+        })
+        .count();
+    let queued = app.app_accounts.store.unsent_mail_count().await.unwrap();
+    assert_eq!(sent as u64 + queued, 1 + 3);
+}
+on_both_backends!(graceful_stop, accepted_requests_survive_a_graceful_stop);
