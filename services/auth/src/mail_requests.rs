@@ -6,7 +6,8 @@
 //! the reply follows at once. A background task owned by the service
 //! ([`run`], spawned on the kit's shutdown handle) then looks the account up and, when there
 //! is one to write to, issues the token and queues the mail in the outbox (see
-//! [`crate::mail`]), all off the request path.
+//! [`crate::mail`]), all off the request path, after a short random wait so that the work
+//! does not compete for the server's cores with the reply of the request that caused it.
 //!
 //! The queue is bounded: when it is full (the database is down and the task is stuck), a
 //! request is dropped with a warning, and the caller, answered the same as always, asks again
@@ -14,6 +15,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -112,22 +114,67 @@ impl Pending {
     }
 }
 
+/// Shortest wait between accepting a request and starting its work.
+pub const SETTLE_MIN: Duration = Duration::from_millis(20);
+/// Longest such wait.
+pub const SETTLE_MAX: Duration = Duration::from_millis(100);
+
+/// A wait drawn uniformly from [`SETTLE_MIN`, `SETTLE_MAX`] (the middle if the operating
+/// system's random source fails).
+fn settle_delay() -> Duration {
+    let spread = SETTLE_MAX.saturating_sub(SETTLE_MIN);
+    let mut bytes = [0u8; 4];
+    let fraction = match getrandom::fill(&mut bytes) {
+        Ok(()) => f64::from(u32::from_le_bytes(bytes)) / f64::from(u32::MAX),
+        Err(_) => 0.5,
+    };
+    SETTLE_MIN + spread.mul_f64(fraction)
+}
+
 /// Works through the queue until `stop` is cancelled, then finishes what is queued.
+///
+/// The work a request causes does not start at once: the task waits a random
+/// [`SETTLE_MIN`] to [`SETTLE_MAX`] first, then does it together with whatever arrived
+/// meanwhile. Otherwise the lookup and the writes for a known address would run on the
+/// server's cores while that very request's reply is still leaving, and a busy server would
+/// answer a known address measurably later than an unknown one; after the wait they fall on
+/// whichever calls happen to be in flight then.
 pub async fn run(accounts: Arc<Accounts>, mut queue: MailRequestQueue, stop: CancellationToken) {
     loop {
-        let request = tokio::select! {
+        let first = tokio::select! {
             () = stop.cancelled() => break,
             request = queue.receiver.recv() => match request {
                 Some(request) => request,
                 None => return,
             },
         };
-        accounts.send_requested_mail(request).await;
+        tokio::select! {
+            () = stop.cancelled() => {}
+            () = tokio::time::sleep(settle_delay()) => {}
+        }
+        accounts.send_requested_mail(first).await;
         queue.pending.finish_one();
+        while let Ok(request) = queue.receiver.try_recv() {
+            accounts.send_requested_mail(request).await;
+            queue.pending.finish_one();
+        }
     }
     queue.receiver.close();
     while let Some(request) = queue.receiver.recv().await {
         accounts.send_requested_mail(request).await;
         queue.pending.finish_one();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settle_delays_stay_in_range() {
+        for _ in 0..1000 {
+            let d = settle_delay();
+            assert!((SETTLE_MIN..=SETTLE_MAX).contains(&d), "{d:?}");
+        }
     }
 }

@@ -180,9 +180,10 @@ where
     (median(k), median(u))
 }
 
-// The measured medians go to the test's output, for whoever tunes the bound.
+/// Whether two medians are close: less than 1 ms apart or within a ratio of 1.5. Printed to
+/// the test's output, for whoever tunes the bound.
 #[allow(clippy::print_stderr)]
-fn assert_close(what: &str, known: Duration, unknown: Duration) {
+fn close(what: &str, known: Duration, unknown: Duration) -> bool {
     let (slow, fast) = if known > unknown {
         (known, unknown)
     } else {
@@ -190,11 +191,14 @@ fn assert_close(what: &str, known: Duration, unknown: Duration) {
     };
     let ratio = slow.as_secs_f64() / fast.as_secs_f64().max(1e-6);
     eprintln!("{what}: median {known:?} known, {unknown:?} unknown (ratio {ratio:.2})");
-    assert!(
-        slow - fast < Duration::from_millis(1) || ratio < 1.5,
-        "{what}: median {known:?} for a known address, {unknown:?} for an unknown one"
-    );
+    slow - fast < Duration::from_millis(1) || ratio < 1.5
 }
+
+/// Rounds per measurement, and measurements allowed before a verdict: a loaded CI machine
+/// may disturb one measurement of 40 interleaved pairs, not three in a row (the old request
+/// path, which looked the account up before answering, failed every one by a ratio of 3).
+const ROUNDS: usize = 40;
+const ATTEMPTS: usize = 3;
 
 /// A known address costs the request path no more than an unknown one: the account is
 /// looked up after the answer. Limits are raised so that every known request does the full
@@ -217,22 +221,40 @@ async fn known_and_unknown_addresses_take_the_same_time(backend: Backend) {
         reset(&mut app.client, &known).await;
         reset(&mut app.client, &unknown).await;
     }
+    let mut known_calls = 5;
     let client = app.client.clone();
-    let (k, u) = medians(40, &known, &unknown, |address| {
-        let mut client = client.clone();
-        async move { reset(&mut client, &address).await }
-    })
-    .await;
-    assert_close("RequestPasswordReset", k, u);
-    // The account is unconfirmed: every ResendConfirmation for it writes a mail.
-    let (k, u) = medians(40, &known, &unknown, |address| {
-        let mut client = client.clone();
-        async move { resend(&mut client, &address).await }
-    })
-    .await;
-    assert_close("ResendConfirmation", k, u);
-    // The known address was really served: 1 + 5 + 40 + 40 mails.
-    assert_eq!(mails_to(&app, &known).await, 86);
+    for (what, is_reset) in [
+        ("RequestPasswordReset", true),
+        ("ResendConfirmation", false),
+    ] {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            // The account is unconfirmed: every ResendConfirmation for it writes a mail too.
+            let (k, u) = medians(ROUNDS, &known, &unknown, |address| {
+                let mut client = client.clone();
+                async move {
+                    if is_reset {
+                        reset(&mut client, &address).await
+                    } else {
+                        resend(&mut client, &address).await
+                    }
+                }
+            })
+            .await;
+            known_calls += ROUNDS;
+            if close(what, k, u) {
+                break;
+            }
+            assert!(
+                attempt < ATTEMPTS,
+                "{what}: median {k:?} for a known address, {u:?} for an unknown one, \
+                 {ATTEMPTS} measurements in a row"
+            );
+        }
+    }
+    // The known address was really served: the registration's mail and one per call.
+    assert_eq!(mails_to(&app, &known).await, 1 + known_calls);
 }
 on_both_backends!(timing, known_and_unknown_addresses_take_the_same_time);
 
