@@ -14,8 +14,9 @@ use crate::domain::{
 };
 use crate::events::AuthEvent;
 use crate::keyring::{KeyRing, PublishedKey};
-use crate::limits::{AttemptLimiter, LimiterError, Subject};
+use crate::limits::{AttemptLimiter, LimiterError, RequestQuota, Subject};
 use crate::mail::Composer;
+use crate::mail_requests::{MailKind, MailRequest, MailRequests};
 use crate::store::{
     AuthStore, EmailTokenKind, NewAccount, NewEmailToken, NewRefreshToken, RotateOutcome,
     StoreError,
@@ -120,6 +121,25 @@ impl std::fmt::Debug for ServiceCredential {
     }
 }
 
+/// How many mails (password resets and confirmations asked for again) may be requested
+/// within the mail quota's window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MailLimits {
+    /// Per address (known or not): what one inbox can be sent.
+    pub per_address: u32,
+    /// Per client address (IPv6 per /64): what one caller can ask for, whatever the addresses.
+    pub per_client: u32,
+}
+
+impl Default for MailLimits {
+    fn default() -> Self {
+        Self {
+            per_address: 3,
+            per_client: 10,
+        }
+    }
+}
+
 /// Tokens handed out by login and refresh.
 #[derive(Debug, Clone)]
 pub struct Tokens {
@@ -156,6 +176,12 @@ pub struct Accounts {
     pub mail_wake: Arc<Notify>,
     /// Internal services allowed to obtain service tokens.
     pub services: Arc<Vec<ServiceCredential>>,
+    /// Counts mail requests per address and per client.
+    pub mail_quota: Arc<dyn RequestQuota>,
+    /// The mail quotas.
+    pub mail_limits: MailLimits,
+    /// Mail requests answered before the work, done by [`crate::mail_requests::run`].
+    pub mail_requests: MailRequests,
 }
 
 fn text_field(field: &'static str, value: &str, max: usize) -> Result<(), AuthError> {
@@ -225,7 +251,7 @@ impl Accounts {
     }
 
     /// Creates an unconfirmed account and queues its confirmation mail.
-    #[tracing::instrument(skip_all, err(Display))]
+    #[tracing::instrument(skip_all)]
     pub async fn register(
         &self,
         username: &str,
@@ -267,7 +293,7 @@ impl Accounts {
     }
 
     /// Spends a confirmation token.
-    #[tracing::instrument(skip_all, err(Display))]
+    #[tracing::instrument(skip_all)]
     pub async fn confirm_email(&self, token: &str) -> Result<Uuid, AuthError> {
         let token = secret_token("token", token)?;
         self.store
@@ -276,10 +302,93 @@ impl Accounts {
             .ok_or(AuthError::InvalidToken("confirmation token"))
     }
 
-    /// Queues a new confirmation mail when `email` belongs to an unconfirmed account.
-    #[tracing::instrument(skip_all, err(Display))]
-    pub async fn resend_confirmation(&self, email: &str) -> Result<(), AuthError> {
+    /// Asks for a new confirmation mail to `email`, sent (in the background) when it belongs
+    /// to an unconfirmed account. See [`Self::request_mail`].
+    #[tracing::instrument(skip_all)]
+    pub async fn resend_confirmation(
+        &self,
+        email: &str,
+        client: Option<IpAddr>,
+    ) -> Result<(), AuthError> {
+        self.request_mail(MailKind::Confirmation, email, client)
+            .await
+    }
+
+    /// Asks for a password-reset mail to `email`, sent (in the background) when it belongs to
+    /// an account. See [`Self::request_mail`].
+    #[tracing::instrument(skip_all)]
+    pub async fn request_password_reset(
+        &self,
+        email: &str,
+        client: Option<IpAddr>,
+    ) -> Result<(), AuthError> {
+        self.request_mail(MailKind::PasswordReset, email, client)
+            .await
+    }
+
+    /// The request path of both mail requests, the same work for every well-formed address,
+    /// known or not: parse it, take the client's quota then the address's, queue the request,
+    /// answer. A request over a quota is dropped without a word: the answer is the same
+    /// `Ok(())` (only a malformed address, or a quota store that is down, is an error, and
+    /// neither depends on the account). The account is looked up by
+    /// [`Self::send_requested_mail`], off the request path.
+    async fn request_mail(
+        &self,
+        kind: MailKind,
+        email: &str,
+        client: Option<IpAddr>,
+    ) -> Result<(), AuthError> {
         let email = Email::parse(email).map_err(|e| AuthError::invalid("email", e))?;
+        let now = self.now();
+        if let Some(client) = client {
+            let key = Subject::address(client).storage_id();
+            if !self
+                .mail_quota
+                .take(&key, self.mail_limits.per_client, now)
+                .await?
+            {
+                tracing::debug!("mail request over the client's quota: dropped");
+                return Ok(());
+            }
+        }
+        // Hashed: the quota store holds no address.
+        let key = {
+            use sha2::Digest as _;
+            format!("e:{}", hex::encode(sha2::Sha256::digest(email.key())))
+        };
+        if !self
+            .mail_quota
+            .take(&key, self.mail_limits.per_address, now)
+            .await?
+        {
+            tracing::debug!("mail request over the address's quota: dropped");
+            return Ok(());
+        }
+        if !self.mail_requests.submit(MailRequest { kind, email }) {
+            tracing::warn!("mail request queue full: request dropped");
+        }
+        Ok(())
+    }
+
+    /// Does what a queued mail request asks, when the address has an account to write to:
+    /// a reset token and mail (with `PasswordResetRequested`) for any account, a new
+    /// confirmation token and mail for an unconfirmed one. Failures are logged (the caller
+    /// was answered long ago and asks again).
+    pub async fn send_requested_mail(&self, request: MailRequest) {
+        let result = match request.kind {
+            MailKind::PasswordReset => self.send_password_reset(&request.email).await,
+            MailKind::Confirmation => self.send_confirmation(&request.email).await,
+        };
+        match result {
+            Ok(()) => {}
+            Err(AuthError::Unavailable(what, cause)) => {
+                tracing::warn!(error = %cause, "{what} unavailable: requested mail not sent");
+            }
+            Err(e) => tracing::error!(error = %e, "requested mail not sent"),
+        }
+    }
+
+    async fn send_confirmation(&self, email: &Email) -> Result<(), AuthError> {
         let Some(account) = self.store.account_by_email(email.key()).await? else {
             return Ok(());
         };
@@ -301,6 +410,33 @@ impl Accounts {
         };
         self.store
             .issue_email_token(account.user_id, token, mail, Vec::new(), now)
+            .await?;
+        self.mail_wake.notify_one();
+        Ok(())
+    }
+
+    async fn send_password_reset(&self, email: &Email) -> Result<(), AuthError> {
+        let Some(account) = self.store.account_by_email(email.key()).await? else {
+            return Ok(());
+        };
+        let now = self.now();
+        let token = SecretToken::generate().map_err(|e| AuthError::Internal(Box::new(e)))?;
+        let mail = self.composer.password_reset(
+            &account.email,
+            &account.username,
+            &token,
+            self.lifetimes.reset / 60,
+        );
+        let token = NewEmailToken {
+            hash: token.hash(),
+            kind: EmailTokenKind::Reset,
+            expires_at: now + self.lifetimes.reset,
+        };
+        let events = vec![AuthEvent::PasswordResetRequested {
+            user_id: account.user_id,
+        }];
+        self.store
+            .issue_email_token(account.user_id, token, mail, events, now)
             .await?;
         self.mail_wake.notify_one();
         Ok(())
@@ -370,7 +506,7 @@ impl Accounts {
 
     /// Exchanges a confirmed account's username and password for tokens. Every failure is
     /// [`AuthError::AccessDenied`], after the same work (one Argon2 verification).
-    #[tracing::instrument(skip_all, err(Display))]
+    #[tracing::instrument(skip_all)]
     pub async fn login(
         &self,
         username: &str,
@@ -465,7 +601,7 @@ impl Accounts {
     }
 
     /// Rotates a refresh token.
-    #[tracing::instrument(skip_all, err(Display))]
+    #[tracing::instrument(skip_all)]
     pub async fn refresh(&self, token: &str) -> Result<Tokens, AuthError> {
         let presented = secret_token("refresh_token", token)?;
         let now = self.now();
@@ -485,7 +621,9 @@ impl Accounts {
                 self.tokens(user_id, next, next_row.expires_at, now)
             }
             RotateOutcome::ReuseDetected => {
-                tracing::warn!("refresh token reused: family revoked");
+                // A possible theft, or a client that refreshed twice: worth an operator's
+                // attention, but the caller's doing, not a fault of the server.
+                tracing::info!("refresh token reused: family revoked");
                 Err(AuthError::InvalidToken("refresh token"))
             }
             RotateOutcome::Refused => Err(AuthError::InvalidToken("refresh token")),
@@ -493,7 +631,7 @@ impl Accounts {
     }
 
     /// Revokes the login `token` belongs to.
-    #[tracing::instrument(skip_all, err(Display))]
+    #[tracing::instrument(skip_all)]
     pub async fn logout(&self, token: &str) -> Result<(), AuthError> {
         let token = secret_token("refresh_token", token)?;
         if self.store.logout(&token.hash(), self.now()).await? {
@@ -504,7 +642,7 @@ impl Accounts {
     }
 
     /// Changes `user_id`'s password after checking the current one (limited like logins).
-    #[tracing::instrument(skip_all, fields(%user_id), err(Display))]
+    #[tracing::instrument(skip_all, fields(%user_id))]
     pub async fn change_password(
         &self,
         user_id: Uuid,
@@ -545,38 +683,8 @@ impl Accounts {
         Ok(())
     }
 
-    /// Queues a reset mail when `email` belongs to an account.
-    #[tracing::instrument(skip_all, err(Display))]
-    pub async fn request_password_reset(&self, email: &str) -> Result<(), AuthError> {
-        let email = Email::parse(email).map_err(|e| AuthError::invalid("email", e))?;
-        let Some(account) = self.store.account_by_email(email.key()).await? else {
-            return Ok(());
-        };
-        let now = self.now();
-        let token = SecretToken::generate().map_err(|e| AuthError::Internal(Box::new(e)))?;
-        let mail = self.composer.password_reset(
-            &account.email,
-            &account.username,
-            &token,
-            self.lifetimes.reset / 60,
-        );
-        let token = NewEmailToken {
-            hash: token.hash(),
-            kind: EmailTokenKind::Reset,
-            expires_at: now + self.lifetimes.reset,
-        };
-        let events = vec![AuthEvent::PasswordResetRequested {
-            user_id: account.user_id,
-        }];
-        self.store
-            .issue_email_token(account.user_id, token, mail, events, now)
-            .await?;
-        self.mail_wake.notify_one();
-        Ok(())
-    }
-
     /// Sets a new password with a reset token.
-    #[tracing::instrument(skip_all, err(Display))]
+    #[tracing::instrument(skip_all)]
     pub async fn reset_password(&self, token: &str, new: &[u8]) -> Result<(), AuthError> {
         let token = secret_token("token", token)?;
         utf8_field("new_password", new)?;
@@ -601,7 +709,7 @@ impl Accounts {
     }
 
     /// A service token for a configured internal service presenting its secret.
-    #[tracing::instrument(skip_all, err(Display))]
+    #[tracing::instrument(skip_all)]
     pub async fn issue_service_token(
         &self,
         name: &str,

@@ -7,7 +7,7 @@ use std::time::Duration;
 use fairdeal_kit::config::{ConfigError, Secret, SecretUrl, Section};
 use serde::{Serialize, Serializer};
 
-use crate::accounts::{Lifetimes, ServiceCredential};
+use crate::accounts::{Lifetimes, MailLimits, ServiceCredential};
 use crate::domain::{HashParams, LockoutPolicy};
 use crate::keyring::KeyPolicy;
 use crate::limits::Policies;
@@ -73,6 +73,22 @@ pub struct AuthSettings {
     /// Failed logins per client address within 15 minutes before a lockout.
     #[arg(long, value_name = "N", default_value_t = LockoutPolicy::ADDRESS.max_failures)]
     pub address_max_failures: u32,
+
+    /// Password-reset and confirmation mails that may be requested for one address (known or
+    /// not) within `--mail-limit-window`; requests beyond are dropped silently.
+    #[arg(long, value_name = "N", default_value_t = MailLimits::default().per_address)]
+    pub mail_per_address: u32,
+
+    /// Password-reset and confirmation mails one client address (IPv6 per /64) may request,
+    /// whatever the addresses, within `--mail-limit-window`; requests beyond are dropped
+    /// silently.
+    #[arg(long, value_name = "N", default_value_t = MailLimits::default().per_client)]
+    pub mail_per_client: u32,
+
+    /// The sliding window of the mail limits.
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = humantime::parse_duration)]
+    #[serde(serialize_with = "duration")]
+    pub mail_limit_window: Duration,
 
     /// A new signing key is created when the newest is this old.
     #[arg(long, value_name = "DURATION", default_value = "7days", value_parser = humantime::parse_duration)]
@@ -160,6 +176,25 @@ impl Section for AuthSettings {
                 "limits must be at least 1",
             ));
         }
+        for (field, value) in [
+            ("mail_per_address", self.mail_per_address),
+            ("mail_per_client", self.mail_per_client),
+        ] {
+            if !(1..=MAX_MAIL_LIMIT).contains(&value) {
+                return Err(ConfigError::invalid(
+                    field,
+                    format!("must be 1 to {MAX_MAIL_LIMIT}"),
+                ));
+            }
+        }
+        if self.mail_limit_window < Duration::from_secs(60)
+            || self.mail_limit_window > Duration::from_secs(7 * 86_400)
+        {
+            return Err(ConfigError::invalid(
+                "mail_limit_window",
+                "must be 1m to 7days",
+            ));
+        }
         if self.mail_from.parse::<lettre::message::Mailbox>().is_err() {
             return Err(ConfigError::invalid(
                 "mail_from",
@@ -173,6 +208,10 @@ impl Section for AuthSettings {
         Ok(())
     }
 }
+
+/// Highest mail limit accepted (per address or per client, per window): beyond, the limit no
+/// longer protects anyone's inbox.
+pub const MAX_MAIL_LIMIT: u32 = 1000;
 
 /// How long a new signing key is published before it signs.
 pub const KEY_PUBLISH_LEAD: Duration = Duration::from_secs(300);
@@ -214,6 +253,19 @@ impl AuthSettings {
                 ..LockoutPolicy::ADDRESS
             },
         }
+    }
+
+    /// The mail quotas.
+    pub fn mail_limits(&self) -> MailLimits {
+        MailLimits {
+            per_address: self.mail_per_address,
+            per_client: self.mail_per_client,
+        }
+    }
+
+    /// The window of the mail quotas, seconds.
+    pub fn mail_limit_window_secs(&self) -> i64 {
+        secs(self.mail_limit_window)
     }
 
     /// Key rotation timing.

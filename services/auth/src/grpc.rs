@@ -12,16 +12,32 @@ use tonic::{Request, Response, Status};
 use crate::accounts::{Accounts, AuthError, Tokens};
 
 impl From<AuthError> for Status {
+    /// The one mapping, and the one place a failed call is logged. A caller's mistake (a
+    /// malformed field, a wrong password, a bad token, a taken name, a rate limit) is not a
+    /// fault of the server: it is logged at DEBUG (a rate limit at INFO, worth seeing in
+    /// production). Server faults are logged by the kit's conversion: UNAVAILABLE at WARN
+    /// and INTERNAL at ERROR, with their causes. The messages logged here are the ones the
+    /// caller gets, which name fields and never carry a secret.
     fn from(e: AuthError) -> Self {
         let service_error = match e {
-            AuthError::Invalid { .. } => ServiceError::InvalidArgument(e.to_string()),
+            AuthError::Invalid { .. } => {
+                tracing::debug!(code = "INVALID_ARGUMENT", message = %e, "request refused");
+                ServiceError::InvalidArgument(e.to_string())
+            }
             AuthError::UsernameTaken | AuthError::EmailTaken => {
+                tracing::debug!(code = "ALREADY_EXISTS", message = %e, "request refused");
                 ServiceError::AlreadyExists(e.to_string())
             }
             AuthError::AccessDenied | AuthError::InvalidToken(_) => {
+                tracing::debug!(code = "UNAUTHENTICATED", message = %e, "request refused");
                 ServiceError::Unauthenticated(e.to_string())
             }
             AuthError::RateLimited(retry) => {
+                tracing::info!(
+                    code = "RESOURCE_EXHAUSTED",
+                    retry_after = retry.0,
+                    "request refused"
+                );
                 let mut status = Status::resource_exhausted(e.to_string());
                 status.metadata_mut().insert("retry-after", retry.0.into());
                 return status;
@@ -34,6 +50,18 @@ impl From<AuthError> for Status {
         };
         service_error.into()
     }
+}
+
+/// A refusal produced outside [`AuthError`] (the access token of ChangePassword), logged
+/// like the others: at DEBUG for a caller's mistake, as the kit logs the rest.
+fn refused(status: Status) -> Status {
+    match status.code() {
+        tonic::Code::Internal | tonic::Code::Unavailable | tonic::Code::Unknown => {
+            tracing::warn!(code = ?status.code(), message = status.message(), "request failed");
+        }
+        code => tracing::debug!(?code, message = status.message(), "request refused"),
+    }
+    status
 }
 
 fn timestamp(seconds: i64) -> prost_types::Timestamp {
@@ -103,8 +131,9 @@ impl AuthService for GrpcAuth {
         &self,
         request: Request<pb::ResendConfirmationRequest>,
     ) -> Result<Response<pb::ResendConfirmationResponse>, Status> {
+        let ip = client_ip(&request);
         self.accounts
-            .resend_confirmation(&request.into_inner().email)
+            .resend_confirmation(&request.into_inner().email, ip)
             .await?;
         Ok(Response::new(pb::ResendConfirmationResponse {}))
     }
@@ -148,11 +177,18 @@ impl AuthService for GrpcAuth {
         &self,
         request: Request<pb::ChangePasswordRequest>,
     ) -> Result<Response<pb::ChangePasswordResponse>, Status> {
-        let token = bearer_token(request.metadata()).map_err(Status::from)?;
-        let user_id = match self.authn.verify(token).await.map_err(Status::from)? {
+        let token = bearer_token(request.metadata()).map_err(|e| refused(e.into()))?;
+        let user_id = match self
+            .authn
+            .verify(token)
+            .await
+            .map_err(|e| refused(e.into()))?
+        {
             Caller::Player(id) => id,
             Caller::Service(_) => {
-                return Err(Status::permission_denied("a player token is required"));
+                return Err(refused(Status::permission_denied(
+                    "a player token is required",
+                )));
             }
         };
         let ip = client_ip(&request);
@@ -167,8 +203,9 @@ impl AuthService for GrpcAuth {
         &self,
         request: Request<pb::RequestPasswordResetRequest>,
     ) -> Result<Response<pb::RequestPasswordResetResponse>, Status> {
+        let ip = client_ip(&request);
         self.accounts
-            .request_password_reset(&request.into_inner().email)
+            .request_password_reset(&request.into_inner().email, ip)
             .await?;
         Ok(Response::new(pb::RequestPasswordResetResponse {}))
     }

@@ -19,8 +19,11 @@ use crate::config::{AuthSettings, VERIFIER_LEEWAY};
 use crate::domain::PasswordHasher;
 use crate::grpc::GrpcAuth;
 use crate::keyring::KeyRing;
-use crate::limits::{AttemptLimiter, MemoryLimiter, RedisLimiter};
+use crate::limits::{
+    AttemptLimiter, MemoryLimiter, MemoryQuota, RedisLimiter, RedisQuota, RequestQuota,
+};
 use crate::mail::{Composer, Dispatcher, MailTransport, MailboxDir, SmtpTransport};
+use crate::mail_requests::{self, MailRequests};
 use crate::store::{MIGRATIONS, auth_store};
 
 /// What tests (and the all-in-one binary) may replace.
@@ -68,20 +71,34 @@ impl Application {
         let storage = Storage::open(&config.common, &settings.db_schema, &[&MIGRATIONS]).await?;
         let store = auth_store(&storage);
 
-        let limiter: Arc<dyn AttemptLimiter> = match &config.common.redis_url {
-            Some(url) => {
-                let namespace = format!("{}:auth", config.common.subject_prefix);
-                Arc::new(
-                    RedisLimiter::connect(url.expose_secret(), &namespace, settings.policies())
-                        .await
-                        .map_err(|e| StartError::Dependency {
-                            what: "redis_url",
-                            reason: e.to_string(),
-                        })?,
-                )
-            }
-            None => Arc::new(MemoryLimiter::new(settings.policies())),
-        };
+        let window = settings.mail_limit_window_secs();
+        let (limiter, mail_quota): (Arc<dyn AttemptLimiter>, Arc<dyn RequestQuota>) =
+            match &config.common.redis_url {
+                Some(url) => {
+                    let namespace = format!("{}:auth", config.common.subject_prefix);
+                    let redis_down = |e: crate::limits::LimiterError| StartError::Dependency {
+                        what: "redis_url",
+                        reason: e.to_string(),
+                    };
+                    let url = url.expose_secret();
+                    (
+                        Arc::new(
+                            RedisLimiter::connect(url, &namespace, settings.policies())
+                                .await
+                                .map_err(redis_down)?,
+                        ),
+                        Arc::new(
+                            RedisQuota::connect(url, &namespace, window)
+                                .await
+                                .map_err(redis_down)?,
+                        ),
+                    )
+                }
+                None => (
+                    Arc::new(MemoryLimiter::new(settings.policies())),
+                    Arc::new(MemoryQuota::new(window)),
+                ),
+            };
 
         let params = settings.hash_params();
         let hasher = tokio::task::spawn_blocking(move || PasswordHasher::new(params))
@@ -115,6 +132,7 @@ impl Application {
                 ConfigError::invalid("mail_from", e.to_string())
             })?;
         let dispatcher = Dispatcher::new(store.clone(), transport, from, clock.clone());
+        let (mail_requests, mail_request_queue) = MailRequests::channel(mail_requests::CAPACITY);
 
         let accounts = Arc::new(Accounts {
             store,
@@ -128,6 +146,9 @@ impl Application {
             },
             mail_wake: dispatcher.waker(),
             services: Arc::new(settings.service_credentials()?),
+            mail_quota,
+            mail_limits: settings.mail_limits(),
+            mail_requests,
         });
         let authn = Authenticator::new(
             keys.clone(),
@@ -149,6 +170,10 @@ impl Application {
         let shutdown = server.shutdown();
         Bus::start(&config.common, &storage, "auth", &shutdown).await?;
         shutdown.spawn("mail-dispatcher", dispatcher.clone().run(shutdown.token()));
+        shutdown.spawn(
+            "mail-requests",
+            mail_requests::run(accounts.clone(), mail_request_queue, shutdown.token()),
+        );
         let reload_every = settings.key_reload_interval;
         let stop = shutdown.token();
         shutdown.spawn("key-reloader", async move {

@@ -265,3 +265,50 @@ async fn two_redis_replicas_share_one_count() {
     assert_eq!(b.check(&user, now).await.unwrap(), Some(RetryAfter(60)));
     delete_namespace(&redis(), &ns).await.unwrap();
 }
+
+/// The request quota's sliding window, the same on both adapters: `limit` requests per key
+/// within the window, each leaving it `window` seconds after it was made.
+async fn quota_scenario(quota: &dyn fairdeal_auth::limits::RequestQuota) {
+    let t0 = 1_700_000_000;
+    for i in 0..3 {
+        assert!(quota.take("e:x", 3, t0 + i).await.unwrap());
+    }
+    assert!(!quota.take("e:x", 3, t0 + 10).await.unwrap());
+    assert!(quota.take("a:192.0.2.1", 3, t0 + 10).await.unwrap());
+    assert!(!quota.take("e:x", 3, t0 + 3599).await.unwrap());
+    assert!(quota.take("e:x", 3, t0 + 3600).await.unwrap());
+    assert!(!quota.take("e:x", 3, t0 + 3600).await.unwrap());
+    assert!(quota.take("e:x", 3, t0 + 3601).await.unwrap());
+}
+
+#[tokio::test]
+async fn memory_quota_conforms() {
+    quota_scenario(&fairdeal_auth::limits::MemoryQuota::new(3600)).await;
+}
+
+#[tokio::test]
+async fn redis_quota_conforms_and_replicas_share_it() {
+    let ns = namespace();
+    let a = fairdeal_auth::limits::RedisQuota::connect(&redis(), &ns, 3600)
+        .await
+        .unwrap();
+    quota_scenario(&a).await;
+    // Two replicas, concurrent requests: exactly `limit` are admitted.
+    let b = fairdeal_auth::limits::RedisQuota::connect(&redis(), &ns, 3600)
+        .await
+        .unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..20 {
+        let quota = if i % 2 == 0 { a.clone() } else { b.clone() };
+        tasks.push(tokio::spawn(async move {
+            use fairdeal_auth::limits::RequestQuota as _;
+            quota.take("e:shared", 5, 1_700_000_000).await.unwrap()
+        }));
+    }
+    let mut admitted = 0;
+    for t in tasks {
+        admitted += usize::from(t.await.unwrap());
+    }
+    assert_eq!(admitted, 5);
+    delete_namespace(&redis(), &ns).await.unwrap();
+}

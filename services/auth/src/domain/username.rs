@@ -1,4 +1,12 @@
-//! Usernames: public, unique case-insensitively after normalisation.
+//! Usernames: public, unique case-insensitively after normalisation, and ASCII only.
+//!
+//! A username is shown to other players, so it must not impersonate another one. Allowing
+//! every Unicode letter lets `pаypal` (Cyrillic `а`) and `gοogle` (Greek `ο`) register beside
+//! `paypal` and `google`, and no normalisation merges them (they are different letters).
+//! The alphabet is therefore ASCII letters, digits, `_`, `-` and `.`, checked after NFKC (so a
+//! full-width `ａｌｉｃｅ` is still accepted and becomes `alice`), and uniqueness is by the
+//! caseless key (so `Alice` and `alice` are one name). docs/decisions.md says why this and not
+//! a confusable skeleton.
 
 use std::fmt;
 
@@ -20,16 +28,16 @@ pub enum UsernameError {
     /// Shorter than [`MIN_CHARS`] or longer than [`MAX_CHARS`] (or [`MAX_INPUT_BYTES`]).
     #[error("username must be {MIN_CHARS} to {MAX_CHARS} characters")]
     Length,
-    /// A character other than a letter, a digit, `_`, `-` or `.`.
-    #[error("username may contain only letters, digits, '_', '-' and '.'")]
+    /// A character other than an ASCII letter, a digit, `_`, `-` or `.` (after NFKC).
+    #[error("username may contain only ASCII letters (a-z, A-Z), digits, '_', '-' and '.'")]
     Character,
     /// Starts or ends with punctuation.
     #[error("username must start and end with a letter or digit")]
     Edge,
 }
 
-/// A valid username: 3 to 32 letters, digits, `_`, `-`, `.` (after NFKC), starting and ending
-/// with a letter or digit.
+/// A valid username: 3 to 32 ASCII letters, digits, `_`, `-`, `.` (after NFKC), starting and
+/// ending with a letter or digit.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Username {
     /// NFKC form, shown to other players.
@@ -54,11 +62,11 @@ impl Username {
         }
         if !display
             .chars()
-            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
         {
             return Err(UsernameError::Character);
         }
-        let edge_ok = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+        let edge_ok = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
         if !edge_ok(display.chars().next()) || !edge_ok(display.chars().next_back()) {
             return Err(UsernameError::Edge);
         }
@@ -107,9 +115,36 @@ mod tests {
         assert_eq!(u.as_str(), "Alice_99");
         assert_eq!(u.key(), "alice_99");
         assert_eq!(
-            Username::parse("Zoë.b").unwrap().key(),
-            Username::parse("ZOË.B").unwrap().key()
+            Username::parse("Zoe.b").unwrap().key(),
+            Username::parse("ZOE.B").unwrap().key()
         );
+    }
+
+    #[test]
+    fn look_alikes_from_other_scripts_are_refused() {
+        // Cyrillic а (U+0430), Greek ο (U+03BF), Cyrillic і (U+0456), Latin ı (U+0131),
+        // Cherokee Ꭺ (U+13AA), a Latin letter with a combining accent, and a letter NFKC does
+        // not fold to ASCII (ł).
+        for name in [
+            "p\u{430}ypal",
+            "g\u{3bf}ogle",
+            "l\u{456}nkedin",
+            "b\u{131}tcoin",
+            "\u{13aa}dmin",
+            "Zoe\u{301}.b",
+            "Zoë.b",
+            "pawe\u{142}",
+        ] {
+            assert_eq!(
+                Username::parse(name),
+                Err(UsernameError::Character),
+                "{name}"
+            );
+        }
+        // Compatibility forms that NFKC folds to ASCII are that ASCII name.
+        assert_eq!(Username::parse("ｐａｙｐａｌ").unwrap().key(), "paypal");
+        let message = UsernameError::Character.to_string();
+        assert!(message.starts_with("username") && message.contains("ASCII"));
     }
 
     #[test]
@@ -138,6 +173,7 @@ mod tests {
         #[test]
         fn parse_is_total_and_keys_agree(s in "\\PC{0,40}") {
             if let Ok(u) = Username::parse(&s) {
+                prop_assert!(u.as_str().is_ascii());
                 prop_assert_eq!(Username::key_of(&s), u.key().to_owned());
                 // Reparsing the display form gives the same name.
                 prop_assert_eq!(Username::parse(u.as_str()).unwrap(), u);

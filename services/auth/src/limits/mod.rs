@@ -4,10 +4,13 @@
 //! - [`redis::RedisLimiter`]: shared by every replica; each transition is one Lua script, so
 //!   concurrent replicas never lose an update.
 //!
+//! And [`quota`]: request quotas (mails per address and per client), in memory or in Redis.
+//!
 //! Both apply the rules of [`crate::domain::lockout`]; time comes from the caller (the
 //! service's injected clock), so tests cross lockout windows without sleeping.
 
 pub mod memory;
+pub mod quota;
 pub mod redis;
 
 use std::fmt;
@@ -20,6 +23,7 @@ use uuid::Uuid;
 use crate::domain::{LockoutPolicy, RetryAfter};
 
 pub use memory::MemoryLimiter;
+pub use quota::{MemoryQuota, RedisQuota, RequestQuota};
 pub use redis::RedisLimiter;
 
 /// What is being limited.

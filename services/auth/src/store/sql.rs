@@ -219,7 +219,12 @@ fairdeal_db::for_each_backend! { DB =>
                 .bind(token.as_bytes().to_vec())
                 .fetch_optional(&mut *tx)
                 .await?;
-                let Some(row) = row else { return Ok(None) };
+                // Roll back here rather than leave it to the drop, which only queues the
+                // ROLLBACK for the connection's next use (an unknown token is a common case).
+                let Some(row) = row else {
+                    tx.rollback().await?;
+                    return Ok(None);
+                };
                 let user_id = parse_uuid(&row.try_get::<String, _>("user_id")?)?;
                 let changed = sqlx::query("UPDATE auth_users SET confirmed = $1 WHERE user_id = $2 AND confirmed = $3")
                     .bind(true)
@@ -287,7 +292,10 @@ fairdeal_db::for_each_backend! { DB =>
                 let record = self.refresh_record(presented).await?;
                 let mut tx = self.begin().await?;
                 let (family_id, user_id) = match RefreshDecision::decide(record.as_ref(), now) {
-                    RefreshDecision::Refuse => return Ok(RotateOutcome::Refused),
+                    RefreshDecision::Refuse => {
+                        tx.rollback().await?;
+                        return Ok(RotateOutcome::Refused);
+                    }
                     RefreshDecision::ReuseDetected { family_id, user_id } => (family_id, user_id),
                     RefreshDecision::Rotate { family_id, user_id } => {
                         let spent = sqlx::query(
@@ -316,6 +324,7 @@ fairdeal_db::for_each_backend! { DB =>
                         }
                         if live == 0 {
                             // Revoked between our read and our write: refuse like any revoked family.
+                            tx.rollback().await?;
                             return Ok(RotateOutcome::Refused);
                         }
                         // Someone spent it between our read and our write: two holders of one
@@ -388,7 +397,12 @@ fairdeal_db::for_each_backend! { DB =>
                 .bind(token.as_bytes().to_vec())
                 .fetch_optional(&mut *tx)
                 .await?;
-                let Some(row) = row else { return Ok(None) };
+                // Roll back here rather than leave it to the drop, which only queues the
+                // ROLLBACK for the connection's next use (an unknown token is a common case).
+                let Some(row) = row else {
+                    tx.rollback().await?;
+                    return Ok(None);
+                };
                 let user_id = parse_uuid(&row.try_get::<String, _>("user_id")?)?;
                 let was_confirmed: bool = sqlx::query_scalar("SELECT confirmed FROM auth_users WHERE user_id = $1")
                     .bind(user_id.to_string())

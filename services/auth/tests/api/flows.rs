@@ -104,6 +104,51 @@ async fn duplicates_are_refused_case_insensitively(backend: Backend) {
 }
 on_both_backends!(duplicates, duplicates_are_refused_case_insensitively);
 
+/// Letters of other scripts that look like Latin ones cannot make a second `paypal`: the
+/// refusal is INVALID_ARGUMENT naming `username` and the rule, without the value.
+async fn look_alike_usernames_are_refused(backend: Backend) {
+    let res = Resources::new(backend).await;
+    let mut app = spawn_app(&res).await;
+    let suffix = unique_name();
+    let paypal = format!("paypal{suffix}");
+    let google = format!("google{suffix}");
+    app.register(&paypal, &format!("{paypal}@example.com"))
+        .await
+        .unwrap();
+    app.register(&google, &format!("{google}@example.com"))
+        .await
+        .unwrap();
+    for fake in [
+        format!("p\u{430}ypal{suffix}"),
+        format!("g\u{3bf}ogle{suffix}"),
+        format!("\u{440}aypal{suffix}"),
+    ] {
+        let status = app
+            .register(&fake, &format!("other-{suffix}@example.com"))
+            .await
+            .unwrap_err();
+        assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+        assert!(
+            status.message().starts_with("username:") && status.message().contains("ASCII"),
+            "names the field and the rule: {}",
+            status.message()
+        );
+        assert!(!status.message().contains(&suffix), "no echo of the value");
+    }
+    // Full-width and upper-case forms are the ASCII name, hence taken.
+    let wide: String = paypal
+        .to_uppercase()
+        .chars()
+        .map(|c| char::from_u32(c as u32 + 0xFEE0).unwrap_or(c))
+        .collect();
+    let dup = app
+        .register(&wide, &format!("third-{suffix}@example.com"))
+        .await
+        .unwrap_err();
+    assert_eq!(dup.code(), Code::AlreadyExists);
+}
+on_both_backends!(look_alikes, look_alike_usernames_are_refused);
+
 async fn password_reset_and_change_revoke_sessions(backend: Backend) {
     let res = Resources::new(backend).await;
     let mut app = spawn_app(&res).await;

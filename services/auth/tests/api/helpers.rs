@@ -211,9 +211,10 @@ impl TestApp {
             .map(|r| r.into_inner().user_id)
     }
 
-    /// Delivers queued mail now and returns the code of the newest mail to `email` whose
-    /// subject contains `subject_word`.
-    pub(crate) async fn code_from_mail(&self, email: &str, subject_word: &str) -> String {
+    /// Finishes the mail requests accepted so far (the background worker) and delivers every
+    /// queued mail to the mailbox directory.
+    pub(crate) async fn deliver_mail(&self) {
+        self.app_accounts.mail_requests.idle().await;
         // The background dispatcher may have claimed the mail already and be writing it;
         // delivering ourselves covers the other case. Bounded wait for the file.
         for _ in 0..500 {
@@ -224,6 +225,36 @@ impl TestApp {
             // The dispatcher signals nothing when it has written a mail: poll, bounded.
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+    }
+
+    /// The (recipient, subject) of every mail in the mailbox directory, after delivering.
+    pub(crate) async fn mails(&self) -> Vec<(String, String)> {
+        self.deliver_mail().await;
+        let Ok(entries) = std::fs::read_dir(&self.mailbox) else {
+            return Vec::new();
+        };
+        let mut mails = Vec::new();
+        for entry in entries {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "eml") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                let header = |name: &str| {
+                    text.lines()
+                        .find_map(|l| l.strip_prefix(name))
+                        .unwrap_or_default()
+                        .trim()
+                        .to_owned()
+                };
+                mails.push((header("To:"), header("Subject:")));
+            }
+        }
+        mails
+    }
+
+    /// Delivers queued mail now and returns the code of the newest mail to `email` whose
+    /// subject contains `subject_word`.
+    pub(crate) async fn code_from_mail(&self, email: &str, subject_word: &str) -> String {
+        self.deliver_mail().await;
         let mut found: Vec<(String, String)> = Vec::new();
         for entry in std::fs::read_dir(&self.mailbox).unwrap() {
             let path = entry.unwrap().path();

@@ -11,4 +11,5 @@ mod authn_layer;
 mod flows;
 mod helpers;
 mod limits;
+mod mail;
 mod validation;
