@@ -12,11 +12,11 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::PgConnection;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
+use sqlx::{PgConnection, Row as _};
 
 use crate::url::DatabaseUrl;
 
@@ -213,12 +213,16 @@ pub fn postgres_pool_options() -> PgPoolOptions {
 /// Whether `conn` is inside a transaction sqlx does not know about (see
 /// [`postgres_pool_options`]). An error means the connection is unusable.
 pub async fn in_stale_transaction(conn: &mut PgConnection) -> Result<bool, sqlx::Error> {
+    // The simple query protocol, on purpose: with the extended protocol (a prepared
+    // statement) the implicit transaction starts at Bind and the statement clock at
+    // Execute, so the two timestamps differ even in autocommit and every connection would
+    // look stale (and be closed on release).
     let check =
-        sqlx::query_scalar::<_, bool>("SELECT transaction_timestamp() = statement_timestamp()")
+        sqlx::raw_sql("SELECT transaction_timestamp() = statement_timestamp() AS autocommit")
             .fetch_one(&mut *conn)
             .await;
     match check {
-        Ok(autocommit) => Ok(!autocommit),
+        Ok(row) => Ok(!row.try_get::<bool, _>("autocommit")?),
         Err(sqlx::Error::Database(db)) if db.code().as_deref() == Some("25P02") => Ok(true),
         Err(error) => Err(error),
     }

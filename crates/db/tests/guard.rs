@@ -49,3 +49,42 @@ async fn a_write_after_a_stale_transaction_commits() {
     admin.close().await.unwrap();
     database.drop().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_plain_connection_is_not_taken_for_a_stale_one() {
+    let database = TestDatabase::create().await.unwrap();
+    let mut conn = sqlx::PgConnection::connect(database.url()).await.unwrap();
+    // Prepared statements first, as every service query is.
+    for _ in 0..3 {
+        sqlx::query("SELECT 1").execute(&mut conn).await.unwrap();
+        assert!(!fairdeal_db::in_stale_transaction(&mut conn).await.unwrap());
+    }
+    sqlx::raw_sql("BEGIN").execute(&mut conn).await.unwrap();
+    assert!(fairdeal_db::in_stale_transaction(&mut conn).await.unwrap());
+    sqlx::raw_sql("ROLLBACK").execute(&mut conn).await.unwrap();
+    conn.close().await.unwrap();
+
+    // Through the pool: released connections are kept and reused, not closed.
+    let options: PgConnectOptions = database.url().parse().unwrap();
+    let pool = postgres_pool_options()
+        .max_connections(1)
+        .connect_with(options)
+        .await
+        .unwrap();
+    let backend_pid = |pool: sqlx::PgPool| async move {
+        sqlx::query_scalar::<_, i32>("SELECT pg_backend_pid()")
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    };
+    let first = backend_pid(pool.clone()).await;
+    for _ in 0..5 {
+        assert_eq!(
+            backend_pid(pool.clone()).await,
+            first,
+            "the connection was closed"
+        );
+    }
+    pool.close().await;
+    database.drop().await.unwrap();
+}
