@@ -299,11 +299,23 @@ impl Platform {
                     .to_uppercase()
                     .replace('.', "_")
                     + "_EVENTS";
-                // The relay signals nothing to an outside observer: poll, bounded.
+                // The relay signals nothing to an outside observer: poll, bounded. Positions
+                // are not counts (they may skip), so compare the last relayed event's
+                // position header with the store's head.
                 let mut relayed = 0;
                 for _ in 0..300 {
                     let mut stream = jetstream.get_stream(&name).await.unwrap();
-                    relayed = stream.info().await.unwrap().state.messages;
+                    let last = stream.info().await.unwrap().state.last_sequence;
+                    relayed = if last == 0 {
+                        0
+                    } else {
+                        let message = stream.get_raw_message(last).await.unwrap();
+                        message
+                            .headers
+                            .get("Fairdeal-Global-Position")
+                            .and_then(|v| v.as_str().parse().ok())
+                            .unwrap()
+                    };
                     if relayed == head {
                         break;
                     }
@@ -311,7 +323,7 @@ impl Platform {
                 }
                 assert_eq!(
                     relayed, head,
-                    "{service}: {relayed} of {head} events relayed"
+                    "{service}: relayed up to position {relayed}, stored up to {head}"
                 );
             }
         }

@@ -192,6 +192,10 @@ fn text_field(field: &'static str, value: &str, max: usize) -> Result<(), AuthEr
             field,
             format!("is longer than {max} bytes"),
         ))
+    } else if value.chars().any(char::is_control) {
+        // No stored name, address or token holds one, and PostgreSQL refuses a NUL in text:
+        // a lookup must not turn a caller's typo into a database fault.
+        Err(AuthError::invalid(field, "contains a control character"))
     } else {
         Ok(())
     }
