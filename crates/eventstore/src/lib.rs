@@ -20,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 pub mod any;
+pub mod batch;
 mod codec;
 #[cfg(feature = "conformance")]
 pub mod conformance;
@@ -30,6 +31,7 @@ pub mod store;
 pub mod version;
 
 pub use any::AnyEventStore;
+pub use batch::AppendRequest;
 
 /// The event store of each database backend, for code written once for both (with
 /// `fairdeal_db::for_each_backend!`): `DB::Store` is [`PgEventStore`] or
