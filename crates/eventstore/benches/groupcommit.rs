@@ -160,8 +160,26 @@ async fn main() {
     let mut figures = Vec::new();
     let backend = PgBackend::create().await;
     figures.push(raw_baseline(&backend).await);
-    let store = backend.store();
-    for writers in [1, 8, 64, 256] {
+    if std::env::var_os("GC_NO_NOTIFY").is_some() {
+        // Diagnosis only: without the NOTIFY trigger, commits no longer serialise on
+        // PostgreSQL's notification queue lock.
+        sqlx::query("ALTER TABLE eventstore.events DISABLE TRIGGER events_notify")
+            .execute(backend.pg_store().pool())
+            .await
+            .unwrap();
+    }
+    let store: Arc<dyn EventStore> = match std::env::var("GC_PG_WRITERS")
+        .ok()
+        .and_then(|w| w.parse().ok())
+    {
+        Some(w) => Arc::new(backend.pg_store().clone().with_group_commit_writers(w)),
+        None => backend.store(),
+    };
+    let cases: Vec<usize> = std::env::var("GC_CASES")
+        .ok()
+        .map(|c| c.split(',').filter_map(|w| w.parse().ok()).collect())
+        .unwrap_or_else(|| vec![1, 8, 64, 256]);
+    for writers in cases {
         figures.push(
             appends(
                 format!("PostgreSQL append, {writers} writers"),

@@ -62,7 +62,7 @@ const _: () = assert!((MAX_XID << TX_SHIFT) + (MAX_EVENTS_PER_TX - 1) == i64::MA
 const ANY_ATTEMPTS: usize = 16;
 /// Group commit writer tasks per store: each commits one batch at a time, so this many
 /// batches are in flight (and as many pool connections busy writing) at most.
-const GROUP_COMMIT_WRITERS: usize = 4;
+const GROUP_COMMIT_WRITERS: usize = 2;
 
 /// Event store on PostgreSQL. Cheap to clone (the pool, the prepared SQL and the group
 /// commit writers are shared).
@@ -229,6 +229,15 @@ impl PgEventStore {
             },
             group: Arc::new(GroupCommit::new(GROUP_COMMIT_WRITERS)),
         })
+    }
+
+    /// The same store with `writers` group commit writer tasks (default 2, at least 1): at
+    /// most this many batches are written at once, each on its own pool connection. Appends
+    /// are routed to a writer by stream. Call before the first append.
+    #[must_use]
+    pub fn with_group_commit_writers(mut self, writers: usize) -> Self {
+        self.group = Arc::new(GroupCommit::new(writers));
+        self
     }
 
     /// Creates the schema if needed and applies the store's pending migrations. Idempotent
