@@ -57,7 +57,8 @@ pub static MIGRATIONS: fairdeal_db::Migrations = fairdeal_db::Migrations {
 };
 pub use error::StoreError;
 pub use fairdeal_event::{
-    ChainVerifier, Envelope, EventError, GENESIS_PREV_HASH, Hash, NewEvent, RecordedEvent, StreamId,
+    ChainVerifier, Envelope, EventError, GENESIS_PREV_HASH, Hash, MAX_EVENT_BYTES, NewEvent,
+    RecordedEvent, StreamId,
 };
 pub use postgres::PgEventStore;
 pub use sqlite::SqliteEventStore;

@@ -243,9 +243,15 @@ impl BatchWriter for SqliteWriter {
 /// each append retried on its own, in its own transaction.
 async fn write_batch(
     pool: &SqlitePool,
-    requests: Vec<AppendRequest>,
+    mut requests: Vec<AppendRequest>,
 ) -> Vec<Result<Appended, StoreError>> {
     let n = requests.len();
+    if n == 1
+        && let Some(request) = requests.pop()
+    {
+        // Alone: the single-append statements (per-stream queries, no IN lists).
+        return vec![append_alone(pool, request).await];
+    }
     let retry = requests.clone();
     let mut tx = match pool.begin_with("BEGIN IMMEDIATE").await {
         Ok(tx) => tx,
