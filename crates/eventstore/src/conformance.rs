@@ -15,7 +15,10 @@
 //! call them directly against its own wiring. Cases panic on failure: this is test support.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::{Appended, EventStore, ExpectedVersion, PgEventStore, SqliteEventStore, StoreError};
+use crate::{
+    AppendRequest, Appended, EventStore, ExpectedVersion, PgEventStore, SqliteEventStore,
+    StoreError,
+};
 use async_trait::async_trait;
 use fairdeal_event::{ChainVerifier, GENESIS_PREV_HASH, Hash, NewEvent, RecordedEvent, StreamId};
 use futures::FutureExt;
@@ -35,6 +38,10 @@ pub trait Backend: Send + Sync + 'static {
     fn store(&self) -> Arc<dyn EventStore>;
     /// Opens a transaction through the backend's `append_in_tx`.
     async fn begin(&self) -> Box<dyn OpenTx>;
+    /// Writes `requests` as one group commit (the backend's `append_batch`): one
+    /// transaction, each request's own result in order.
+    async fn append_batch(&self, requests: Vec<AppendRequest>)
+    -> Vec<Result<Appended, StoreError>>;
     /// Overwrites the payload and hash of `(stream_id, version)` directly in the database,
     /// bypassing the append-only guard (simulates an attacker with database access).
     async fn tamper(&self, stream_id: &StreamId, version: u64, payload: &[u8], hash: &Hash);
@@ -113,7 +120,9 @@ macro_rules! conformance_tests {
             append_only_is_enforced_by_the_database,
             duplicate_event_ids_are_rejected,
             invalid_events_are_rejected,
-            large_batches_append_atomically
+            large_batches_append_atomically,
+            conflicts_inside_one_batch_fail_alone,
+            concurrent_appends_share_commits_and_keep_their_own_results
         );
     };
     (@cases $create:expr; $($case:ident),* $(,)?) => {
@@ -844,6 +853,205 @@ pub async fn large_batches_append_atomically(backend: Arc<dyn Backend>) {
     assert_eq!(store.stream_version(&s).await.unwrap(), u64::from(N));
 }
 
+/// One group commit holding appends that must fail (two appends to one stream with the same
+/// expected version, a duplicate event id, an invalid event, a stale expectation) beside
+/// good ones: exactly one of the same-stream pair wins, each failure is its own typed error,
+/// and every good neighbour is written, chained and positioned as if appended alone.
+pub async fn conflicts_inside_one_batch_fail_alone(backend: Arc<dyn Backend>) {
+    let store = backend.store();
+    let (raced, fresh, dup, bad, stale, chained) = (
+        stream("table"),
+        stream("table"),
+        stream("table"),
+        stream("table"),
+        stream("table"),
+        stream("table"),
+    );
+    store
+        .append(&stale, ExpectedVersion::NoStream, events("Seed", 0..2))
+        .await
+        .unwrap();
+    let shared_id = event("Shared", 50);
+    let request = |s: &StreamId, expected, events| AppendRequest {
+        stream_id: s.clone(),
+        expected,
+        events,
+    };
+    let batch = vec![
+        request(&raced, ExpectedVersion::Exact(0), events("Win", 10..12)),
+        request(&raced, ExpectedVersion::Exact(0), events("Lose", 20..22)),
+        request(
+            &fresh,
+            ExpectedVersion::NoStream,
+            vec![event("Ok", 30), shared_id.clone()],
+        ),
+        request(
+            &dup,
+            ExpectedVersion::NoStream,
+            vec![event("Ok", 40), shared_id.clone()],
+        ),
+        request(
+            &bad,
+            ExpectedVersion::Any,
+            vec![event("Ok", 60), NewEvent::new("not a type", vec![])],
+        ),
+        request(&stale, ExpectedVersion::Exact(1), events("Late", 70..71)),
+        request(&chained, ExpectedVersion::NoStream, events("First", 80..82)),
+        request(
+            &chained,
+            ExpectedVersion::Exact(2),
+            events("Second", 90..91),
+        ),
+        request(&chained, ExpectedVersion::Any, events("Third", 95..96)),
+        request(&stale, ExpectedVersion::Exact(2), vec![]),
+    ];
+    let sent: Vec<Vec<NewEvent>> = batch.iter().map(|r| r.events.clone()).collect();
+    let results = backend.append_batch(batch).await;
+    assert_eq!(results.len(), 10);
+    let ok = |i: usize| {
+        results[i]
+            .as_ref()
+            .unwrap_or_else(|e| panic!("request {i}: {e}"))
+    };
+
+    assert_eq!(ok(0).version, 2);
+    assert!(
+        matches!(
+            &results[1],
+            Err(StoreError::Conflict {
+                expected: ExpectedVersion::Exact(0),
+                actual: 2,
+                ..
+            })
+        ),
+        "{:?}",
+        results[1]
+    );
+    assert_eq!(ok(2).version, 2);
+    assert!(
+        matches!(&results[3], Err(StoreError::DuplicateEventId { event_id }) if *event_id == shared_id.event_id),
+        "{:?}",
+        results[3]
+    );
+    assert!(
+        matches!(&results[4], Err(StoreError::InvalidEvent(_))),
+        "{:?}",
+        results[4]
+    );
+    assert!(
+        matches!(&results[5], Err(StoreError::Conflict { actual: 2, .. })),
+        "{:?}",
+        results[5]
+    );
+    assert_eq!(ok(6).version, 2);
+    assert_eq!(ok(7).version, 3);
+    assert_eq!(ok(8).version, 4);
+    assert_eq!(ok(9).version, 2);
+    assert!(ok(9).events.is_empty());
+
+    // What each winner got back is what is stored, and only that.
+    for (s, winners) in [
+        (&raced, vec![0]),
+        (&fresh, vec![2]),
+        (&chained, vec![6, 7, 8]),
+    ] {
+        let read = store.read_stream(s, 1, 100).await.unwrap();
+        let returned: Vec<RecordedEvent> =
+            winners.iter().flat_map(|&i| ok(i).events.clone()).collect();
+        assert_eq!(read, returned);
+        let sent_here: Vec<&NewEvent> = winners.iter().flat_map(|&i| sent[i].iter()).collect();
+        assert_eq!(read.len(), sent_here.len());
+        for (stored, sent) in read.iter().zip(sent_here) {
+            assert_same_event(stored, sent);
+        }
+        let mut chain = ChainVerifier::new(s.clone());
+        for e in &read {
+            chain.check(e).unwrap();
+        }
+    }
+    assert_eq!(store.stream_version(&dup).await.unwrap(), 0);
+    assert_eq!(store.stream_version(&bad).await.unwrap(), 0);
+    assert_eq!(store.stream_version(&stale).await.unwrap(), 2);
+
+    // The batch's events sit in batch order in the global log, after the seed.
+    let written: Vec<_> = [0, 2, 6, 7, 8]
+        .iter()
+        .flat_map(|&i| ok(i).events.iter().map(|e| e.event_id))
+        .collect();
+    let all = read_all_when(store.as_ref(), 0, 2 + written.len()).await;
+    assert_strictly_increasing(&all);
+    assert_eq!(
+        all.iter().skip(2).map(|e| e.event_id).collect::<Vec<_>>(),
+        written
+    );
+}
+
+/// Many concurrent `append` calls (gathered into shared commits by the store): on one
+/// stream with one expected version exactly one wins, while every neighbour on its own
+/// stream succeeds with its own result, and a neighbour's bad event fails only itself.
+pub async fn concurrent_appends_share_commits_and_keep_their_own_results(
+    backend: Arc<dyn Backend>,
+) {
+    const RACERS: u32 = 16;
+    const NEIGHBOURS: u32 = 48;
+    let store = backend.store();
+    let contested = stream("table");
+    let mut tasks = Vec::new();
+    for w in 0..RACERS + NEIGHBOURS {
+        let store = store.clone();
+        let contested = contested.clone();
+        tasks.push(tokio::spawn(async move {
+            if w < RACERS {
+                let r = store
+                    .append(
+                        &contested,
+                        ExpectedVersion::NoStream,
+                        vec![event("Race", w)],
+                    )
+                    .await;
+                (w, None, r)
+            } else {
+                let s = stream("user");
+                let mut batch = vec![event("Mine", w)];
+                if w % 8 == 0 {
+                    batch.push(NewEvent::new("not a type", vec![]));
+                }
+                let r = store.append(&s, ExpectedVersion::NoStream, batch).await;
+                (w, Some(s), r)
+            }
+        }));
+    }
+    let mut winners = 0;
+    let mut neighbours = Vec::new();
+    for task in futures::future::join_all(tasks).await {
+        let (w, s, result) = task.unwrap();
+        match (s, result) {
+            (None, Ok(appended)) => {
+                winners += 1;
+                assert_eq!(appended.version, 1);
+            }
+            (None, Err(StoreError::Conflict { actual, .. })) => assert_eq!(actual, 1),
+            (None, Err(other)) => panic!("racer {w}: {other}"),
+            (Some(_), Err(StoreError::InvalidEvent(_))) if w % 8 == 0 => {}
+            (Some(s), Ok(appended)) if w % 8 != 0 => {
+                assert_eq!(appended.version, 1);
+                assert_eq!(appended.events[0].stream_id, s);
+                neighbours.push((s, appended));
+            }
+            (Some(_), other) => panic!("neighbour {w}: {other:?}"),
+        }
+    }
+    assert_eq!(winners, 1);
+    assert_eq!(neighbours.len() as u32, NEIGHBOURS - NEIGHBOURS / 8);
+    for (s, appended) in &neighbours {
+        assert_eq!(
+            &store.read_stream(s, 1, 10).await.unwrap(),
+            &appended.events
+        );
+    }
+    assert_eq!(store.read_stream(&contested, 1, 10).await.unwrap().len(), 1);
+}
+
 /// Turns a stored event back into the `NewEvent` it came from (same id).
 trait IntoNewEvent {
     fn into_new_event(self) -> NewEvent;
@@ -941,6 +1149,13 @@ impl OpenTx for PgOpenTx {
 impl Backend for PgBackend {
     fn store(&self) -> Arc<dyn EventStore> {
         Arc::new(self.store.clone())
+    }
+
+    async fn append_batch(
+        &self,
+        requests: Vec<AppendRequest>,
+    ) -> Vec<Result<Appended, StoreError>> {
+        self.store.append_batch(requests).await
     }
 
     async fn begin(&self) -> Box<dyn OpenTx> {
@@ -1054,6 +1269,13 @@ impl OpenTx for SqliteOpenTx {
 impl Backend for SqliteBackend {
     fn store(&self) -> Arc<dyn EventStore> {
         Arc::new(self.store.clone())
+    }
+
+    async fn append_batch(
+        &self,
+        requests: Vec<AppendRequest>,
+    ) -> Vec<Result<Appended, StoreError>> {
+        self.store.append_batch(requests).await
     }
 
     async fn begin(&self) -> Box<dyn OpenTx> {

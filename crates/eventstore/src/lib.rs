@@ -20,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 pub mod any;
+pub mod batch;
 mod codec;
 #[cfg(feature = "conformance")]
 pub mod conformance;
@@ -30,6 +31,7 @@ pub mod store;
 pub mod version;
 
 pub use any::AnyEventStore;
+pub use batch::AppendRequest;
 
 /// The event store of each database backend, for code written once for both (with
 /// `fairdeal_db::for_each_backend!`): `DB::Store` is [`PgEventStore`] or
@@ -55,7 +57,8 @@ pub static MIGRATIONS: fairdeal_db::Migrations = fairdeal_db::Migrations {
 };
 pub use error::StoreError;
 pub use fairdeal_event::{
-    ChainVerifier, Envelope, EventError, GENESIS_PREV_HASH, Hash, NewEvent, RecordedEvent, StreamId,
+    ChainVerifier, Envelope, EventError, GENESIS_PREV_HASH, Hash, MAX_EVENT_BYTES, NewEvent,
+    RecordedEvent, StreamId,
 };
 pub use postgres::PgEventStore;
 pub use sqlite::SqliteEventStore;

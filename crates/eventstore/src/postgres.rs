@@ -31,6 +31,7 @@
 //! writing positions that sort before existing events. Use `pg_upgrade` (which keeps the
 //! counter) or advance the counter (`pg_resetwal -x`) above the largest stored `tx_id`.
 
+use crate::batch::{AppendRequest, BatchWriter, GroupCommit, Head, all_failed, plan};
 use crate::codec::{
     Row, check_distinct_ids, limit_i64, link_hash, occurred_at_us, stored_u64, to_i64,
     trace_context_json, verify_stream_rows,
@@ -45,6 +46,7 @@ use sqlx::postgres::{PgPool, PgRow};
 use sqlx::{
     AssertSqlSafe, Connection, PgConnection, Postgres, Row as _, SqlSafeStr, SqlStr, Transaction,
 };
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -58,10 +60,24 @@ const MAX_XID: i64 = (1 << (63 - TX_SHIFT)) - 1;
 const _: () = assert!((MAX_XID << TX_SHIFT) + (MAX_EVENTS_PER_TX - 1) == i64::MAX);
 /// Attempts of an `ExpectedVersion::Any` append that loses a race to another writer.
 const ANY_ATTEMPTS: usize = 16;
+/// Group commit writer tasks per store: each commits one batch at a time, so this many
+/// batches are in flight (and as many pool connections busy writing) at most.
+const GROUP_COMMIT_WRITERS: usize = 2;
 
-/// Event store on PostgreSQL. Cheap to clone (the pool and the prepared SQL are shared).
+/// Event store on PostgreSQL. Cheap to clone (the pool, the prepared SQL and the group
+/// commit writers are shared).
 #[derive(Debug, Clone)]
 pub struct PgEventStore {
+    /// Everything a writer task needs (it holds a clone, never the store itself, so the
+    /// writers end when the last store handle is dropped).
+    core: PgCore,
+    /// The group commit writers `append` queues on.
+    group: Arc<GroupCommit>,
+}
+
+/// The pool, schema and SQL of a store.
+#[derive(Debug, Clone)]
+struct PgCore {
     /// Connections (from [`fairdeal_db::postgres_pool_options`] in services).
     pool: PgPool,
     /// The schema holding `events`.
@@ -81,6 +97,8 @@ struct PgSql {
     read_stream: SqlStr,
     read_all: SqlStr,
     head_position: SqlStr,
+    batch_heads: SqlStr,
+    batch_insert: SqlStr,
 }
 
 impl PgSql {
@@ -134,6 +152,40 @@ impl PgSql {
                  RETURNING position) \
                  SELECT min(position) FROM inserted"
             )),
+            // A group commit's reads, one round trip (autocommit): the head of each stream
+            // ($1), which of the batch's event ids ($2) are stored, and as `head` above the
+            // restore guard's figures and the stale-transaction check, repeated on each row.
+            batch_heads: safe(format!(
+                "SELECT s.stream_id, head.version, head.hash, g.max_position, g.xmax, \
+                        g.autocommit, g.stored_ids \
+                 FROM (SELECT (SELECT max(position) FROM {t}) AS max_position, \
+                         pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS xmax, \
+                         transaction_timestamp() = statement_timestamp() AS autocommit, \
+                         ARRAY(SELECT event_id FROM {t} WHERE event_id = ANY($2::uuid[])) \
+                             AS stored_ids) AS g \
+                 CROSS JOIN UNNEST($1::text[]) AS s(stream_id) \
+                 LEFT JOIN LATERAL (SELECT version, hash FROM {t} \
+                     WHERE stream_id = s.stream_id ORDER BY version DESC LIMIT 1) AS head ON true"
+            )),
+            // A group commit's write: every append of the batch in one statement, so one
+            // autocommit transaction; positions as in `insert`, in batch order.
+            batch_insert: safe(format!(
+                "WITH inserted AS ( \
+                 INSERT INTO {t} (position, event_id, stream_id, version, event_type, \
+                     occurred_at_us, correlation_id, causation_id, trace_context, payload, \
+                     prev_hash, hash) \
+                 SELECT (pg_current_xact_id()::text::bigint << {TX_SHIFT}) + u.ord - 1, \
+                     u.event_id, u.stream_id, u.version, u.event_type, u.occurred_at_us, \
+                     u.correlation_id, u.causation_id, u.trace_context::jsonb, u.payload, \
+                     u.prev_hash, u.hash \
+                 FROM UNNEST($1::uuid[], $2::text[], $3::bigint[], $4::text[], $5::bigint[], \
+                     $6::text[], $7::text[], $8::text[], $9::bytea[], $10::bytea[], \
+                     $11::bytea[]) WITH ORDINALITY AS u(event_id, stream_id, version, \
+                     event_type, occurred_at_us, correlation_id, causation_id, trace_context, \
+                     payload, prev_hash, hash, ord) \
+                 RETURNING position) \
+                 SELECT min(position) FROM inserted"
+            )),
             stream_version: safe(format!(
                 "SELECT coalesce(max(version), 0) FROM {t} WHERE stream_id = $1"
             )),
@@ -170,18 +222,30 @@ impl PgEventStore {
     pub fn new(pool: PgPool, schema: &str) -> Result<Self, StoreError> {
         let schema = validate_schema(schema)?;
         Ok(Self {
-            pool,
-            sql: Arc::new(PgSql::new(schema.as_str())),
-            schema,
+            core: PgCore {
+                pool,
+                sql: Arc::new(PgSql::new(schema.as_str())),
+                schema,
+            },
+            group: Arc::new(GroupCommit::new(GROUP_COMMIT_WRITERS)),
         })
+    }
+
+    /// The same store with `writers` group commit writer tasks (default 2, at least 1): at
+    /// most this many batches are written at once, each on its own pool connection. Appends
+    /// are routed to a writer by stream. Call before the first append.
+    #[must_use]
+    pub fn with_group_commit_writers(mut self, writers: usize) -> Self {
+        self.group = Arc::new(GroupCommit::new(writers));
+        self
     }
 
     /// Creates the schema if needed and applies the store's pending migrations. Idempotent
     /// and safe to run from several processes at once (sqlx takes an advisory lock).
     pub async fn migrate(&self) -> Result<(), StoreError> {
         let db = Db::Postgres {
-            pool: self.pool.clone(),
-            schema: self.schema.clone(),
+            pool: self.core.pool.clone(),
+            schema: self.core.schema.clone(),
         };
         db.migrate(&crate::MIGRATIONS).await?;
         Ok(())
@@ -189,17 +253,33 @@ impl PgEventStore {
 
     /// The connection pool (shared with the service for its own tables).
     pub fn pool(&self) -> &PgPool {
-        &self.pool
+        &self.core.pool
     }
 
     /// The schema holding the `events` table.
     pub fn schema(&self) -> &str {
-        self.schema.as_str()
+        self.core.schema.as_str()
     }
 
     /// Begins a transaction on the store's pool, for [`Self::append_in_tx`].
     pub async fn begin(&self) -> Result<Transaction<'static, Postgres>, StoreError> {
-        Ok(self.pool.begin().await?)
+        Ok(self.core.pool.begin().await?)
+    }
+
+    /// Writes `requests` as one group commit, now, on the calling task: one transaction for
+    /// all of them, each request getting its own result in order (a conflict, duplicate id
+    /// or invalid event fails that request alone; two requests for one stream chain, the
+    /// second seeing the first). `append` gathers concurrent callers into such batches by
+    /// itself; this is for callers that already hold many appends. `ExpectedVersion::Any` is
+    /// not retried here: a race lost to another process is a `Conflict`.
+    pub async fn append_batch(
+        &self,
+        requests: Vec<AppendRequest>,
+    ) -> Vec<Result<Appended, StoreError>> {
+        if requests.is_empty() {
+            return Vec::new();
+        }
+        self.core.write_batch(requests).await
     }
 
     /// Appends inside the caller's transaction, so events and the service's own table
@@ -220,6 +300,7 @@ impl PgEventStore {
     ) -> Result<Appended, StoreError> {
         let mut savepoint = (**tx).begin().await?;
         match self
+            .core
             .append_on(&mut savepoint, stream_id, expected, events, true)
             .await
         {
@@ -234,12 +315,15 @@ impl PgEventStore {
             Err(Failure::Unique { constraint, ids }) => {
                 savepoint.rollback().await?;
                 Err(self
+                    .core
                     .explain_unique(tx, &constraint, stream_id, expected, &ids)
                     .await)
             }
         }
     }
+}
 
+impl PgCore {
     /// The append itself. `in_tx`: the connection is inside a transaction or savepoint
     /// (which may already hold events of this transaction); otherwise every statement
     /// autocommits and the INSERT alone is the append's transaction (two round trips in all).
@@ -468,6 +552,193 @@ impl PgEventStore {
     }
 }
 
+/// A group commit writer task's way to the database.
+struct PgWriter {
+    core: PgCore,
+}
+
+impl BatchWriter for PgWriter {
+    async fn write(&self, requests: Vec<AppendRequest>) -> Vec<Result<Appended, StoreError>> {
+        self.core.write_batch(requests).await
+    }
+}
+
+impl PgCore {
+    /// Writes a batch: one autocommit read of every stream head and stored id, the decision
+    /// in memory ([`plan`]), one autocommit INSERT of every accepted append (two round trips
+    /// and one commit, whatever the batch size).
+    ///
+    /// The INSERT is one statement, so one transaction: all of the batch's rows or none. It
+    /// fails only when another transaction (another process, an `append_in_tx`) wrote one
+    /// of the batch's streams or ids after the read; then nothing of the batch was written
+    /// and each append is retried on its own ([`Self::append_once`]), which gives each its
+    /// own result (a conflict for the one that lost, success for the others).
+    async fn write_batch(
+        &self,
+        mut requests: Vec<AppendRequest>,
+    ) -> Vec<Result<Appended, StoreError>> {
+        let n = requests.len();
+        if n == 1
+            && let Some(request) = requests.pop()
+        {
+            // Alone: the single-append statements, as lean as they come (same round trips,
+            // less work in the server than the batch read).
+            return vec![
+                self.append_once(&request.stream_id, request.expected, request.events)
+                    .await,
+            ];
+        }
+        let mut conn = match self.pool.acquire().await {
+            Ok(conn) => conn,
+            Err(e) => return all_failed(n, e.into()),
+        };
+        let (heads, stored) = match self.read_batch_heads(&mut conn, &requests).await {
+            Ok(read) => read,
+            Err(e) => return all_failed(n, e),
+        };
+        let retry = requests.clone();
+        let plan = plan(requests, heads, &stored);
+        if plan.is_empty() {
+            return plan.finish(0);
+        }
+        let rows = &plan.rows;
+        let mut ids = Vec::with_capacity(rows.len());
+        let mut streams = Vec::with_capacity(rows.len());
+        let mut versions = Vec::with_capacity(rows.len());
+        let mut types = Vec::with_capacity(rows.len());
+        let mut times = Vec::with_capacity(rows.len());
+        let mut correlations = Vec::with_capacity(rows.len());
+        let mut causations = Vec::with_capacity(rows.len());
+        let mut traces = Vec::with_capacity(rows.len());
+        let mut payloads = Vec::with_capacity(rows.len());
+        let mut prev_hashes = Vec::with_capacity(rows.len());
+        let mut hashes = Vec::with_capacity(rows.len());
+        for row in rows {
+            let e = &row.event;
+            ids.push(e.event_id);
+            streams.push(e.stream_id.as_str().to_owned());
+            versions.push(row.version);
+            types.push(e.event_type.clone());
+            times.push(row.occurred_at_us);
+            correlations.push(e.correlation_id.clone());
+            causations.push(e.causation_id.clone());
+            traces.push(trace_context_json(&e.trace_context));
+            payloads.push(e.payload.clone());
+            prev_hashes.push(e.prev_hash.to_vec());
+            hashes.push(e.hash.to_vec());
+        }
+        let inserted: Result<Option<i64>, sqlx::Error> =
+            sqlx::query_scalar(self.sql.batch_insert.clone())
+                .bind(ids)
+                .bind(streams)
+                .bind(versions)
+                .bind(types)
+                .bind(times)
+                .bind(correlations)
+                .bind(causations)
+                .bind(traces)
+                .bind(payloads)
+                .bind(prev_hashes)
+                .bind(hashes)
+                .fetch_one(&mut *conn)
+                .await;
+        match inserted {
+            Ok(Some(first)) => match stored_u64(first, "events.position") {
+                Ok(first) => plan.finish(first),
+                Err(e) => all_failed(n, e),
+            },
+            Ok(None) => all_failed(
+                n,
+                StoreError::InvalidArgument("the insert returned no position".into()),
+            ),
+            // The server refused the statement: it rolled back, nothing of the batch is
+            // stored. Each append on its own gets its own answer.
+            Err(sqlx::Error::Database(db)) => {
+                tracing::debug!(error = %db, appends = n, "group commit refused; appending one by one");
+                drop(conn);
+                let mut out = Vec::with_capacity(n);
+                for request in retry {
+                    out.push(
+                        self.append_once(&request.stream_id, request.expected, request.events)
+                            .await,
+                    );
+                }
+                out
+            }
+            // The connection failed: whether the batch committed is unknown, as for any
+            // write whose answer is lost. Every caller hears of it.
+            Err(e) => all_failed(n, e.into()),
+        }
+    }
+
+    /// The heads of a batch's streams and which of its event ids are already stored, after
+    /// the restore guard (see `append_on`) and the stale-transaction check (see
+    /// [`fetch_head`]).
+    async fn read_batch_heads(
+        &self,
+        conn: &mut PgConnection,
+        requests: &[AppendRequest],
+    ) -> Result<(HashMap<String, Head>, HashSet<Uuid>), StoreError> {
+        let mut streams: Vec<String> = requests
+            .iter()
+            .map(|r| r.stream_id.as_str().to_owned())
+            .collect();
+        streams.sort_unstable();
+        streams.dedup();
+        let ids: Vec<Uuid> = requests
+            .iter()
+            .flat_map(|r| r.events.iter().map(|e| e.event_id))
+            .collect();
+        let query = || {
+            sqlx::query(self.sql.batch_heads.clone())
+                .bind(streams.clone())
+                .bind(ids.clone())
+        };
+        let first = query().fetch_all(&mut *conn).await;
+        let stale = match &first {
+            Ok(rows) => match rows.first() {
+                Some(row) => !row.try_get::<bool, _>("autocommit")?,
+                None => false,
+            },
+            Err(e) => in_aborted_transaction(e),
+        };
+        let rows = if stale {
+            roll_back_stale(conn).await?;
+            query().fetch_all(&mut *conn).await?
+        } else {
+            first?
+        };
+        let mut heads = HashMap::with_capacity(rows.len());
+        let mut stored = HashSet::new();
+        for (i, row) in rows.iter().enumerate() {
+            if i == 0 {
+                let max_position: Option<i64> = row.try_get("max_position")?;
+                let xmax: i64 = row.try_get("xmax")?;
+                if let Some(max) = max_position {
+                    let owner = max >> TX_SHIFT;
+                    if owner >= xmax {
+                        return Err(StoreError::InvalidArgument(format!(
+                            "stored position {max} belongs to transaction {owner}, which this \
+                             cluster has not reached (next xid {xmax}): the database was \
+                             restored into a new cluster; advance the xid counter before \
+                             appending"
+                        )));
+                    }
+                }
+                let ids: Vec<Uuid> = row.try_get("stored_ids")?;
+                stored.extend(ids);
+            }
+            let version: Option<i64> = row.try_get("version")?;
+            if let Some(version) = version {
+                let stream: String = row.try_get("stream_id")?;
+                let hash: Option<Vec<u8>> = row.try_get("hash")?;
+                heads.insert(stream, (stored_u64(version, "events.version")?, hash));
+            }
+        }
+        Ok((heads, stored))
+    }
+}
+
 /// Reads the stream head; for a standalone append, first makes sure the pooled connection
 /// is not stuck inside a transaction.
 ///
@@ -580,12 +851,20 @@ impl EventStore for PgEventStore {
         expected: ExpectedVersion,
         events: Vec<NewEvent>,
     ) -> Result<Appended, StoreError> {
+        let request = |events| AppendRequest {
+            stream_id: stream_id.clone(),
+            expected,
+            events,
+        };
+        let writer = || PgWriter {
+            core: self.core.clone(),
+        };
         if expected != ExpectedVersion::Any {
-            return self.append_once(stream_id, expected, events).await;
+            return self.group.append(request(events), writer).await;
         }
         let mut attempt = 1;
         loop {
-            match self.append_once(stream_id, expected, events.clone()).await {
+            match self.group.append(request(events.clone()), writer).await {
                 // `Any` lost a race for the next version: the winner is committed, so a fresh
                 // attempt reads its head and links after it.
                 Err(StoreError::Conflict { .. }) if attempt < ANY_ATTEMPTS => {
@@ -605,11 +884,11 @@ impl EventStore for PgEventStore {
         let from = from_version.max(1);
         // Fetch the predecessor too, to check the link into the first returned event.
         let (query_from, extra) = if from > 1 { (from - 1, 1) } else { (from, 0) };
-        let rows = sqlx::query(self.sql.read_stream.clone())
+        let rows = sqlx::query(self.core.sql.read_stream.clone())
             .bind(stream_id.as_str())
             .bind(to_i64(query_from, "version")?)
             .bind(limit_i64(limit).saturating_add(extra))
-            .fetch_all(&self.pool)
+            .fetch_all(&self.core.pool)
             .await?;
         let rows = rows
             .iter()
@@ -623,10 +902,10 @@ impl EventStore for PgEventStore {
         from_position: u64,
         limit: usize,
     ) -> Result<Vec<RecordedEvent>, StoreError> {
-        let rows = sqlx::query(self.sql.read_all.clone())
+        let rows = sqlx::query(self.core.sql.read_all.clone())
             .bind(to_i64(from_position, "position")?)
             .bind(limit_i64(limit))
-            .fetch_all(&self.pool)
+            .fetch_all(&self.core.pool)
             .await?;
         rows.iter()
             .map(|row| row_from_pg(row).map_err(StoreError::from)?.into_event())
@@ -634,15 +913,15 @@ impl EventStore for PgEventStore {
     }
 
     async fn head_position(&self) -> Result<u64, StoreError> {
-        let head: i64 = sqlx::query_scalar(self.sql.head_position.clone())
-            .fetch_one(&self.pool)
+        let head: i64 = sqlx::query_scalar(self.core.sql.head_position.clone())
+            .fetch_one(&self.core.pool)
             .await?;
         stored_u64(head, "events.position")
     }
 
     async fn stream_version(&self, stream_id: &StreamId) -> Result<u64, StoreError> {
-        let mut conn = self.pool.acquire().await?;
-        self.stream_version_on(&mut conn, stream_id).await
+        let mut conn = self.core.pool.acquire().await?;
+        self.core.stream_version_on(&mut conn, stream_id).await
     }
 }
 

@@ -1,16 +1,19 @@
 //! The SQLite backend: the embedded default (one file, no server).
 //!
 //! WAL journal (readers never block the writer), `synchronous = FULL` (a committed append
-//! survives a power cut), a busy timeout, and single-writer semantics: every write
-//! transaction starts with `BEGIN IMMEDIATE`, so it holds SQLite's write lock from its first
-//! statement, and appends through [`SqliteEventStore::append`] also queue on an in-process
-//! lock instead of spinning in SQLite's busy handler. Because writers are serialised, a row's
-//! position (its rowid, `max + 1` at insert) is visible only after every lower position, so
-//! `read_all` can never skip an event.
+//! survives a power cut: the WAL is fsynced at every commit), a busy timeout, and
+//! single-writer semantics: every write transaction starts with `BEGIN IMMEDIATE`, so it
+//! holds SQLite's write lock from its first statement. Appends through
+//! [`SqliteEventStore::append`] go to one writer task per store (group commit, see
+//! `crate::batch`): it takes every append queued at that moment, writes them in one
+//! transaction (one fsync) with each append's own result, and repeats. Because writers are
+//! serialised, a row's position (its rowid, `max + 1` at insert) is visible only after every
+//! lower position, so `read_all` can never skip an event.
 //!
 //! Migrations are tracked in `_fairdeal_eventstore_migrations`, apart from any other
 //! migrator sharing the file.
 
+use crate::batch::{AppendRequest, BatchWriter, GroupCommit, Head, Sealed, all_failed, plan};
 use crate::codec::{
     COLUMNS, Row, check_distinct_ids, limit_i64, link_hash, occurred_at_us, stored_u64, to_i64,
     trace_context_json, verify_stream_rows,
@@ -22,6 +25,7 @@ use async_trait::async_trait;
 use fairdeal_event::{Hash, NewEvent, RecordedEvent, StreamId, seal};
 use sqlx::sqlite::{SqlitePool, SqliteRow};
 use sqlx::{Connection, QueryBuilder, Row as _, Sqlite, SqliteConnection, Transaction};
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 use uuid::Uuid;
@@ -29,14 +33,15 @@ use uuid::Uuid;
 /// Rows per INSERT statement: 12 parameters a row stays far below SQLite's 32,766.
 const INSERT_CHUNK: usize = 500;
 
-/// Event store on SQLite. Cheap to clone (pool and writer lock are shared).
+/// Event store on SQLite. Cheap to clone (pool and writer task are shared).
 #[derive(Debug, Clone)]
 pub struct SqliteEventStore {
     /// Connections to the database file.
     pool: SqlitePool,
-    /// Serialises this process's appends, so they queue fairly instead of polling SQLite's
-    /// busy handler (which sleeps in growing steps).
-    writer: Arc<tokio::sync::Mutex<()>>,
+    /// The one group commit writer `append` queues on, so this process's appends are
+    /// serialised and batched instead of polling SQLite's busy handler (which sleeps in
+    /// growing steps).
+    group: Arc<GroupCommit>,
 }
 
 impl SqliteEventStore {
@@ -58,7 +63,7 @@ impl SqliteEventStore {
     pub fn new(pool: SqlitePool) -> Self {
         Self {
             pool,
-            writer: Arc::new(tokio::sync::Mutex::new(())),
+            group: Arc::new(GroupCommit::new(1)),
         }
     }
 
@@ -81,6 +86,21 @@ impl SqliteEventStore {
     /// fail with `SQLITE_BUSY` when another writer got in between.
     pub async fn begin(&self) -> Result<Transaction<'static, Sqlite>, StoreError> {
         Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
+    }
+
+    /// Writes `requests` as one group commit, now, on the calling task: one transaction for
+    /// all of them, each request getting its own result in order (a conflict, duplicate id
+    /// or invalid event fails that request alone; two requests for one stream chain, the
+    /// second seeing the first). `append` gathers concurrent callers into such batches by
+    /// itself.
+    pub async fn append_batch(
+        &self,
+        requests: Vec<AppendRequest>,
+    ) -> Vec<Result<Appended, StoreError>> {
+        if requests.is_empty() {
+            return Vec::new();
+        }
+        write_batch(&self.pool, requests).await
     }
 
     /// Appends inside the caller's transaction (from [`Self::begin`]), so events and the
@@ -205,6 +225,160 @@ async fn append_on(
     })
 }
 
+/// The group commit writer task's way to the database.
+struct SqliteWriter {
+    pool: SqlitePool,
+}
+
+impl BatchWriter for SqliteWriter {
+    async fn write(&self, requests: Vec<AppendRequest>) -> Vec<Result<Appended, StoreError>> {
+        write_batch(&self.pool, requests).await
+    }
+}
+
+/// Writes a batch in one `BEGIN IMMEDIATE` transaction: the heads and stored ids of the
+/// whole batch read at once, the decision in memory ([`plan`]), multi-row INSERTs, one
+/// commit. Holding the write lock from the first statement, nothing can change between the
+/// reads and the inserts; should an insert still fail, the transaction is rolled back and
+/// each append retried on its own, in its own transaction.
+async fn write_batch(
+    pool: &SqlitePool,
+    mut requests: Vec<AppendRequest>,
+) -> Vec<Result<Appended, StoreError>> {
+    let n = requests.len();
+    if n == 1
+        && let Some(request) = requests.pop()
+    {
+        // Alone: the single-append statements (per-stream queries, no IN lists).
+        return vec![append_alone(pool, request).await];
+    }
+    let retry = requests.clone();
+    let mut tx = match pool.begin_with("BEGIN IMMEDIATE").await {
+        Ok(tx) => tx,
+        Err(e) => return all_failed(n, e.into()),
+    };
+    let (heads, stored, last_position) = match read_batch_heads(&mut tx, &requests).await {
+        Ok(read) => read,
+        Err(e) => return all_failed(n, e),
+    };
+    let plan = plan(requests, heads, &stored);
+    if plan.is_empty() {
+        // Nothing written: ending the transaction either way is the same.
+        let _ = tx.rollback().await;
+        return plan.finish(0);
+    }
+    let first = last_position + 1;
+    match insert_rows(&mut tx, &plan.rows, first).await {
+        Ok(()) => {}
+        Err(e) => {
+            tracing::debug!(error = %e, appends = n, "group commit refused; appending one by one");
+            if let Err(e) = tx.rollback().await {
+                return all_failed(n, e.into());
+            }
+            let mut out = Vec::with_capacity(n);
+            for request in retry {
+                out.push(append_alone(pool, request).await);
+            }
+            return out;
+        }
+    }
+    match tx.commit().await {
+        Ok(()) => plan.finish(first),
+        Err(e) => all_failed(n, e.into()),
+    }
+}
+
+/// One append in its own transaction.
+async fn append_alone(pool: &SqlitePool, request: AppendRequest) -> Result<Appended, StoreError> {
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let appended = append_on(
+        &mut tx,
+        &request.stream_id,
+        request.expected,
+        request.events,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(appended)
+}
+
+/// The heads of a batch's streams, which of its ids are stored, and the last position.
+async fn read_batch_heads(
+    conn: &mut SqliteConnection,
+    requests: &[AppendRequest],
+) -> Result<(HashMap<String, Head>, HashSet<Uuid>, u64), StoreError> {
+    let mut streams: Vec<&str> = requests.iter().map(|r| r.stream_id.as_str()).collect();
+    streams.sort_unstable();
+    streams.dedup();
+    let mut heads = HashMap::with_capacity(streams.len());
+    for chunk in streams.chunks(INSERT_CHUNK) {
+        // SQLite returns the bare column `hash` from the row holding max(version).
+        let mut query = QueryBuilder::<Sqlite>::new(
+            "SELECT stream_id, max(version), hash FROM events WHERE stream_id IN ",
+        );
+        query.push_tuples(chunk, |mut b, s| {
+            b.push_bind(*s);
+        });
+        query.push(" GROUP BY stream_id");
+        let rows: Vec<(String, i64, Vec<u8>)> =
+            query.build_query_as().fetch_all(&mut *conn).await?;
+        for (stream, version, hash) in rows {
+            heads.insert(stream, (stored_u64(version, "events.version")?, Some(hash)));
+        }
+    }
+    let ids: Vec<Uuid> = requests
+        .iter()
+        .flat_map(|r| r.events.iter().map(|e| e.event_id))
+        .collect();
+    let mut stored = HashSet::new();
+    for chunk in ids.chunks(INSERT_CHUNK) {
+        let mut query =
+            QueryBuilder::<Sqlite>::new("SELECT event_id FROM events WHERE event_id IN ");
+        query.push_tuples(chunk, |mut b, id| {
+            b.push_bind(*id);
+        });
+        let found: Vec<Uuid> = query.build_query_scalar().fetch_all(&mut *conn).await?;
+        stored.extend(found);
+    }
+    let last_position: i64 = sqlx::query_scalar("SELECT coalesce(max(position), 0) FROM events")
+        .fetch_one(&mut *conn)
+        .await?;
+    Ok((heads, stored, stored_u64(last_position, "events.position")?))
+}
+
+/// Inserts a batch's rows with positions `first, first + 1, ...`.
+async fn insert_rows(
+    conn: &mut SqliteConnection,
+    rows: &[Sealed],
+    first: u64,
+) -> Result<(), StoreError> {
+    for (c, chunk) in rows.chunks(INSERT_CHUNK).enumerate() {
+        let base = first + (c * INSERT_CHUNK) as u64;
+        let mut values = Vec::with_capacity(chunk.len());
+        for (row, position) in chunk.iter().zip(base..) {
+            values.push((to_i64(position, "position")?, row));
+        }
+        let mut query = QueryBuilder::<Sqlite>::new(format!("INSERT INTO events ({COLUMNS}) "));
+        query.push_values(values, |mut b, (position, row)| {
+            let e = &row.event;
+            b.push_bind(position)
+                .push_bind(e.event_id)
+                .push_bind(e.stream_id.as_str().to_owned())
+                .push_bind(row.version)
+                .push_bind(e.event_type.clone())
+                .push_bind(row.occurred_at_us)
+                .push_bind(e.correlation_id.clone())
+                .push_bind(e.causation_id.clone())
+                .push_bind(trace_context_json(&e.trace_context))
+                .push_bind(e.payload.clone())
+                .push_bind(e.prev_hash.to_vec())
+                .push_bind(e.hash.to_vec());
+        });
+        query.build().execute(&mut *conn).await?;
+    }
+    Ok(())
+}
+
 fn row_from_sqlite(row: &SqliteRow) -> Result<Row, sqlx::Error> {
     Ok(Row {
         position: row.try_get("position")?,
@@ -231,11 +405,13 @@ impl EventStore for SqliteEventStore {
         expected: ExpectedVersion,
         events: Vec<NewEvent>,
     ) -> Result<Appended, StoreError> {
-        let _writer = self.writer.lock().await;
-        let mut tx = self.begin().await?;
-        let appended = append_on(&mut tx, stream_id, expected, events).await?;
-        tx.commit().await?;
-        Ok(appended)
+        let request = AppendRequest {
+            stream_id: stream_id.clone(),
+            expected,
+            events,
+        };
+        let pool = self.pool.clone();
+        self.group.append(request, || SqliteWriter { pool }).await
     }
 
     async fn read_stream(

@@ -1,0 +1,364 @@
+//! Group commit, shared by both backends: many callers' appends written in one transaction,
+//! each caller getting its own result.
+//!
+//! - [`AppendRequest`]: one caller's append (stream, expected version, events).
+//! - [`plan`]: decides, in memory and in batch order, which appends of a batch go in and
+//!   seals their events, from the stream heads and the already stored event ids the backend
+//!   read at the start of the batch. An append that conflicts (expected version), repeats an
+//!   event id (stored, or taken by an earlier append of the same batch), or carries an invalid
+//!   event fails alone; the appends after it see the stream as if it had never been tried.
+//!   Two appends to one stream in one batch chain: the second sees the first's head.
+//! - [`GroupCommit`]: the writer tasks. Each takes whatever is queued right now (up to a
+//!   batch's limits), writes it, answers every caller, and repeats: no timer, so a lone
+//!   writer's append is written at once, and batches grow only while a commit is in flight.
+//!   Appends are routed to a writer by stream, so one process never races itself for a
+//!   stream's next version.
+
+use crate::codec::{check_distinct_ids, link_hash, occurred_at_us, to_i64};
+use crate::error::StoreError;
+use crate::store::Appended;
+use crate::version::ExpectedVersion;
+use fairdeal_event::{NewEvent, RecordedEvent, StreamId, seal};
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasher, RandomState};
+use std::ops::Range;
+use std::sync::Mutex;
+use tokio::sync::{mpsc, oneshot};
+use uuid::Uuid;
+
+/// One caller's append, as [`crate::PgEventStore::append_batch`] and
+/// [`crate::SqliteEventStore::append_batch`] take it.
+#[derive(Debug, Clone)]
+pub struct AppendRequest {
+    /// The stream appended to.
+    pub stream_id: StreamId,
+    /// What the caller believes the stream's version is.
+    pub expected: ExpectedVersion,
+    /// The events, appended atomically (all or none) as the next versions.
+    pub events: Vec<NewEvent>,
+}
+
+/// Appends a writer gathers into one transaction at most.
+pub(crate) const MAX_BATCH_APPENDS: usize = 512;
+/// Events a writer gathers into one transaction before it stops taking more (an append
+/// larger than this is written in a transaction of its own).
+pub(crate) const MAX_BATCH_EVENTS: usize = 8_192;
+/// Payload bytes a writer gathers into one transaction before it stops taking more.
+pub(crate) const MAX_BATCH_BYTES: usize = 16 << 20;
+
+/// A stream head as read at the start of a batch: its last version (0: none) and that
+/// event's stored hash.
+pub(crate) type Head = (u64, Option<Vec<u8>>);
+
+/// One sealed event of a planned batch, with its column values.
+#[derive(Debug)]
+pub(crate) struct Sealed {
+    pub(crate) event: RecordedEvent,
+    pub(crate) version: i64,
+    pub(crate) occurred_at_us: i64,
+}
+
+/// What [`plan`] decided for a batch.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    /// Per request: `Some` when decided without writing (a failure, or an empty append),
+    /// `None` when its events are in `rows` (see `spans`).
+    pub(crate) decided: Vec<Option<Result<Appended, StoreError>>>,
+    /// The events to insert, in batch order.
+    pub(crate) rows: Vec<Sealed>,
+    /// Per written request: its index and its range in `rows`.
+    pub(crate) spans: Vec<(usize, Range<usize>)>,
+}
+
+impl Plan {
+    /// Whether nothing is to be written.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The results once the rows are stored with positions `first, first + 1, ...` in
+    /// `rows` order.
+    pub(crate) fn finish(self, first_position: u64) -> Vec<Result<Appended, StoreError>> {
+        let Plan {
+            mut decided,
+            rows,
+            spans,
+        } = self;
+        let mut events: Vec<Option<RecordedEvent>> = rows
+            .into_iter()
+            .zip(first_position..)
+            .map(|(mut sealed, position)| {
+                sealed.event.position = position;
+                Some(sealed.event)
+            })
+            .collect();
+        for (index, range) in spans {
+            let appended: Vec<RecordedEvent> =
+                events[range].iter_mut().filter_map(Option::take).collect();
+            let version = appended.last().map_or(0, |e| e.version);
+            decided[index] = Some(Ok(Appended {
+                version,
+                events: appended,
+            }));
+        }
+        decided
+            .into_iter()
+            .map(|d| {
+                d.unwrap_or_else(|| {
+                    Err(StoreError::InvalidArgument(
+                        "group commit lost track of an append".into(),
+                    ))
+                })
+            })
+            .collect()
+    }
+}
+
+/// Decides a batch: see the module documentation. `heads` holds every stream of the batch
+/// that has events; `stored_ids` every event id of the batch already in the log.
+pub(crate) fn plan(
+    requests: Vec<AppendRequest>,
+    mut heads: HashMap<String, Head>,
+    stored_ids: &HashSet<Uuid>,
+) -> Plan {
+    let mut plan = Plan {
+        decided: Vec::with_capacity(requests.len()),
+        rows: Vec::new(),
+        spans: Vec::new(),
+    };
+    let mut taken: HashSet<Uuid> = HashSet::new();
+    for (index, request) in requests.into_iter().enumerate() {
+        let start = plan.rows.len();
+        match plan_one(request, &mut heads, stored_ids, &taken) {
+            Ok(Planned::Empty(appended)) => plan.decided.push(Some(Ok(appended))),
+            Ok(Planned::Rows(rows)) => {
+                taken.extend(rows.iter().map(|r| r.event.event_id));
+                plan.rows.extend(rows);
+                plan.spans.push((index, start..plan.rows.len()));
+                plan.decided.push(None);
+            }
+            Err(e) => plan.decided.push(Some(Err(e))),
+        }
+    }
+    plan
+}
+
+enum Planned {
+    Empty(Appended),
+    Rows(Vec<Sealed>),
+}
+
+fn plan_one(
+    request: AppendRequest,
+    heads: &mut HashMap<String, Head>,
+    stored_ids: &HashSet<Uuid>,
+    taken: &HashSet<Uuid>,
+) -> Result<Planned, StoreError> {
+    let AppendRequest {
+        stream_id,
+        expected,
+        events,
+    } = request;
+    check_distinct_ids(&events)?;
+    if let Some(e) = events
+        .iter()
+        .find(|e| stored_ids.contains(&e.event_id) || taken.contains(&e.event_id))
+    {
+        return Err(StoreError::DuplicateEventId {
+            event_id: e.event_id,
+        });
+    }
+    let (current, current_hash) = heads
+        .get(stream_id.as_str())
+        .map_or((0, None), |(v, h)| (*v, h.as_deref()));
+    if !expected.matches(current) {
+        return Err(StoreError::Conflict {
+            stream_id,
+            expected,
+            actual: current,
+        });
+    }
+    if events.is_empty() {
+        return Ok(Planned::Empty(Appended {
+            version: current,
+            events: Vec::new(),
+        }));
+    }
+    let mut prev = link_hash(&stream_id, current_hash.map(|bytes| (current, bytes)))?;
+    let mut rows = Vec::with_capacity(events.len());
+    for (version, event) in (current + 1..).zip(events) {
+        let recorded = seal(&stream_id, version, &prev, event).map_err(StoreError::InvalidEvent)?;
+        prev = recorded.hash;
+        rows.push(Sealed {
+            version: to_i64(recorded.version, "version")?,
+            occurred_at_us: occurred_at_us(&recorded)?,
+            event: recorded,
+        });
+    }
+    let last = rows.last().map_or(current, |r| r.event.version);
+    heads.insert(stream_id.into_string(), (last, Some(prev.to_vec())));
+    Ok(Planned::Rows(rows))
+}
+
+/// A backend's batch write: every request's result, in request order.
+pub(crate) trait BatchWriter: Send + Sync + 'static {
+    /// Writes `requests` in one transaction (or, after a failure that leaves nothing
+    /// written, by another way that still gives each request its own result).
+    fn write(
+        &self,
+        requests: Vec<AppendRequest>,
+    ) -> impl Future<Output = Vec<Result<Appended, StoreError>>> + Send;
+}
+
+/// A queued append and where its result goes.
+struct Queued {
+    request: AppendRequest,
+    reply: oneshot::Sender<Result<Appended, StoreError>>,
+}
+
+impl Queued {
+    fn weight(&self) -> (usize, usize) {
+        let bytes = self
+            .request
+            .events
+            .iter()
+            .map(|e| e.payload.len() + e.event_type.len() + 256)
+            .sum();
+        (self.request.events.len(), bytes)
+    }
+}
+
+/// The writer tasks of one store, started on first use (and again if the runtime that ran
+/// them has gone), each ending when every handle to the store is dropped.
+pub(crate) struct GroupCommit {
+    senders: Mutex<Vec<Option<mpsc::UnboundedSender<Queued>>>>,
+    route: RandomState,
+}
+
+impl std::fmt::Debug for GroupCommit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupCommit")
+            .field("writers", &self.writers())
+            .finish()
+    }
+}
+
+impl GroupCommit {
+    /// `writers` writer tasks (at least one).
+    pub(crate) fn new(writers: usize) -> Self {
+        Self {
+            senders: Mutex::new(vec![None; writers.max(1)]),
+            route: RandomState::new(),
+        }
+    }
+
+    fn writers(&self) -> usize {
+        self.senders.lock().map_or(0, |s| s.len())
+    }
+
+    /// Queues `request` on its stream's writer (started with `writer` if needed) and waits
+    /// for its result.
+    pub(crate) async fn append<W, F>(
+        &self,
+        request: AppendRequest,
+        writer: F,
+    ) -> Result<Appended, StoreError>
+    where
+        W: BatchWriter,
+        F: FnOnce() -> W,
+    {
+        let (reply, result) = oneshot::channel();
+        let queued = Queued { request, reply };
+        let sender = {
+            let mut senders = self
+                .senders
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let n = senders.len();
+            let shard =
+                usize::try_from(self.route.hash_one(queued.request.stream_id.as_str()) % n as u64)
+                    .unwrap_or(0);
+            match &senders[shard] {
+                Some(sender) if !sender.is_closed() => sender.clone(),
+                _ => {
+                    let (sender, receiver) = mpsc::unbounded_channel();
+                    tokio::spawn(run_writer(writer(), receiver));
+                    senders[shard] = Some(sender.clone());
+                    sender
+                }
+            }
+        };
+        sender.send(queued).map_err(|_| writer_gone())?;
+        result.await.map_err(|_| writer_gone())?
+    }
+}
+
+fn writer_gone() -> StoreError {
+    StoreError::Database(sqlx::Error::WorkerCrashed)
+}
+
+/// One writer: takes what is queued, up to the limits, writes it, answers, repeats.
+async fn run_writer<W: BatchWriter>(writer: W, mut queue: mpsc::UnboundedReceiver<Queued>) {
+    let mut held: Option<Queued> = None;
+    loop {
+        let first = match held.take() {
+            Some(q) => q,
+            None => match queue.recv().await {
+                Some(q) => q,
+                None => return,
+            },
+        };
+        let (mut events, mut bytes) = first.weight();
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH_APPENDS
+            && events < MAX_BATCH_EVENTS
+            && bytes < MAX_BATCH_BYTES
+        {
+            let Ok(next) = queue.try_recv() else { break };
+            let (e, b) = next.weight();
+            if events + e > MAX_BATCH_EVENTS || bytes + b > MAX_BATCH_BYTES {
+                // Too big to join: it opens the next batch.
+                held = Some(next);
+                break;
+            }
+            events += e;
+            bytes += b;
+            batch.push(next);
+        }
+        let (requests, replies): (Vec<_>, Vec<_>) =
+            batch.into_iter().map(|q| (q.request, q.reply)).unzip();
+        let results = writer.write(requests).await;
+        for (reply, result) in replies.into_iter().zip(results) {
+            // A caller that stopped waiting does not care; its append stands.
+            let _ = reply.send(result);
+        }
+    }
+}
+
+/// A copy of a batch-wide failure for each caller of the batch (sqlx errors are not
+/// `Clone`): the kind is kept where it matters to a caller (I/O, pool), the message always.
+pub(crate) fn replicate(error: &StoreError) -> StoreError {
+    match error {
+        StoreError::Database(sqlx::Error::Io(io)) => StoreError::Database(sqlx::Error::Io(
+            std::io::Error::new(io.kind(), io.to_string()),
+        )),
+        StoreError::Database(sqlx::Error::PoolTimedOut) => {
+            StoreError::Database(sqlx::Error::PoolTimedOut)
+        }
+        StoreError::Database(sqlx::Error::PoolClosed) => {
+            StoreError::Database(sqlx::Error::PoolClosed)
+        }
+        other => StoreError::Database(sqlx::Error::Protocol(format!(
+            "the group commit holding this append failed: {other}"
+        ))),
+    }
+}
+
+/// Every request of a batch failed by `error`.
+pub(crate) fn all_failed(n: usize, error: StoreError) -> Vec<Result<Appended, StoreError>> {
+    let mut out: Vec<_> = (1..n).map(|_| Err(replicate(&error))).collect();
+    if n > 0 {
+        out.push(Err(error));
+    }
+    out
+}
