@@ -20,6 +20,13 @@
 //!   a durable JetStream consumer whose handler inserts one projection row per event.
 //!   Latency runs from the event's creation just before `append` to the handler's call.
 //!
+//! - the same with 256 writers (the store gathers concurrent appends into group commits):
+//!   appends/s, and end to end: events/s from the phase's start until the consumer has
+//!   applied the last one.
+//!
+//! `BUS_BENCH_PHASES` overrides the phases: `writers:appends_per_writer,...` (default
+//! `1:3000,8:1000,256:40`).
+//!
 //! `BUS_BENCH_CONSUMER_BATCH` overrides the consumer's batch size (default 256): smaller
 //! batches commit more often, which caps the consumer's rate below what 8 writers append.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
@@ -46,6 +53,7 @@ const IN_FLIGHT: usize = 256;
 const RAW_INSERTS: usize = 3_000;
 const EVENTS_ONE_WRITER: usize = 3_000;
 const EVENTS_PER_WRITER_OF_EIGHT: usize = 1_000;
+const EVENTS_PER_WRITER_OF_256: usize = 40;
 
 /// The p-th percentile (0..=100) of sorted samples.
 fn percentile(sorted: &[Duration], p: usize) -> Duration {
@@ -86,7 +94,8 @@ impl Handler<Postgres> for LatencyProbe {
 }
 
 async fn raw_jetstream(js: &jetstream::Context, prefix: &str) {
-    let name = format!("{}_RAW", prefix.to_ascii_uppercase());
+    // Stream names take no dots; the subject prefix has some.
+    let name = format!("{}_RAW", prefix.to_ascii_uppercase().replace('.', "_"));
     let subject = format!("{prefix}.raw");
     js.create_stream(stream::Config {
         name: name.clone(),
@@ -241,11 +250,29 @@ async fn pipeline(pg: &PgBackend, js: &jetstream::Context, prefix: &str) {
     .unwrap();
     let consumer = tokio::spawn(consumer.run(shutdown.clone()));
 
+    let phases: Vec<(usize, usize)> = std::env::var("BUS_BENCH_PHASES")
+        .ok()
+        .map(|v| {
+            v.split(',')
+                .filter_map(|p| {
+                    let (w, n) = p.split_once(':')?;
+                    Some((w.parse().ok()?, n.parse().ok()?))
+                })
+                .collect()
+        })
+        .unwrap_or_else(|| {
+            vec![
+                (1, EVENTS_ONE_WRITER),
+                (8, EVENTS_PER_WRITER_OF_EIGHT),
+                (256, EVENTS_PER_WRITER_OF_256),
+            ]
+        });
     let mut applied = 0;
-    for (writers, per_writer) in [(1, EVENTS_ONE_WRITER), (8, EVENTS_PER_WRITER_OF_EIGHT)] {
+    for (writers, per_writer) in phases {
         // The raw baseline right before the phase: the machine's fsync rate drifts.
         let raw_insert = raw_postgres(pg, writers).await;
         probe.latencies.lock().unwrap().clear();
+        let started = Instant::now();
         let rate = append_load(&store, writers, per_writer).await;
         applied += writers * per_writer;
         let deadline = Instant::now() + Duration::from_secs(300);
@@ -261,10 +288,11 @@ async fn pipeline(pg: &PgBackend, js: &jetstream::Context, prefix: &str) {
             // The consumer's progress is a row count: poll it.
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+        let end_to_end = (writers * per_writer) as f64 / started.elapsed().as_secs_f64();
         let mut latencies = probe.latencies.lock().unwrap().clone();
         latencies.sort();
         println!(
-            "bus pipeline, {writers} writer(s): {rate:>7.0} appends/s ({:.2}x raw INSERT at the same concurrency)   append->consumer p50 {}, p99 {}   ({} events)",
+            "bus pipeline, {writers} writer(s): {rate:>7.0} appends/s ({:.2}x raw INSERT at the same concurrency), end to end {end_to_end:>7.0} events/s   append->consumer p50 {}, p99 {}   ({} events)",
             rate / raw_insert,
             micros(percentile(&latencies, 50)),
             micros(percentile(&latencies, 99)),

@@ -143,6 +143,7 @@ pub use embedded::{EmbeddedBus, EmbeddedConsumer, EmbeddedConsumerConfig};
 pub use error::{BoxError, BusError, HandlerError};
 pub use handler::{Handler, RetryPolicy};
 pub use jetstream::{
-    JetStreamConfig, JetStreamConsumer, JetStreamConsumerConfig, Relay, RelayConfig, ensure_streams,
+    JetStreamConfig, JetStreamConsumer, JetStreamConsumerConfig, MESSAGE_MARGIN_BYTES,
+    MIN_MAX_PAYLOAD, Relay, RelayConfig, check_max_payload, ensure_streams,
 };
 pub use signal::{AppendSignal, AppendWaiter, NotifyingEventStore};

@@ -24,7 +24,7 @@ use async_nats::jetstream::{self, stream};
 use fairdeal_eventstore::StreamId;
 
 pub use consumer::{JetStreamConsumer, JetStreamConsumerConfig};
-pub use relay::{Relay, RelayConfig};
+pub use relay::{MESSAGE_MARGIN_BYTES, MIN_MAX_PAYLOAD, Relay, RelayConfig, check_max_payload};
 
 use crate::error::BusError;
 

@@ -50,6 +50,29 @@ use crate::error::{BusError, error_chain};
 use crate::signal::{AppendWaiter, Wake, wait_for_events};
 use crate::trace::{TRACEPARENT, TRACESTATE};
 
+/// Room the relay's message needs beyond an event's variable fields (bounded together by
+/// [`fairdeal_eventstore::MAX_EVENT_BYTES`]): the envelope's fixed fields, event id, stream id,
+/// event type and hashes, and the headers (type, stream, version, position, trace context,
+/// message id, expected sequence). 64 KiB is several times what they take.
+pub const MESSAGE_MARGIN_BYTES: usize = 64 * 1024;
+
+/// The smallest NATS `max_payload` the relay runs with: every event the store accepts must
+/// fit one message, or one oversized event would stop the relay for good.
+pub const MIN_MAX_PAYLOAD: usize = fairdeal_eventstore::MAX_EVENT_BYTES + MESSAGE_MARGIN_BYTES;
+
+/// Refuses a server whose `max_payload` is below [`MIN_MAX_PAYLOAD`].
+pub fn check_max_payload(max_payload: usize) -> Result<(), BusError> {
+    if max_payload < MIN_MAX_PAYLOAD {
+        return Err(BusError::Config(format!(
+            "the NATS server's max_payload is {max_payload} bytes, below the {MIN_MAX_PAYLOAD} \
+             the relay needs (events up to {} bytes plus {MESSAGE_MARGIN_BYTES} of envelope \
+             and headers): raise max_payload in the server's configuration (default 1 MiB)",
+            fairdeal_eventstore::MAX_EVENT_BYTES
+        )));
+    }
+    Ok(())
+}
+
 /// Relay tuning.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RelayConfig {
@@ -250,6 +273,8 @@ impl<DB: BusDatabase> Relay<DB> {
             .get_stream(self.streams.stream_name())
             .await
             .map_err(|err| BusError::jetstream("get events stream", err))?;
+        // The connection is up (the stream was just read), so the server's INFO is known.
+        check_max_payload(self.js.client().server_info().max_payload)?;
         let mut tail = self.resume_point(&mut stream).await?;
         tracing::info!(
             relay = %self.config.name,
@@ -455,4 +480,26 @@ fn backoff(config: &RelayConfig, failures: u32) -> Duration {
         .initial_backoff
         .checked_mul(1u32 << doublings)
         .map_or(config.max_backoff, |wait| wait.min(config.max_backoff))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_payload_must_hold_the_largest_event() {
+        // NATS's default (1 MiB) and anything from the minimum up are fine.
+        assert!(check_max_payload(1024 * 1024).is_ok());
+        assert!(check_max_payload(MIN_MAX_PAYLOAD).is_ok());
+        for small in [
+            0,
+            64 * 1024,
+            fairdeal_eventstore::MAX_EVENT_BYTES,
+            MIN_MAX_PAYLOAD - 1,
+        ] {
+            let err = check_max_payload(small).unwrap_err();
+            assert!(!err.is_retryable());
+            assert!(err.to_string().contains("max_payload"), "{err}");
+        }
+    }
 }

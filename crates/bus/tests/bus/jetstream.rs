@@ -9,7 +9,11 @@ use async_nats::jetstream::stream::StorageType;
 use fairdeal_bus::jetstream::{
     HEADER_EVENT_TYPE, HEADER_GLOBAL_POSITION, HEADER_STREAM_ID, HEADER_STREAM_VERSION,
 };
-use fairdeal_bus::{BusError, JetStreamConsumer, JetStreamConsumerConfig, ensure_streams};
+use fairdeal_bus::{
+    BusDb, BusError, JetStreamConfig, JetStreamConsumer, JetStreamConsumerConfig, Relay,
+    RelayConfig, ensure_streams,
+};
+use fairdeal_eventstore::conformance::{Backend, PgBackend};
 use fairdeal_eventstore::{ExpectedVersion, RecordedEvent};
 use tokio_util::sync::CancellationToken;
 
@@ -165,6 +169,72 @@ async fn relay_refuses_a_stream_with_foreign_messages() {
         );
     })
     .await;
+}
+
+/// A NATS server whose `max_payload` cannot carry the largest event the store accepts: the
+/// relay refuses to start, naming the setting, rather than stopping at the first big event.
+/// Runs a nats-server of its own (64 KiB `max_payload`) on a free port.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relay_refuses_a_server_whose_max_payload_is_too_small() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = dir.path().join("nats.conf");
+    std::fs::write(
+        &config,
+        format!(
+            "listen: \"127.0.0.1:{port}\"\nmax_payload: 65536\njetstream {{ store_dir: \"{}\" }}\n",
+            dir.path().join("js").display()
+        ),
+    )
+    .unwrap();
+    let mut server = tokio::process::Command::new("nats-server")
+        .arg("-c")
+        .arg(&config)
+        .kill_on_drop(true)
+        .spawn()
+        .expect("nats-server on PATH (cargo xtask test installs it)");
+    let url = format!("nats://127.0.0.1:{port}");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let client = loop {
+        match async_nats::connect(&url).await {
+            Ok(client) => break client,
+            Err(e) if tokio::time::Instant::now() < deadline => {
+                tracing::debug!(error = %e, "nats-server not up yet");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("nats-server did not start: {e}"),
+        }
+    };
+    assert_eq!(client.server_info().max_payload, 65536);
+    let js = async_nats::jetstream::new(client);
+    let streams = JetStreamConfig::new(fairdeal_testkit::subject_prefix("payload")).unwrap();
+    ensure_streams(&js, &streams).await.unwrap();
+    let pg = PgBackend::create().await;
+    let db = BusDb::postgres(pg.pg_store().pool().clone(), "eventstore").unwrap();
+    db.migrate().await.unwrap();
+    let relay = Relay::new(
+        Arc::new(pg.pg_store().clone()),
+        db,
+        js,
+        streams,
+        RelayConfig::new("relay"),
+    )
+    .unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(20), relay.run(CancellationToken::new()))
+        .await
+        .expect("relay gives up at once");
+    pg.cleanup().await;
+    server.kill().await.unwrap();
+    match result {
+        Err(BusError::Config(message)) => {
+            assert!(message.contains("max_payload is 65536"), "{message}");
+        }
+        other => panic!("expected a configuration error, got {other:?}"),
+    }
 }
 
 /// A message that is not a valid envelope is dead-lettered by the consumer (attempts 0,
