@@ -35,30 +35,6 @@ use crate::storage::Storage;
 /// safety net only, since every append fires the storage's signal (see [`crate::wake`]).
 const SAFETY_POLL: std::time::Duration = fairdeal_bus::db::LEASE_CHECK_INTERVAL;
 
-/// Room the relayed message needs beyond an event's variable bytes (which the store bounds
-/// by [`fairdeal_event::MAX_EVENT_BYTES`]): the envelope's fixed fields, event type, stream
-/// id and hashes, and the relay's headers. Generous: each of those is bounded far below.
-const ENVELOPE_ROOM: usize = 16 * 1024;
-
-/// The smallest NATS `max_payload` that carries every event the store accepts.
-pub const MIN_NATS_MAX_PAYLOAD: usize = fairdeal_event::MAX_EVENT_BYTES + ENVELOPE_ROOM;
-
-/// Refuses a NATS server whose `max_payload` is below [`MIN_NATS_MAX_PAYLOAD`]: there, an
-/// event the store accepted could never be published, and the relay would stop at it.
-/// Better not to start than to store what cannot be relayed.
-pub fn check_max_payload(url: &str, max_payload: usize) -> Result<(), StartError> {
-    if max_payload < MIN_NATS_MAX_PAYLOAD {
-        return Err(StartError::Nats {
-            url: url.to_owned(),
-            reason: format!(
-                "the server's max_payload is {max_payload} bytes; events need up to \
-                 {MIN_NATS_MAX_PAYLOAD} (raise max_payload in the NATS server's configuration)"
-            ),
-        });
-    }
-    Ok(())
-}
-
 /// Keeps consumer `name`'s processed ids within the retention (see [`fairdeal_bus::prune`]).
 fn spawn_pruner<DB: BusDatabase>(db: BusDb<DB>, name: &str, shutdown: &Shutdown) {
     shutdown.spawn(
@@ -120,7 +96,8 @@ impl Bus {
                         url: url.redacted(),
                         reason: e.to_string(),
                     })?;
-                check_max_payload(&url.redacted(), client.server_info().max_payload)?;
+                // Refuse to start, rather than store events the relay could never publish.
+                fairdeal_bus::check_max_payload(client.server_info().max_payload)?;
                 Some(JetStream {
                     context: jetstream::new(client),
                     subject_prefix: common.subject_prefix.clone(),
@@ -274,21 +251,5 @@ impl Bus {
             }
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_nats_server_too_small_for_an_event_is_refused() {
-        // NATS's default (1 MiB) carries every event.
-        assert!(check_max_payload("nats://h:4222", 1024 * 1024).is_ok());
-        assert!(check_max_payload("nats://h:4222", MIN_NATS_MAX_PAYLOAD).is_ok());
-        let refused = check_max_payload("nats://h:4222", 64 * 1024).unwrap_err();
-        let message = refused.to_string();
-        assert!(message.contains("max_payload is 65536"), "{message}");
-        assert!(message.contains("nats://h:4222"), "{message}");
     }
 }
