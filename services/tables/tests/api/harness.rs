@@ -31,6 +31,8 @@ pub(crate) enum Db {
 pub(crate) struct TestApp {
     /// A client of the tables service (no token: add one per call with [`TestApp::as_`]).
     pub(crate) tables: TablesServiceClient<Channel>,
+    /// A client of each tables replica (the first is `tables`).
+    pub(crate) replicas: Vec<TablesServiceClient<Channel>>,
     signing: SigningKey,
     shutdowns: Vec<fairdeal_kit::Shutdown>,
     database: Option<fairdeal_testkit::TestDatabase>,
@@ -73,6 +75,13 @@ fn lazy(port: u16) -> Channel {
 impl TestApp {
     /// Starts commitment, dealing and tables on `db`.
     pub(crate) async fn spawn(db: Db) -> TestApp {
+        Self::spawn_replicas(db, 1).await
+    }
+
+    /// Starts commitment, dealing and `replicas` tables services sharing one database
+    /// (more than one needs PostgreSQL).
+    pub(crate) async fn spawn_replicas(db: Db, replicas: usize) -> TestApp {
+        assert!(replicas == 1 || db == Db::Postgres);
         let dir = tempfile::tempdir().unwrap();
         let sqlite = |name: &str| format!("sqlite://{}", dir.path().join(name).display());
         let (urls, database) = match db {
@@ -140,43 +149,54 @@ impl TestApp {
         let dealing_port = dealing.port();
 
         let tables_common = common("tables", &urls[2], prefix.as_deref());
-        let storage = Storage::open(
-            &tables_common,
-            fairdeal_tables::startup::SCHEMA,
-            &[&fairdeal_tables::lobby::MIGRATIONS],
-        )
-        .await
-        .unwrap();
-        let tables = fairdeal_tables::Application::assemble(
-            &tables_common,
-            fairdeal_tables::startup::Parts {
-                storage: storage.clone(),
-                commitment: lazy(commitment_port),
-                dealing: lazy(dealing_port),
-                tokens: service_token("tables"),
-                authn: authenticator(keys()),
-            },
-        )
-        .await
-        .unwrap();
-        let tables_port = tables.port();
-
-        let shutdowns = vec![commitment.shutdown(), dealing.shutdown(), tables.shutdown()];
+        let mut shutdowns = vec![commitment.shutdown(), dealing.shutdown()];
+        let mut storages = vec![commitment_storage, dealing_storage];
+        let mut ports = vec![commitment_port, dealing_port];
         tokio::spawn(commitment.run_until_stopped());
         tokio::spawn(dealing.run_until_stopped());
-        tokio::spawn(tables.run_until_stopped());
-        for port in [commitment_port, dealing_port, tables_port] {
+        // Each replica opens the database on its own, as separate processes would.
+        for _ in 0..replicas {
+            let storage = Storage::open(
+                &tables_common,
+                fairdeal_tables::startup::SCHEMA,
+                &[&fairdeal_tables::lobby::MIGRATIONS],
+            )
+            .await
+            .unwrap();
+            let tables = fairdeal_tables::Application::assemble(
+                &tables_common,
+                fairdeal_tables::startup::Parts {
+                    storage: storage.clone(),
+                    commitment: lazy(commitment_port),
+                    dealing: lazy(dealing_port),
+                    tokens: service_token("tables"),
+                    authn: authenticator(keys()),
+                },
+            )
+            .await
+            .unwrap();
+            ports.push(tables.port());
+            shutdowns.push(tables.shutdown());
+            storages.push(storage);
+            tokio::spawn(tables.run_until_stopped());
+        }
+        for port in &ports {
             fairdeal_testkit::wait_until_serving(&format!("http://127.0.0.1:{port}"), "")
                 .await
                 .unwrap();
         }
+        let replicas: Vec<_> = ports[2..]
+            .iter()
+            .map(|port| TablesServiceClient::new(lazy(*port)))
+            .collect();
         TestApp {
-            tables: TablesServiceClient::new(lazy(tables_port)),
+            tables: replicas[0].clone(),
+            replicas,
             signing,
             shutdowns,
             database,
             prefix,
-            storages: vec![commitment_storage, dealing_storage, storage],
+            storages,
             _dir: dir,
         }
     }
@@ -247,6 +267,14 @@ pub(crate) struct Player {
 }
 
 impl Player {
+    /// The same player, calling replica `client`.
+    pub(crate) fn on(&self, client: &TablesServiceClient<Channel>) -> Player {
+        Player {
+            client: client.clone(),
+            ..self.clone()
+        }
+    }
+
     pub(crate) async fn create(&self, request: pb::CreateTableRequest) -> pb::CreateTableResponse {
         self.client
             .clone()

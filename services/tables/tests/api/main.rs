@@ -6,5 +6,6 @@ mod harness;
 mod lobby;
 mod moves;
 mod play;
+mod replicas;
 mod rules;
 mod watch;

@@ -16,7 +16,10 @@ use crate::harness::{Db, Player, TestApp};
 use crate::moves;
 
 /// Everything a watcher received, up to and including the seed reveal.
-fn watch_to_the_end(player: &Player, table_id: &str) -> JoinHandle<Vec<pb::WatchResponse>> {
+pub(crate) fn watch_to_the_end(
+    player: &Player,
+    table_id: &str,
+) -> JoinHandle<Vec<pb::WatchResponse>> {
     let player = player.clone();
     let table_id = table_id.to_owned();
     tokio::spawn(async move {
@@ -37,7 +40,7 @@ fn watch_to_the_end(player: &Player, table_id: &str) -> JoinHandle<Vec<pb::Watch
 }
 
 /// Versions 1, 2, 3... and, before the game finished, no `CardsDealt` but the viewer's own.
-fn check_watched(messages: &[pb::WatchResponse], viewer: Option<u32>) {
+pub(crate) fn check_watched(messages: &[pb::WatchResponse], viewer: Option<u32>) {
     let mut finished = false;
     for (i, m) in messages.iter().enumerate() {
         assert_eq!(m.version, i as u64 + 1, "versions without gap or duplicate");
