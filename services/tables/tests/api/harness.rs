@@ -14,6 +14,7 @@ use fairdeal_kit::CommonConfig;
 use fairdeal_platform::Storage;
 use fairdeal_proto::fairdeal::tables::v1 as pb;
 use fairdeal_proto::fairdeal::tables::v1::tables_service_client::TablesServiceClient;
+use tokio::task::JoinHandle;
 use tonic::transport::Channel;
 use tonic::{Request, Status};
 use uuid::Uuid;
@@ -29,15 +30,22 @@ pub(crate) enum Db {
 
 /// The three services, running.
 pub(crate) struct TestApp {
-    /// A client of the tables service (no token: add one per call with [`TestApp::as_`]).
+    /// A client of the first tables replica.
     pub(crate) tables: TablesServiceClient<Channel>,
-    /// A client of each tables replica (the first is `tables`).
+    /// A client of each tables replica started (the first is `tables`).
     pub(crate) replicas: Vec<TablesServiceClient<Channel>>,
     signing: SigningKey,
+    /// Shutdown handle and server task of each tables replica, by replica.
+    replica_servers: Vec<(fairdeal_kit::Shutdown, JoinHandle<()>)>,
+    /// The other services' shutdown handles.
     shutdowns: Vec<fairdeal_kit::Shutdown>,
     database: Option<fairdeal_testkit::TestDatabase>,
     prefix: Option<String>,
     storages: Vec<Storage>,
+    dealing_common: CommonConfig,
+    tables_common: CommonConfig,
+    commitment_port: u16,
+    dealing_port: u16,
     _dir: tempfile::TempDir,
 }
 
@@ -72,15 +80,27 @@ fn lazy(port: u16) -> Channel {
     fairdeal_kit::client::channel("url", &format!("http://127.0.0.1:{port}")).unwrap()
 }
 
+async fn serving(port: u16) {
+    fairdeal_testkit::wait_until_serving(&format!("http://127.0.0.1:{port}"), "")
+        .await
+        .unwrap();
+}
+
 impl TestApp {
     /// Starts commitment, dealing and tables on `db`.
     pub(crate) async fn spawn(db: Db) -> TestApp {
-        Self::spawn_replicas(db, 1).await
+        Self::spawn_with(db, 1, true).await
     }
 
     /// Starts commitment, dealing and `replicas` tables services sharing one database
     /// (more than one needs PostgreSQL).
     pub(crate) async fn spawn_replicas(db: Db, replicas: usize) -> TestApp {
+        Self::spawn_with(db, replicas, true).await
+    }
+
+    /// Starts commitment, `replicas` tables services and, if `dealing`, the dealing service
+    /// (else its address is reserved and it is started by [`TestApp::start_dealing`]).
+    pub(crate) async fn spawn_with(db: Db, replicas: usize, dealing: bool) -> TestApp {
         assert!(replicas == 1 || db == Db::Postgres);
         let dir = tempfile::tempdir().unwrap();
         let sqlite = |name: &str| format!("sqlite://{}", dir.path().join(name).display());
@@ -103,12 +123,6 @@ impl TestApp {
             .is_some()
             .then(|| fairdeal_testkit::subject_prefix("tables"));
         let signing = SigningKey::generate().unwrap();
-        let keys = || KeySet::new([signing.public_key()]);
-        let service_token = |name: &str| {
-            Arc::new(StaticToken::new(
-                signing.sign(&Claims::service(name, now(), 3600)).unwrap(),
-            ))
-        };
 
         let commitment_common = common("commitment", &urls[0], prefix.as_deref());
         let commitment_storage = Storage::open(
@@ -123,82 +137,120 @@ impl TestApp {
             fairdeal_commitment::startup::Parts {
                 storage: commitment_storage.clone(),
                 keys: KeyRing::generate("test").unwrap(),
-                authn: authenticator(keys()),
+                authn: authenticator(KeySet::new([signing.public_key()])),
             },
         )
         .await
         .unwrap();
         let commitment_port = commitment.port();
+        let shutdowns = vec![commitment.shutdown()];
+        tokio::spawn(commitment.run_until_stopped());
+        serving(commitment_port).await;
 
-        let dealing_common = common("dealing", &urls[1], prefix.as_deref());
-        let dealing_storage =
-            Storage::open(&dealing_common, fairdeal_dealing::startup::SCHEMA, &[])
-                .await
-                .unwrap();
+        // The dealing service's address is fixed now, so the tables services can be given it
+        // before it runs.
+        let dealing_port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut dealing_common = common("dealing", &urls[1], prefix.as_deref());
+        dealing_common.listen_addr = format!("127.0.0.1:{dealing_port}").parse().unwrap();
+        let mut app = TestApp {
+            tables: TablesServiceClient::new(lazy(0)),
+            replicas: Vec::new(),
+            signing,
+            replica_servers: Vec::new(),
+            shutdowns,
+            database,
+            tables_common: common("tables", &urls[2], prefix.as_deref()),
+            prefix,
+            storages: vec![commitment_storage],
+            dealing_common,
+            commitment_port,
+            dealing_port,
+            _dir: dir,
+        };
+        if dealing {
+            app.start_dealing().await;
+        }
+        for _ in 0..replicas {
+            app.start_replica().await;
+        }
+        app.tables = app.replicas[0].clone();
+        app
+    }
+
+    fn keys(&self) -> KeySet {
+        KeySet::new([self.signing.public_key()])
+    }
+
+    fn service_tokens(&self, name: &str) -> Arc<StaticToken> {
+        Arc::new(StaticToken::new(self.service_token(name)))
+    }
+
+    /// Starts the dealing service at its reserved address.
+    pub(crate) async fn start_dealing(&mut self) {
+        let storage = Storage::open(&self.dealing_common, fairdeal_dealing::startup::SCHEMA, &[])
+            .await
+            .unwrap();
         let dealing = fairdeal_dealing::Application::assemble(
-            &dealing_common,
+            &self.dealing_common,
             fairdeal_dealing::startup::Parts {
-                storage: dealing_storage.clone(),
-                commitment: lazy(commitment_port),
-                tokens: service_token("dealing"),
-                authn: authenticator(keys()),
+                storage: storage.clone(),
+                commitment: lazy(self.commitment_port),
+                tokens: self.service_tokens("dealing"),
+                authn: authenticator(self.keys()),
             },
         )
         .await
         .unwrap();
-        let dealing_port = dealing.port();
-
-        let tables_common = common("tables", &urls[2], prefix.as_deref());
-        let mut shutdowns = vec![commitment.shutdown(), dealing.shutdown()];
-        let mut storages = vec![commitment_storage, dealing_storage];
-        let mut ports = vec![commitment_port, dealing_port];
-        tokio::spawn(commitment.run_until_stopped());
+        self.storages.push(storage);
+        self.shutdowns.push(dealing.shutdown());
         tokio::spawn(dealing.run_until_stopped());
-        // Each replica opens the database on its own, as separate processes would.
-        for _ in 0..replicas {
-            let storage = Storage::open(
-                &tables_common,
-                fairdeal_tables::startup::SCHEMA,
-                &[&fairdeal_tables::lobby::MIGRATIONS],
-            )
-            .await
-            .unwrap();
-            let tables = fairdeal_tables::Application::assemble(
-                &tables_common,
-                fairdeal_tables::startup::Parts {
-                    storage: storage.clone(),
-                    commitment: lazy(commitment_port),
-                    dealing: lazy(dealing_port),
-                    tokens: service_token("tables"),
-                    authn: authenticator(keys()),
-                },
-            )
-            .await
-            .unwrap();
-            ports.push(tables.port());
-            shutdowns.push(tables.shutdown());
-            storages.push(storage);
-            tokio::spawn(tables.run_until_stopped());
-        }
-        for port in &ports {
-            fairdeal_testkit::wait_until_serving(&format!("http://127.0.0.1:{port}"), "")
-                .await
-                .unwrap();
-        }
-        let replicas: Vec<_> = ports[2..]
-            .iter()
-            .map(|port| TablesServiceClient::new(lazy(*port)))
-            .collect();
-        TestApp {
-            tables: replicas[0].clone(),
-            replicas,
-            signing,
-            shutdowns,
-            database,
-            prefix,
-            storages,
-            _dir: dir,
-        }
+        serving(self.dealing_port).await;
+    }
+
+    /// Starts one more tables replica over the shared database (opened on its own, as a
+    /// separate process would); returns its client.
+    pub(crate) async fn start_replica(&mut self) -> TablesServiceClient<Channel> {
+        let storage = Storage::open(
+            &self.tables_common,
+            fairdeal_tables::startup::SCHEMA,
+            &[&fairdeal_tables::lobby::MIGRATIONS],
+        )
+        .await
+        .unwrap();
+        let tables = fairdeal_tables::Application::assemble(
+            &self.tables_common,
+            fairdeal_tables::startup::Parts {
+                storage: storage.clone(),
+                commitment: lazy(self.commitment_port),
+                dealing: lazy(self.dealing_port),
+                tokens: self.service_tokens("tables"),
+                authn: authenticator(self.keys()),
+            },
+        )
+        .await
+        .unwrap();
+        let port = tables.port();
+        let shutdown = tables.shutdown();
+        let server = tokio::spawn(async move {
+            tables.run_until_stopped().await.unwrap();
+        });
+        serving(port).await;
+        self.storages.push(storage);
+        self.replica_servers.push((shutdown, server));
+        let client = TablesServiceClient::new(lazy(port));
+        self.replicas.push(client.clone());
+        client
+    }
+
+    /// Stops tables replica `index` and waits until it has drained and stopped.
+    pub(crate) async fn stop_replica(&mut self, index: usize) {
+        let (shutdown, server) = &mut self.replica_servers[index];
+        shutdown.trigger();
+        server.await.unwrap();
     }
 
     /// A player's token.
@@ -227,7 +279,11 @@ impl TestApp {
 
     /// Stops the services, deletes the JetStream streams and drops the database.
     pub(crate) async fn stop(self) {
-        for s in &self.shutdowns {
+        for s in self
+            .shutdowns
+            .iter()
+            .chain(self.replica_servers.iter().map(|(s, _)| s))
+        {
             s.trigger();
         }
         if let Some(prefix) = &self.prefix {

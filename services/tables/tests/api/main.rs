@@ -7,5 +7,6 @@ mod lobby;
 mod moves;
 mod play;
 mod replicas;
+mod resume;
 mod rules;
 mod watch;
