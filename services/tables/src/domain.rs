@@ -24,6 +24,8 @@ pub const MOVE_SECONDS: std::ops::RangeInclusive<u32> = 5..=600;
 pub const FIRST_DEALER: Seat = Seat::ALL[0];
 /// Longest command id.
 pub const MAX_COMMAND_ID: usize = 64;
+/// Consecutive timeouts after which a seat is abandoned to the bot.
+pub const MAX_TIMEOUTS: u32 = 3;
 
 /// A table's settings, as created.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,6 +143,27 @@ pub enum TableEvent {
     },
     /// The game is over.
     GameFinished(Finished),
+    /// The seat to act must act by `deadline_ms` (Unix milliseconds).
+    TurnClock {
+        /// The seat to act.
+        seat: Seat,
+        /// The deadline.
+        deadline_ms: i64,
+    },
+    /// The seat let its deadline pass (the bot's move for it follows).
+    TurnTimedOut {
+        /// The seat.
+        seat: Seat,
+        /// Consecutive timeouts, this one included.
+        consecutive: u32,
+    },
+    /// The seat timed out [`MAX_TIMEOUTS`] times in a row: the bot plays it from now on.
+    SeatAbandoned {
+        /// The seat.
+        seat: Seat,
+        /// Its player.
+        player: Uuid,
+    },
     /// The server seed was revealed.
     SeedRevealed {
         /// The commitment.
@@ -255,6 +278,12 @@ pub struct Table {
     pub finished: Option<Finished>,
     /// The server seed, once revealed.
     pub server_seed: Option<String>,
+    /// The seat to act and its deadline (Unix ms), while a player must act.
+    pub deadline: Option<(Seat, i64)>,
+    /// Consecutive timeouts by seat.
+    pub timeouts: [u32; 4],
+    /// Seats abandoned to the bot.
+    pub abandoned: [bool; 4],
     /// Events folded (the stream version).
     pub version: u64,
 }
@@ -269,6 +298,8 @@ pub enum Next {
     },
     /// The bot at this seat plays.
     Bot(Seat),
+    /// The player at this seat let the deadline pass: the bot plays for it.
+    Timeout(Seat),
     /// Reveal the server seed (commitment service).
     Reveal,
     /// Nothing: a player must act, seats are open, or all is done.
@@ -361,20 +392,20 @@ pub fn seat_number(field: &'static str, n: u32) -> Result<Seat, TableError> {
         })
 }
 
-/// Checks a client-chosen command id.
+/// Checks a client-chosen command id (never with ':', which the service's own ids have).
 pub fn parse_command_id(id: &str) -> Result<String, TableError> {
     let ok = !id.is_empty()
         && id.len() <= MAX_COMMAND_ID
         && id
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'));
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
     if ok {
         Ok(id.to_owned())
     } else {
         Err(TableError::Invalid {
             field: "command_id",
             reason: format!(
-                "1..={MAX_COMMAND_ID} characters of A-Z a-z 0-9 - _ . : are required, got \"{}\"",
+                "1..={MAX_COMMAND_ID} characters of A-Z a-z 0-9 - _ . are required, got \"{}\"",
                 fairdeal_kit::status::shown(id)
             ),
         })
@@ -402,6 +433,9 @@ impl Table {
                     commands: HashMap::new(),
                     finished: None,
                     server_seed: None,
+                    deadline: None,
+                    timeouts: [0; 4],
+                    abandoned: [false; 4],
                     version: 1,
                 });
             }
@@ -417,12 +451,24 @@ impl Table {
             TableEvent::SeedContributed { seat, .. } => table.contributed[seat.index()] = true,
             TableEvent::Engine { event, command } => {
                 if let (Some(command), Some(seat)) = (command, actor_of(event)) {
+                    // A move of the player's own (ids with ':' are the service's).
+                    if !command.command_id.contains(':') {
+                        table.timeouts[seat.index()] = 0;
+                    }
                     table
                         .commands
                         .insert((seat, command.command_id.clone()), command.version_after);
                 }
+                table.deadline = None;
                 table.game.apply(event);
             }
+            TableEvent::TurnClock { seat, deadline_ms } => {
+                table.deadline = Some((*seat, *deadline_ms));
+            }
+            TableEvent::TurnTimedOut { seat, consecutive } => {
+                table.timeouts[seat.index()] = *consecutive;
+            }
+            TableEvent::SeatAbandoned { seat, .. } => table.abandoned[seat.index()] = true,
             TableEvent::HandStarted {
                 hand,
                 dealer,
@@ -570,14 +616,15 @@ impl Table {
         }]))
     }
 
-    /// A player's move, with the retry contract: a known command id returns its first
-    /// answer; a stale version is refused; then the engine decides.
+    /// A player's move at time `now` (Unix ms), with the retry contract: a known command id
+    /// returns its first answer; a stale version is refused; then the engine decides.
     pub fn act(
         &self,
         player: Uuid,
         expected_version: u64,
         command_id: &str,
         command: &Command,
+        now: i64,
     ) -> Result<Decided, TableError> {
         let seat = self.seat_of(player).ok_or(TableError::NotSeated)?;
         if let Some(version) = self.commands.get(&(seat, command_id.to_owned())) {
@@ -589,35 +636,60 @@ impl Table {
                 current: self.version,
             });
         }
-        self.seat_command(seat, command_id, command)
+        self.seat_command(Vec::new(), seat, command_id, command, now)
     }
 
-    /// The command of `seat` through the engine; the first event carries the command.
+    /// `prefix`, then the command of `seat` through the engine (its first event carries the
+    /// command), the `GameFinished` it may cause, and the next turn's clock.
     fn seat_command(
         &self,
+        prefix: Vec<TableEvent>,
         seat: Seat,
         command_id: &str,
         command: &Command,
+        now: i64,
     ) -> Result<Decided, TableError> {
         let produced = self.game.decide(Actor::Seat(seat), command)?;
-        let mut events: Vec<TableEvent> = produced
-            .into_iter()
-            .map(|event| TableEvent::Engine {
-                event,
-                command: None,
-            })
-            .collect();
+        let first = prefix.len();
+        let mut events = prefix;
+        events.extend(produced.into_iter().map(|event| TableEvent::Engine {
+            event,
+            command: None,
+        }));
         if let Some(finished) = self.finish(&events) {
             events.push(TableEvent::GameFinished(finished));
         }
+        let mut events = self.clocked(events, now);
         let version_after = self.version + events.len() as u64;
-        if let Some(TableEvent::Engine { command: first, .. }) = events.first_mut() {
-            *first = Some(CommandRef {
+        if let Some(TableEvent::Engine { command: slot, .. }) = events.get_mut(first) {
+            *slot = Some(CommandRef {
                 command_id: command_id.to_owned(),
                 version_after,
             });
         }
         Ok(self.decided(events))
+    }
+
+    /// `events`, then a `TurnClock` when after them a player (not the service) must act.
+    fn clocked(&self, mut events: Vec<TableEvent>, now: i64) -> Vec<TableEvent> {
+        let mut after = self.clone();
+        for e in &events {
+            match Table::apply(Some(after), e) {
+                Ok(next) => after = next,
+                // Not foldable: the append's own fold reports it.
+                Err(_) => return events,
+            }
+        }
+        if after.finished.is_none()
+            && let Some(seat) = after.game.turn()
+            && !after.plays_itself(seat)
+        {
+            events.push(TableEvent::TurnClock {
+                seat,
+                deadline_ms: now.saturating_add(i64::from(self.created.move_seconds) * 1000),
+            });
+        }
+        events
     }
 
     /// The `GameFinished` that follows `events` when they end the match.
@@ -630,9 +702,12 @@ impl Table {
             _ => None,
         })?;
         let mut game = self.game.clone();
+        let mut abandoned = self.abandoned.iter().any(|a| *a);
         for e in events {
-            if let TableEvent::Engine { event, .. } = e {
-                game.apply(event);
+            match e {
+                TableEvent::Engine { event, .. } => game.apply(event),
+                TableEvent::SeatAbandoned { .. } => abandoned = true,
+                _ => {}
             }
         }
         Some(Finished {
@@ -641,12 +716,21 @@ impl Table {
             winner: team,
             options: self.created.options.clone(),
             hands_played: game.next_hand_number(),
-            reason: FinishReason::Completed,
+            reason: if abandoned {
+                FinishReason::Abandoned
+            } else {
+                FinishReason::Completed
+            },
         })
     }
 
-    /// What the table needs next from the service.
-    pub fn next(&self) -> Next {
+    /// Whether the service plays `seat` (a bot seat, or an abandoned one).
+    pub fn plays_itself(&self, seat: Seat) -> bool {
+        self.created.bots[seat.index()] || self.abandoned[seat.index()]
+    }
+
+    /// What the table needs next from the service at time `now` (Unix ms).
+    pub fn next(&self, now: i64) -> Next {
         if self.finished.is_some() {
             return if self.server_seed.is_none() {
                 Next::Reveal
@@ -659,17 +743,21 @@ impl Table {
                 hand: self.game.next_hand_number(),
             },
             Phase::Auction | Phase::NamingTrump | Phase::Playing => match self.game.turn() {
-                Some(seat) if self.created.bots[seat.index()] => Next::Bot(seat),
-                _ => Next::Wait,
+                Some(seat) if self.plays_itself(seat) => Next::Bot(seat),
+                Some(seat) => match self.deadline {
+                    Some((s, deadline)) if s == seat && now >= deadline => Next::Timeout(seat),
+                    _ => Next::Wait,
+                },
+                None => Next::Wait,
             },
             _ => Next::Wait,
         }
     }
 
-    /// Records hand `dealt` when the table is still waiting for it (else nothing: it was
-    /// dealt meanwhile).
-    pub fn deal(&self, dealt: &DealtHand) -> Result<Decided, TableError> {
-        if self.next() != (Next::Deal { hand: dealt.hand }) {
+    /// Records hand `dealt` at time `now` when the table is still waiting for it (else
+    /// nothing: it was dealt meanwhile).
+    pub fn deal(&self, dealt: &DealtHand, now: i64) -> Result<Decided, TableError> {
+        if self.next(now) != (Next::Deal { hand: dealt.hand }) {
             return Ok(Decided::nothing(self.version));
         }
         let command = Command::StartHand {
@@ -704,20 +792,48 @@ impl Table {
                 });
             }
         }
-        Ok(self.decided(events))
+        Ok(self.decided(self.clocked(events, now)))
     }
 
-    /// The bot's move at `seat`, when it is still that bot's turn. The bot sees only the
-    /// seat's view; its decision is a pure function of the table id and the view.
-    pub fn bot_move(&self, seat: Seat) -> Result<Decided, TableError> {
-        if self.next() != Next::Bot(seat) {
+    /// The bot's move at `seat` (a bot seat or an abandoned one), when it is still its turn.
+    /// The bot sees only the seat's view; its decision is a pure function of the table id
+    /// and the view.
+    pub fn bot_move(&self, seat: Seat, now: i64) -> Result<Decided, TableError> {
+        if self.next(now) != Next::Bot(seat) {
             return Ok(Decided::nothing(self.version));
         }
+        self.play_for(Vec::new(), seat, &format!("bot:{}", self.version), now)
+    }
+
+    /// The player at `seat` let the deadline pass by `now`: record the timeout (and the
+    /// abandonment at the [`MAX_TIMEOUTS`]th in a row), then the bot plays for the seat.
+    pub fn time_out(&self, seat: Seat, now: i64) -> Result<Decided, TableError> {
+        if self.next(now) != Next::Timeout(seat) {
+            return Ok(Decided::nothing(self.version));
+        }
+        let consecutive = self.timeouts[seat.index()].saturating_add(1);
+        let mut prefix = vec![TableEvent::TurnTimedOut { seat, consecutive }];
+        if consecutive >= MAX_TIMEOUTS
+            && let Some(player) = self.players[seat.index()]
+        {
+            prefix.push(TableEvent::SeatAbandoned { seat, player });
+        }
+        self.play_for(prefix, seat, &format!("timeout:{}", self.version), now)
+    }
+
+    /// The engine's bot's move for `seat`, after `prefix`.
+    fn play_for(
+        &self,
+        prefix: Vec<TableEvent>,
+        seat: Seat,
+        command_id: &str,
+        now: i64,
+    ) -> Result<Decided, TableError> {
         let bot = HeuristicBot::new(bot_seed(self.id()));
         let Some(command) = bot.choose(&self.game.seat_view(seat)) else {
             return Ok(Decided::nothing(self.version));
         };
-        self.seat_command(seat, &format!("bot:{}", self.version), &command)
+        self.seat_command(prefix, seat, command_id, &command, now)
     }
 
     /// Records the revealed seed (once).
@@ -818,8 +934,8 @@ mod tests {
         assert_eq!(d.events.len(), 2, "seat taken + match started");
         t = fold(Some(t), &d.events);
         assert!(t.started());
-        assert_eq!(t.next(), Next::Deal { hand: 0 });
-        let d = t.deal(&dealt(0)).unwrap();
+        assert_eq!(t.next(0), Next::Deal { hand: 0 });
+        let d = t.deal(&dealt(0), 0).unwrap();
         assert_eq!(d.events.len(), 5);
         for e in &d.events {
             if let TableEvent::CardsDealt { seat, .. } = e {
@@ -833,7 +949,7 @@ mod tests {
         assert_eq!(t.game.phase(), Phase::Auction);
         assert_eq!(t.game.hand_of(Seat::ALL[0]).len(), 10);
         // Seat 1 (a bot) bids first: the dealer is seat 0.
-        assert_eq!(t.next(), Next::Bot(Seat::ALL[1]));
+        assert_eq!(t.next(0), Next::Bot(Seat::ALL[1]));
     }
 
     #[test]
@@ -842,34 +958,83 @@ mod tests {
         let a = Uuid::now_v7();
         let events = t.sit(a, Seat::ALL[0]).unwrap().events;
         t = fold(Some(t), &events);
-        let events = t.deal(&dealt(0)).unwrap().events;
+        let events = t.deal(&dealt(0), 0).unwrap().events;
         t = fold(Some(t), &events);
         // Bots play until seat 0's turn.
-        while let Next::Bot(seat) = t.next() {
-            let events = t.bot_move(seat).unwrap().events;
+        while let Next::Bot(seat) = t.next(0) {
+            let events = t.bot_move(seat, 0).unwrap().events;
             t = fold(Some(t), &events);
         }
         assert_eq!(t.game.turn(), Some(Seat::ALL[0]));
         let legal = t.game.legal_commands(Seat::ALL[0]);
         let v = t.version;
         assert_eq!(
-            t.act(a, v - 1, "x", &legal[0]).unwrap_err(),
+            t.act(a, v - 1, "x", &legal[0], 0).unwrap_err(),
             TableError::Stale {
                 expected: v - 1,
                 current: v
             }
         );
         assert_eq!(
-            t.act(Uuid::now_v7(), v, "x", &legal[0]).unwrap_err(),
+            t.act(Uuid::now_v7(), v, "x", &legal[0], 0).unwrap_err(),
             TableError::NotSeated
         );
-        let d = t.act(a, v, "x", &legal[0]).unwrap();
+        let d = t.act(a, v, "x", &legal[0], 0).unwrap();
         let after = d.version;
         t = fold(Some(t), &d.events);
         assert_eq!(t.version, after);
-        let again = t.act(a, v, "x", &legal[0]).unwrap();
+        let again = t.act(a, v, "x", &legal[0], 0).unwrap();
         assert!(again.events.is_empty());
         assert_eq!(again.version, after);
+    }
+
+    #[test]
+    fn a_player_who_lets_the_clock_run_out_is_played_for_then_abandoned() {
+        let mut t = table([false, true, true, true]);
+        let a = Uuid::now_v7();
+        let events = t.sit(a, Seat::ALL[0]).unwrap().events;
+        t = fold(Some(t), &events);
+        let mut now = 1_000_000;
+        let events = t.deal(&dealt(0), now).unwrap().events;
+        t = fold(Some(t), &events);
+        let me = Seat::ALL[0];
+        for round in 1..=MAX_TIMEOUTS {
+            while let Next::Bot(seat) = t.next(now) {
+                let events = t.bot_move(seat, now).unwrap().events;
+                t = fold(Some(t), &events);
+            }
+            if t.finished.is_some() {
+                return;
+            }
+            let (seat, deadline) = t.deadline.expect("a player's turn has a deadline");
+            assert_eq!((seat, deadline), (me, now + 30_000));
+            assert_eq!(t.next(deadline - 1), Next::Wait);
+            assert!(t.time_out(me, deadline - 1).unwrap().events.is_empty());
+            now = deadline;
+            assert_eq!(t.next(now), Next::Timeout(me));
+            let d = t.time_out(me, now).unwrap();
+            assert_eq!(
+                d.events[0],
+                TableEvent::TurnTimedOut {
+                    seat: me,
+                    consecutive: round
+                }
+            );
+            t = fold(Some(t), &d.events);
+            assert_eq!(t.timeouts[0], round);
+            assert_eq!(t.abandoned[0], round == MAX_TIMEOUTS);
+        }
+        // Abandoned: the bot plays the seat, no more deadlines.
+        while let Next::Bot(seat) = t.next(now) {
+            let events = t.bot_move(seat, now).unwrap().events;
+            assert!(
+                !events
+                    .iter()
+                    .any(|e| matches!(e, TableEvent::TurnClock { .. }))
+            );
+            t = fold(Some(t), &events);
+        }
+        assert_eq!(t.next(now), Next::Deal { hand: 1 });
     }
 
     #[test]
@@ -887,6 +1052,7 @@ mod tests {
         assert!(parse_command_id("").is_err());
         assert!(parse_command_id(&"a".repeat(65)).is_err());
         assert!(parse_command_id("a b").is_err());
-        assert!(parse_command_id("0b7c-1.x:y_z").is_ok());
+        assert!(parse_command_id("0b7c-1.x_z").is_ok());
+        assert!(parse_command_id("bot:1").is_err(), "the service's ids");
     }
 }

@@ -42,6 +42,9 @@ impl Aggregate for Table {
             TableMessage::MatchWon(m) => NewEvent::from_message(&m),
             TableMessage::GameFinished(m) => NewEvent::from_message(&m),
             TableMessage::SeedRevealed(m) => NewEvent::from_message(&m),
+            TableMessage::TurnClock(m) => NewEvent::from_message(&m),
+            TableMessage::TurnTimedOut(m) => NewEvent::from_message(&m),
+            TableMessage::SeatAbandoned(m) => NewEvent::from_message(&m),
         };
         new.with_correlation_id(table_id)
     }
@@ -92,6 +95,12 @@ pub enum TableMessage {
     GameFinished(pb::GameFinished),
     /// `TableSeedRevealed`.
     SeedRevealed(pb::TableSeedRevealed),
+    /// `TurnClock`.
+    TurnClock(pb::TurnClock),
+    /// `TurnTimedOut`.
+    TurnTimedOut(pb::TurnTimedOut),
+    /// `SeatAbandoned`.
+    SeatAbandoned(pb::SeatAbandoned),
 }
 
 impl TableMessage {
@@ -116,6 +125,9 @@ impl TableMessage {
             TableMessage::MatchWon(m) => W::MatchWon(m),
             TableMessage::GameFinished(m) => W::GameFinished(m),
             TableMessage::SeedRevealed(m) => W::TableSeedRevealed(m),
+            TableMessage::TurnClock(m) => W::TurnClock(m),
+            TableMessage::TurnTimedOut(m) => W::TurnTimedOut(m),
+            TableMessage::SeatAbandoned(m) => W::SeatAbandoned(m),
         };
         pb::TableEvent { event: Some(event) }
     }
@@ -359,6 +371,25 @@ pub fn to_message(table_id: &str, event: &TableEvent) -> TableMessage {
             server_seed: server_seed.clone(),
             client_seed: client_seed.clone(),
         }),
+        TableEvent::TurnClock { seat, deadline_ms } => TableMessage::TurnClock(pb::TurnClock {
+            table_id: id(),
+            seat: seat_u32(*seat),
+            deadline_ms: *deadline_ms,
+        }),
+        TableEvent::TurnTimedOut { seat, consecutive } => {
+            TableMessage::TurnTimedOut(pb::TurnTimedOut {
+                table_id: id(),
+                seat: seat_u32(*seat),
+                consecutive: *consecutive,
+            })
+        }
+        TableEvent::SeatAbandoned { seat, player } => {
+            TableMessage::SeatAbandoned(pb::SeatAbandoned {
+                table_id: id(),
+                seat: seat_u32(*seat),
+                player_id: player.to_string(),
+            })
+        }
         TableEvent::Engine { event, command } => engine_message(table_id, event, command),
     }
 }
@@ -688,6 +719,27 @@ pub fn from_recorded(event: &RecordedEvent) -> Result<TableEvent, String> {
             client_seed: m.client_seed,
         });
     }
+    if t == pb::TurnClock::full_name() {
+        let m: pb::TurnClock = decode(event)?;
+        return Ok(TableEvent::TurnClock {
+            seat: seat_of(m.seat)?,
+            deadline_ms: m.deadline_ms,
+        });
+    }
+    if t == pb::TurnTimedOut::full_name() {
+        let m: pb::TurnTimedOut = decode(event)?;
+        return Ok(TableEvent::TurnTimedOut {
+            seat: seat_of(m.seat)?,
+            consecutive: m.consecutive,
+        });
+    }
+    if t == pb::SeatAbandoned::full_name() {
+        let m: pb::SeatAbandoned = decode(event)?;
+        return Ok(TableEvent::SeatAbandoned {
+            seat: seat_of(m.seat)?,
+            player: uuid_of("player_id", &m.player_id)?,
+        });
+    }
     Err(format!("{t} is not a table event"))
 }
 
@@ -761,6 +813,18 @@ mod tests {
                 },
                 None,
             ),
+            TableEvent::TurnClock {
+                seat: s(2),
+                deadline_ms: 1_764_000_000_000,
+            },
+            TableEvent::TurnTimedOut {
+                seat: s(2),
+                consecutive: 3,
+            },
+            TableEvent::SeatAbandoned {
+                seat: s(2),
+                player: Uuid::now_v7(),
+            },
             TableEvent::GameFinished(Finished {
                 players: [Some(Uuid::now_v7()), None, Some(Uuid::now_v7()), None],
                 scores: [510, 230],

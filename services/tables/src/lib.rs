@@ -9,6 +9,7 @@
 //! service (salt = hand number), and the seed is revealed when the game finishes.
 //!
 //! Layout:
+//! - [`clock`]: injected time for turn deadlines.
 //! - [`domain`]: the table aggregate (pure): events, fold, decisions, visibility.
 //! - [`events`]: domain events <-> protobuf (`fairdeal.tables.v1`), the `Aggregate` impl.
 //! - [`view`]: a table as one caller sees it.
@@ -19,6 +20,7 @@
 //! - [`startup`]: settings and the [`Application`] on the platform kit.
 #![forbid(unsafe_code)]
 
+pub mod clock;
 pub mod domain;
 pub mod events;
 pub mod grpc;

@@ -8,7 +8,8 @@
 //! replicas) advancing the same table at once only ever append a step once. A table left
 //! mid-step (a crash, a dependency down) resumes at its next request.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use fairdeal_authn::{TokenProvider, TokenUnavailable, attach_bearer};
 use fairdeal_bus::AppendSignal;
@@ -23,12 +24,14 @@ use fairdeal_proto::fairdeal::commitment::v1::commitment_service_client::Commitm
 use fairdeal_proto::fairdeal::dealing::v1 as dpb;
 use fairdeal_proto::fairdeal::dealing::v1::dealing_service_client::DealingServiceClient;
 use fairdeal_proto::fairdeal::tables::v1 as pb;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 use tonic::{Code, Request, Status};
 use uuid::Uuid;
 
+use crate::clock::TableClock;
 use crate::domain::{
     self, Created, DealtHand, Decided, FIRST_DEALER, Next, Table, TableError, TableEvent,
 };
@@ -181,6 +184,45 @@ pub struct Tables {
     tokens: Arc<dyn TokenProvider>,
     /// Ends watchers when the server drains.
     shutdown: Shutdown,
+    /// The time turn deadlines are recorded in.
+    clock: Arc<dyn TableClock>,
+    /// The turn deadlines this replica waits for.
+    timers: Arc<Timers>,
+}
+
+/// The deadlines of the tables this replica advanced last, and a wake-up for the timer task
+/// when one changes.
+#[derive(Debug)]
+struct Timers {
+    /// Table -> deadline (Unix ms) of the player to act.
+    deadlines: Mutex<HashMap<Uuid, i64>>,
+    /// Bumped whenever `deadlines` changes.
+    changed: watch::Sender<u64>,
+}
+
+impl Timers {
+    fn deadlines(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, i64>> {
+        // The map stays consistent whatever panicked while holding it.
+        self.deadlines
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits for `deadline` of `table_id` (`None`: nothing to wait for).
+    fn set(&self, table_id: Uuid, deadline: Option<i64>) {
+        let changed = match deadline {
+            Some(d) => self.deadlines().insert(table_id, d) != Some(d),
+            None => self.deadlines().remove(&table_id).is_some(),
+        };
+        if changed {
+            self.changed.send_modify(|n| *n = n.wrapping_add(1));
+        }
+    }
+
+    /// The earliest deadline.
+    fn earliest(&self) -> Option<(i64, Uuid)> {
+        self.deadlines().iter().map(|(id, d)| (*d, *id)).min()
+    }
 }
 
 impl Tables {
@@ -191,6 +233,7 @@ impl Tables {
         commitment: Channel,
         dealing: Channel,
         tokens: Arc<dyn TokenProvider>,
+        clock: Arc<dyn TableClock>,
         shutdown: Shutdown,
     ) -> Self {
         Tables {
@@ -202,6 +245,37 @@ impl Tables {
             dealing: DealingServiceClient::new(traced_channel(dealing)),
             tokens,
             shutdown,
+            clock,
+            timers: Arc::new(Timers {
+                deadlines: Mutex::new(HashMap::new()),
+                changed: watch::Sender::new(0),
+            }),
+        }
+    }
+
+    /// The timer task: waits for the earliest deadline this replica knows of, then advances
+    /// that table (the step plays for the seat if its player has not acted by then); until
+    /// `stop`. Another replica firing the same deadline appends nothing more: the step is
+    /// decided on the table's current state.
+    pub async fn run_timers(self, stop: CancellationToken) {
+        let mut changed = self.timers.changed.subscribe();
+        loop {
+            changed.borrow_and_update();
+            let Some((deadline, table_id)) = self.timers.earliest() else {
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    result = changed.changed() => if result.is_err() { return },
+                }
+                continue;
+            };
+            tokio::select! {
+                () = stop.cancelled() => return,
+                result = changed.changed() => if result.is_err() { return },
+                () = self.clock.sleep_until(deadline) => {
+                    self.timers.deadlines().remove(&table_id);
+                    self.advance(table_id).await;
+                }
+            }
         }
     }
 
@@ -395,6 +469,7 @@ impl Tables {
                     expected_version,
                     command_id,
                     command,
+                    self.clock.now_ms(),
                 )?))
             })
             .await?;
@@ -416,8 +491,11 @@ impl Tables {
     pub async fn advance(&self, table_id: Uuid) {
         for _ in 0..MAX_STEPS {
             match self.step(table_id).await {
-                Ok(true) => {}
-                Ok(false) => return,
+                Ok((true, _)) => {}
+                Ok((false, deadline)) => {
+                    self.timers.set(table_id, deadline);
+                    return;
+                }
                 Err(error) => {
                     let error = ServiceError::from(error);
                     tracing::warn!(%table_id, %error, "table step failed; it resumes at the next request");
@@ -428,8 +506,10 @@ impl Tables {
         tracing::error!(%table_id, "table still advancing after {MAX_STEPS} steps");
     }
 
-    /// One step; whether it appended anything.
-    async fn step(&self, table_id: Uuid) -> Result<bool, Failure> {
+    /// One step; whether it appended anything, and the deadline of the player to act after
+    /// it.
+    async fn step(&self, table_id: Uuid) -> Result<(bool, Option<i64>), Failure> {
+        let now = self.clock.now_ms();
         let executed = self
             .streams
             .execute_with(
@@ -438,7 +518,7 @@ impl Tables {
                     snapshot
                         .state
                         .as_ref()
-                        .map(|t| (t.next(), t.created.options.deck))
+                        .map(|t| (t.next(now), t.created.options.deck))
                 },
                 |needs| async move {
                     match needs {
@@ -456,10 +536,11 @@ impl Tables {
                         return Ok(Decision::nothing(0));
                     };
                     let decided = match fetched {
-                        Fetched::Dealt(dealt) => t.deal(&dealt)?,
+                        Fetched::Dealt(dealt) => t.deal(&dealt, now)?,
                         Fetched::Revealed(seed) => t.reveal(seed),
-                        Fetched::Nothing => match t.next() {
-                            Next::Bot(seat) => t.bot_move(seat)?,
+                        Fetched::Nothing => match t.next(now) {
+                            Next::Bot(seat) => t.bot_move(seat, now)?,
+                            Next::Timeout(seat) => t.time_out(seat, now)?,
                             _ => return Ok(Decision::nothing(t.version)),
                         },
                     };
@@ -467,7 +548,13 @@ impl Tables {
                 },
             )
             .await?;
-        Ok(!executed.recorded.is_empty())
+        let deadline = executed
+            .after
+            .state
+            .as_ref()
+            .and_then(|t| t.deadline)
+            .map(|(_, d)| d);
+        Ok((!executed.recorded.is_empty(), deadline))
     }
 
     /// Hand `hand` from the dealing service.

@@ -16,6 +16,7 @@ use fairdeal_proto::fairdeal::tables::v1::tables_service_server::TablesServiceSe
 use serde::Serialize;
 use tonic::transport::Channel;
 
+use crate::clock::{SystemClock, TableClock};
 use crate::grpc::TablesApi;
 use crate::lobby::{CONSUMER, LobbyProjection, MIGRATIONS};
 use crate::service::Tables;
@@ -71,6 +72,8 @@ pub struct Parts {
     pub tokens: Arc<dyn TokenProvider>,
     /// Verifies callers' tokens.
     pub authn: Authenticator,
+    /// The time of turn deadlines.
+    pub clock: Arc<dyn TableClock>,
 }
 
 impl Parts {
@@ -95,6 +98,7 @@ impl Parts {
             dealing,
             tokens,
             authn,
+            clock: Arc::new(SystemClock),
         })
     }
 }
@@ -114,7 +118,7 @@ impl Application {
     }
 
     /// Wires `parts` into a bound server: key refresh, the relay, the lobby consumer, the
-    /// gRPC service.
+    /// turn clocks, the gRPC service.
     pub async fn assemble(common: &CommonConfig, parts: Parts) -> Result<Self, StartError> {
         let shutdown = Shutdown::new();
         spawn_key_refresh(&parts.authn, &shutdown);
@@ -126,8 +130,10 @@ impl Application {
             parts.commitment,
             parts.dealing,
             parts.tokens,
+            parts.clock,
             shutdown.clone(),
         );
+        shutdown.spawn("turn-clocks", tables.clone().run_timers(shutdown.token()));
         let app = fairdeal_kit::Application::builder(common)
             .with_shutdown(shutdown)
             .add_service(

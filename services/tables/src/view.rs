@@ -81,6 +81,23 @@ fn game_view(public: &PublicView) -> pb::GameView {
             })
             .collect(),
         tricks_played: hand_count(public.tricks.len()),
+        tricks: public
+            .tricks
+            .iter()
+            .map(|t| pb::Trick {
+                cards: t
+                    .cards
+                    .iter()
+                    .map(|p| pb::PlayedCard {
+                        seat: seat_u32(p.seat),
+                        card: p.card.to_string(),
+                    })
+                    .collect(),
+                winner: seat_u32(t.winner),
+                points: u32::from(t.points),
+            })
+            .collect(),
+        target: public.target.unwrap_or_default(),
         trick_points: public.trick_points.to_vec(),
         last_score: public
             .last_score
@@ -128,6 +145,8 @@ pub fn table_view(table: &Table, viewer: Viewer) -> pb::TableView {
                     .unwrap_or_default(),
                 bot: table.created.bots[s.index()],
                 contributed: table.contributed[s.index()],
+                timeouts: table.timeouts[s.index()],
+                abandoned: table.abandoned[s.index()],
             })
             .collect(),
         commitment: table.created.commitment.clone(),
@@ -135,5 +154,6 @@ pub fn table_view(table: &Table, viewer: Viewer) -> pb::TableView {
         client_seed: table.client_seed.clone().unwrap_or_default(),
         server_seed: table.server_seed.clone().unwrap_or_default(),
         game: Some(game),
+        turn_deadline_ms: table.deadline.map(|(_, deadline)| deadline),
     }
 }

@@ -14,6 +14,7 @@ use fairdeal_kit::CommonConfig;
 use fairdeal_platform::Storage;
 use fairdeal_proto::fairdeal::tables::v1 as pb;
 use fairdeal_proto::fairdeal::tables::v1::tables_service_client::TablesServiceClient;
+use fairdeal_tables::clock::ManualClock;
 use tokio::task::JoinHandle;
 use tonic::transport::Channel;
 use tonic::{Request, Status};
@@ -34,6 +35,8 @@ pub(crate) struct TestApp {
     pub(crate) tables: TablesServiceClient<Channel>,
     /// A client of each tables replica started (the first is `tables`).
     pub(crate) replicas: Vec<TablesServiceClient<Channel>>,
+    /// The clock of every tables replica: tests advance it, nobody sleeps.
+    pub(crate) clock: Arc<ManualClock>,
     signing: SigningKey,
     /// Shutdown handle and server task of each tables replica, by replica.
     replica_servers: Vec<(fairdeal_kit::Shutdown, JoinHandle<()>)>,
@@ -159,6 +162,7 @@ impl TestApp {
         let mut app = TestApp {
             tables: TablesServiceClient::new(lazy(0)),
             replicas: Vec::new(),
+            clock: Arc::new(ManualClock::new(now() * 1000)),
             signing,
             replica_servers: Vec::new(),
             shutdowns,
@@ -229,6 +233,7 @@ impl TestApp {
                 dealing: lazy(self.dealing_port),
                 tokens: self.service_tokens("tables"),
                 authn: authenticator(self.keys()),
+                clock: self.clock.clone(),
             },
         )
         .await

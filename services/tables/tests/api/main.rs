@@ -2,6 +2,7 @@
 //! services it calls, on the embedded SQLite default and on PostgreSQL with NATS.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod clocks;
 mod harness;
 mod lobby;
 mod moves;
