@@ -13,9 +13,10 @@
 //! - [`domain`]: the table aggregate (pure): events, fold, decisions, visibility.
 //! - [`events`]: domain events <-> protobuf (`fairdeal.tables.v1`), the `Aggregate` impl.
 //! - [`view`]: a table as one caller sees it.
-//! - [`lobby`]: the lobby projection and its query.
+//! - [`lobby`]: the projections of the tables' events (the lobby and its query, the
+//!   pending turn deadlines).
 //! - [`service`]: the use cases on `Streams<Table>`, the calls to commitment and dealing,
-//!   the advance of a table (deals, bots, reveal), watchers.
+//!   the advance of a table (deals, bots, timeouts, reveal), the turn timers, watchers.
 //! - [`grpc`]: the tonic adapter: caller, parsing, status mapping.
 //! - [`startup`]: settings and the [`Application`] on the platform kit.
 #![forbid(unsafe_code)]

@@ -1,6 +1,7 @@
-//! The lobby: a projection of the tables' own events into table `lobby` (one row per table
-//! not yet started), kept by the `tables-lobby` consumer inside the bus's transaction
-//! (exactly-once), and the `ListTables` query over it.
+//! Projections of the tables' own events, kept by the `tables-projections` consumer inside
+//! the bus's transaction (exactly-once): table `lobby` (one row per table not yet started)
+//! with the `ListTables` query over it, and table `deadlines` (the last turn deadline of
+//! every unfinished table) that a (re)started replica's timer reads.
 
 use fairdeal_bus::{Handler, HandlerError};
 use fairdeal_db::Db;
@@ -14,7 +15,7 @@ use crate::events::from_recorded;
 use fairdeal_proto::fairdeal::tables::v1 as pb;
 
 /// The consumer's durable name.
-pub const CONSUMER: &str = "tables-lobby";
+pub const CONSUMER: &str = "tables-projections";
 
 /// The service's migrations (the lobby table), both backends.
 pub static MIGRATIONS: fairdeal_db::Migrations = fairdeal_db::Migrations {
@@ -23,7 +24,7 @@ pub static MIGRATIONS: fairdeal_db::Migrations = fairdeal_db::Migrations {
     sqlite: sqlx::migrate!("./migrations/sqlite"),
 };
 
-/// Keeps the lobby table.
+/// Keeps the lobby and deadlines tables.
 #[derive(Debug, Default)]
 pub struct LobbyProjection;
 
@@ -113,13 +114,32 @@ fairdeal_db::for_each_backend! { DB =>
                         .map_err(transient)?;
                 }
                 // Started: out of the lobby.
-                _ => {
+                TableEvent::Engine { .. } => {
                     sqlx::query("DELETE FROM lobby WHERE table_id = $1")
                         .bind(&table_id)
                         .execute(&mut **tx)
                         .await
                         .map_err(transient)?;
                 }
+                TableEvent::TurnClock { deadline_ms, .. } => {
+                    sqlx::query(
+                        "INSERT INTO deadlines (table_id, deadline_ms) VALUES ($1, $2) \
+                         ON CONFLICT (table_id) DO UPDATE SET deadline_ms = excluded.deadline_ms",
+                    )
+                    .bind(&table_id)
+                    .bind(deadline_ms)
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(transient)?;
+                }
+                TableEvent::GameFinished(_) => {
+                    sqlx::query("DELETE FROM deadlines WHERE table_id = $1")
+                        .bind(&table_id)
+                        .execute(&mut **tx)
+                        .await
+                        .map_err(transient)?;
+                }
+                _ => {}
             }
             Ok(())
         }
@@ -130,6 +150,8 @@ fairdeal_db::for_each_backend! { DB =>
                 pb::SeatTaken::full_name(),
                 pb::SeatLeft::full_name(),
                 pb::MatchStarted::full_name(),
+                pb::TurnClock::full_name(),
+                pb::GameFinished::full_name(),
             ]
             .contains(&event.event_type)
         }
@@ -210,4 +232,17 @@ fn lobby_table(row: Row) -> pb::LobbyTable {
         move_seconds: u32::try_from(move_seconds).unwrap_or(0),
         short_code,
     }
+}
+
+/// Every table's last recorded turn deadline (Unix ms), as projected so far.
+pub async fn deadlines(db: &Db) -> Result<Vec<(uuid::Uuid, i64)>, sqlx::Error> {
+    let rows: Vec<(String, i64)> = fairdeal_db::on_db!(db, pool => {
+        sqlx::query_as("SELECT table_id, deadline_ms FROM deadlines")
+            .fetch_all(pool)
+            .await?
+    });
+    Ok(rows
+        .into_iter()
+        .filter_map(|(id, deadline)| Some((uuid::Uuid::parse_str(&id).ok()?, deadline)))
+        .collect())
 }

@@ -44,6 +44,9 @@ use crate::view;
 const MAX_STEPS: usize = 20_000;
 /// Events read per page by a watcher.
 const WATCH_PAGE: usize = 256;
+/// How often a timer re-reads the projected deadlines (a safety net: deadlines this replica
+/// recorded are waited for at once).
+const DEADLINES_RELOAD: std::time::Duration = std::time::Duration::from_secs(5);
 /// Messages buffered per watcher before it waits for the client.
 const WATCH_BUFFER: usize = 64;
 
@@ -256,24 +259,49 @@ impl Tables {
     /// The timer task: waits for the earliest deadline this replica knows of, then advances
     /// that table (the step plays for the seat if its player has not acted by then); until
     /// `stop`. Another replica firing the same deadline appends nothing more: the step is
-    /// decided on the table's current state.
+    /// decided on the table's current state. At start, and then every
+    /// [`DEADLINES_RELOAD`] as a safety net, it also takes the deadlines the projection holds,
+    /// so a restarted replica waits for the tables nobody has touched since.
     pub async fn run_timers(self, stop: CancellationToken) {
         let mut changed = self.timers.changed.subscribe();
+        // Deadlines fired here, so a projected row that is stale is not fired again.
+        let mut fired: HashMap<Uuid, i64> = HashMap::new();
+        let mut reload = tokio::time::interval(DEADLINES_RELOAD);
         loop {
             changed.borrow_and_update();
-            let Some((deadline, table_id)) = self.timers.earliest() else {
-                tokio::select! {
-                    () = stop.cancelled() => return,
-                    result = changed.changed() => if result.is_err() { return },
+            let wait = async {
+                match self.timers.earliest() {
+                    Some((deadline, table_id)) => {
+                        self.clock.sleep_until(deadline).await;
+                        (deadline, table_id)
+                    }
+                    None => std::future::pending().await,
                 }
-                continue;
             };
             tokio::select! {
                 () = stop.cancelled() => return,
                 result = changed.changed() => if result.is_err() { return },
-                () = self.clock.sleep_until(deadline) => {
+                _ = reload.tick() => match lobby::deadlines(&self.db).await {
+                    Ok(rows) => {
+                        // A finished table's row is gone: forget that it fired.
+                        fired.retain(|id, _| rows.iter().any(|(row, _)| row == id));
+                        for (table_id, deadline) in rows {
+                            if fired.get(&table_id) != Some(&deadline) {
+                                self.timers.deadlines().entry(table_id).or_insert(deadline);
+                            }
+                        }
+                    }
+                    Err(error) => tracing::warn!(%error, "turn deadlines unreadable"),
+                },
+                (deadline, table_id) = wait => {
                     self.timers.deadlines().remove(&table_id);
-                    self.advance(table_id).await;
+                    fired.insert(table_id, deadline);
+                    // Off the timer loop: playing out an abandoned seat's match takes a while,
+                    // and other tables' deadlines must not wait for it.
+                    let this = self.clone();
+                    self.shutdown
+                        .tracker()
+                        .spawn(async move { this.advance(table_id).await });
                 }
             }
         }

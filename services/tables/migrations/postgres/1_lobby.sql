@@ -1,4 +1,4 @@
--- The lobby: one row per table not yet started, kept by the `tables-lobby` consumer from
+-- The lobby: one row per table not yet started, kept by the `tables-projections` consumer from
 -- the tables' own events (a projection: rebuildable from the log).
 CREATE TABLE lobby (
     table_id        TEXT    PRIMARY KEY,

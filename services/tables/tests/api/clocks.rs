@@ -122,3 +122,34 @@ async fn timeouts_play_for_the_seat_then_abandon_it_embedded() {
     assert_eq!(end.turn_deadline_ms, None);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_restarted_replica_waits_for_the_deadlines_in_the_log_embedded() {
+    let mut app = TestApp::spawn(Db::Sqlite).await;
+    let me = app.player();
+    let id = me
+        .create(pb::CreateTableRequest {
+            bot_seats: vec![1, 2, 3],
+            ..Default::default()
+        })
+        .await
+        .table_id;
+    me.sit(&id, 0).await.unwrap();
+    let before = me.view(&id).await;
+    let due = before.turn_deadline_ms.unwrap();
+    // The replica goes; a new one starts, and no request advances the table (a watch only
+    // reads): the deadline comes from the projection.
+    app.stop_replica(0).await;
+    let replica = app.start_replica().await;
+    let me = me.on(&replica);
+    let mut stream = me.watch(&id, before.version).await;
+    app.clock
+        .advance(Duration::from_millis((due - app.clock.now_ms()) as u64));
+    let timed_out = until(&mut stream, |_, e| match e {
+        E::TurnTimedOut(t) => Some((t.seat, t.consecutive)),
+        _ => None,
+    })
+    .await;
+    assert_eq!(timed_out, (0, 1));
+    app.stop().await;
+}
