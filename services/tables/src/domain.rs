@@ -867,6 +867,45 @@ fn actor_of(event: &Event) -> Option<Seat> {
     }
 }
 
+/// The rules engine's log of a table's events: the engine's own events, with each hand's
+/// `HandStarted` and `CardsDealt` folded back into the engine's `hand_started`. What an
+/// auditor hands to `Game::verify` to re-decide every move.
+pub fn engine_log(events: &[TableEvent]) -> Vec<Event> {
+    let mut log = Vec::new();
+    let mut pending: Option<PendingHand> = None;
+    for event in events {
+        match event {
+            TableEvent::Engine { event, .. } => log.push(event.clone()),
+            TableEvent::HandStarted { hand, dealer, .. } => {
+                pending = Some(PendingHand {
+                    hand: *hand,
+                    dealer: *dealer,
+                    hands: Default::default(),
+                });
+            }
+            TableEvent::CardsDealt {
+                position, cards, ..
+            } => {
+                if let Some(p) = pending.as_mut()
+                    && let Some(slot) = p.hands.get_mut(usize::from(*position))
+                {
+                    *slot = Some(cards.clone());
+                    if p.hands.iter().all(Option::is_some) {
+                        log.push(Event::HandStarted {
+                            hand: p.hand,
+                            dealer: p.dealer,
+                            hands: p.hands.iter().flatten().cloned().collect(),
+                        });
+                        pending = None;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    log
+}
+
 /// The bots' seed at a table: from its id, so a replay chooses the same moves.
 pub fn bot_seed(table_id: Uuid) -> u64 {
     let (high, low) = table_id.as_u64_pair();

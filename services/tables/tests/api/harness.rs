@@ -258,6 +258,11 @@ impl TestApp {
         server.await.unwrap();
     }
 
+    /// The storage of the last tables replica started (its event store).
+    pub(crate) fn tables_storage(&self) -> &Storage {
+        self.storages.last().unwrap()
+    }
+
     /// A player's token.
     pub(crate) fn player_token(&self, user: Uuid) -> AccessToken {
         self.signing

@@ -221,6 +221,25 @@ async fn full_match(db: Db) {
         .filter(|m| matches!(m.event.as_ref().unwrap().event, Some(E::SeedContributed(_))))
         .count();
     assert_eq!(contributed, 3);
+
+    // The auditor's replay: the stored log, decoded and mapped back to the rules engine's
+    // events, is re-decided event by event and ends where the table did.
+    let stream = fairdeal_eventstore::StreamId::of("table", &id).unwrap();
+    let stored = app
+        .tables_storage()
+        .events()
+        .read_stream(&stream, 1, 100_000)
+        .await
+        .unwrap();
+    assert_eq!(stored.len() as u64, end.version);
+    let decoded: Vec<_> = stored
+        .iter()
+        .map(|e| fairdeal_tables::events::from_recorded(e).unwrap())
+        .collect();
+    let log = fairdeal_tables::domain::engine_log(&decoded);
+    let replayed = fairdeal_games::Game::verify(&log).expect("the log re-decides");
+    assert_eq!(replayed.phase(), fairdeal_games::Phase::Finished);
+    assert_eq!(replayed.scores().to_vec(), finished.final_scores);
     app.stop().await;
 }
 
