@@ -62,6 +62,16 @@ pub struct AppendWaiter {
     receiver: watch::Receiver<u64>,
 }
 
+impl AppendWaiter {
+    /// Waits for the next append notified after this waiter was created or last woke (an
+    /// append notified meanwhile wakes it at once). `false` once every [`AppendSignal`] is
+    /// gone and nothing can wake it any more. For live readers outside this crate (a
+    /// table's watchers): subscribe, read, then wait, and no append is missed.
+    pub async fn changed(&mut self) -> bool {
+        self.receiver.changed().await.is_ok()
+    }
+}
+
 /// Why [`wait_for_events`] returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Wake {

@@ -1,0 +1,286 @@
+//! The gRPC adapter: the caller (a player token; services are refused), request parsing
+//! into domain types (INVALID_ARGUMENT naming the field, values quoted through
+//! `fairdeal_kit::status::shown`), and the wire mapping of answers and errors.
+
+use std::pin::Pin;
+
+use fairdeal_authn::Caller;
+use fairdeal_kit::ServiceError;
+use fairdeal_kit::status::shown;
+use fairdeal_platform::RunError;
+use fairdeal_proto::fairdeal::tables::v1 as pb;
+use pb::tables_service_server::TablesService;
+use tokio_stream::Stream;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::metadata::MetadataValue;
+use tonic::{Request, Response, Status};
+use uuid::Uuid;
+
+use crate::domain::{self, TableError};
+use crate::events::{bid_of, options_of, suit_of};
+use crate::lobby::LobbyQuery;
+use crate::service::{Failure, Tables, TablesError};
+use fairdeal_games::Command;
+
+/// Metadata key of the table's current version on an ABORTED (stale version) answer.
+pub const VERSION_METADATA: &str = "fairdeal-table-version";
+/// Longest seed contribution, characters.
+pub const MAX_CONTRIBUTION: usize = 128;
+
+/// The tonic service.
+#[derive(Clone, Debug)]
+pub struct TablesApi {
+    /// The use cases.
+    tables: Tables,
+}
+
+impl TablesApi {
+    /// An API over `tables`.
+    pub fn new(tables: Tables) -> Self {
+        TablesApi { tables }
+    }
+}
+
+/// The calling player (service tokens are refused: every method acts for a player).
+fn player<T>(request: &Request<T>) -> Result<Uuid, Status> {
+    Caller::from_request(request)?.player_id()
+}
+
+fn invalid(field: &'static str, reason: impl Into<String>) -> Status {
+    Status::from(ServiceError::InvalidArgument(format!(
+        "{field}: {}",
+        reason.into()
+    )))
+}
+
+fn table_id(value: &str) -> Result<Uuid, Status> {
+    Uuid::parse_str(value)
+        .map_err(|_| invalid("table_id", format!("\"{}\" is not a UUID", shown(value))))
+}
+
+/// A failure on the wire; a stale version carries the current one in the metadata too.
+pub fn status(failure: Failure) -> Status {
+    let current = match &failure {
+        RunError::Rejected(TablesError::Table(TableError::Stale { current, .. })) => Some(*current),
+        RunError::Contended { version, .. } => Some(*version),
+        _ => None,
+    };
+    let mut status = Status::from(ServiceError::from(failure));
+    if let Some(version) = current {
+        status
+            .metadata_mut()
+            .insert(VERSION_METADATA, MetadataValue::from(version));
+    }
+    status
+}
+
+fn domain_invalid(error: TableError) -> Status {
+    Status::from(ServiceError::from(TablesError::Table(error)))
+}
+
+/// The command of an `Act` request.
+fn command(r: &pb::ActRequest) -> Result<Command, Status> {
+    use pb::act_request::Action;
+    match &r.action {
+        Some(Action::Bid(bid)) => Ok(Command::Bid {
+            bid: bid_of(Some(bid)).map_err(|e| invalid("bid", e))?,
+        }),
+        Some(Action::Pass(_)) => Ok(Command::Pass),
+        Some(Action::NameTrump(suit)) => Ok(Command::NameTrump {
+            suit: suit_of(*suit).map_err(|e| invalid("name_trump", e))?,
+        }),
+        Some(Action::PlayCard(code)) => Ok(Command::PlayCard {
+            card: code.parse().map_err(|_| {
+                invalid(
+                    "play_card",
+                    format!("\"{}\" is not a card code (e.g. \"TH\")", shown(code)),
+                )
+            })?,
+        }),
+        None => Err(invalid(
+            "action",
+            "one of bid, pass, name_trump, play_card is required",
+        )),
+    }
+}
+
+fn lobby_query(r: &pb::ListTablesRequest) -> Result<LobbyQuery, Status> {
+    let min_open_seats = match r.min_open_seats {
+        0 => 1,
+        n @ 1..=4 => n,
+        n => {
+            return Err(invalid(
+                "min_open_seats",
+                format!("{n} is out of range (1..=4)"),
+            ));
+        }
+    };
+    let limit = match r.limit {
+        0 => 50,
+        n @ 1..=100 => n,
+        n => return Err(invalid("limit", format!("{n} is out of range (1..=100)"))),
+    };
+    let mut query = LobbyQuery {
+        min_open_seats,
+        limit,
+        ..LobbyQuery::default()
+    };
+    if let Some(v) = &r.variant {
+        if let Some(deck) = v.deck {
+            query.deck = Some(match pb::Deck::try_from(deck) {
+                Ok(pb::Deck::Unspecified | pb::Deck::Dix) => "dix".to_owned(),
+                Ok(pb::Deck::Ruff) => "ruff".to_owned(),
+                Err(_) => return Err(invalid("variant.deck", format!("unknown value {deck}"))),
+            });
+        }
+        query.penalised_aces = v.penalised_aces;
+        query.made_or_nothing = v.made_or_nothing;
+        if let Some(purchase) = v.purchase {
+            query.purchase = Some(match pb::Purchase::try_from(purchase) {
+                Ok(pb::Purchase::Unspecified) => "",
+                Ok(pb::Purchase::Points) => "points",
+                Ok(pb::Purchase::Budget) => "budget",
+                Err(_) => {
+                    return Err(invalid(
+                        "variant.purchase",
+                        format!("unknown value {purchase}"),
+                    ));
+                }
+            });
+        }
+    }
+    Ok(query)
+}
+
+fn contribution(value: &str) -> Result<String, Status> {
+    let count = value.chars().count();
+    if count == 0 || count > MAX_CONTRIBUTION || value.chars().any(char::is_control) {
+        return Err(invalid(
+            "contribution",
+            format!("1..={MAX_CONTRIBUTION} printable characters are required"),
+        ));
+    }
+    Ok(value.to_owned())
+}
+
+/// The stream of `Watch`.
+type WatchStream = Pin<Box<dyn Stream<Item = Result<pb::WatchResponse, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl TablesService for TablesApi {
+    async fn create_table(
+        &self,
+        request: Request<pb::CreateTableRequest>,
+    ) -> Result<Response<pb::CreateTableResponse>, Status> {
+        let creator = player(&request)?;
+        let r = request.into_inner();
+        let options = options_of(r.options.as_ref())
+            .map_err(|e| Status::from(ServiceError::InvalidArgument(e)))?;
+        let created = self
+            .tables
+            .create(creator, options, &r.bot_seats, r.move_seconds)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::CreateTableResponse {
+            table_id: created.table_id.to_string(),
+            version: created.version,
+            commitment: created.commitment,
+            short_code: created.short_code,
+        }))
+    }
+
+    async fn list_tables(
+        &self,
+        request: Request<pb::ListTablesRequest>,
+    ) -> Result<Response<pb::ListTablesResponse>, Status> {
+        player(&request)?;
+        let query = lobby_query(request.get_ref())?;
+        let tables = self.tables.list(&query).await.map_err(status)?;
+        Ok(Response::new(pb::ListTablesResponse { tables }))
+    }
+
+    async fn sit(
+        &self,
+        request: Request<pb::SitRequest>,
+    ) -> Result<Response<pb::SitResponse>, Status> {
+        let me = player(&request)?;
+        let id = table_id(&request.get_ref().table_id)?;
+        let seat = domain::seat_number("seat", request.get_ref().seat).map_err(domain_invalid)?;
+        let (version, commitment, short_code) =
+            self.tables.sit(me, id, seat).await.map_err(status)?;
+        Ok(Response::new(pb::SitResponse {
+            version,
+            seat: u32::from(seat.number()),
+            commitment,
+            short_code,
+        }))
+    }
+
+    async fn leave(
+        &self,
+        request: Request<pb::LeaveRequest>,
+    ) -> Result<Response<pb::LeaveResponse>, Status> {
+        let me = player(&request)?;
+        let id = table_id(&request.get_ref().table_id)?;
+        let version = self.tables.leave(me, id).await.map_err(status)?;
+        Ok(Response::new(pb::LeaveResponse { version }))
+    }
+
+    async fn contribute_seed(
+        &self,
+        request: Request<pb::ContributeSeedRequest>,
+    ) -> Result<Response<pb::ContributeSeedResponse>, Status> {
+        let me = player(&request)?;
+        let id = table_id(&request.get_ref().table_id)?;
+        let value = contribution(&request.get_ref().contribution)?;
+        let version = self
+            .tables
+            .contribute(me, id, value)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::ContributeSeedResponse { version }))
+    }
+
+    async fn get_table(
+        &self,
+        request: Request<pb::GetTableRequest>,
+    ) -> Result<Response<pb::GetTableResponse>, Status> {
+        let me = player(&request)?;
+        let id = table_id(&request.get_ref().table_id)?;
+        let table = self.tables.view(me, id).await.map_err(status)?;
+        Ok(Response::new(pb::GetTableResponse { table: Some(table) }))
+    }
+
+    type WatchStream = WatchStream;
+
+    async fn watch(
+        &self,
+        request: Request<pb::WatchRequest>,
+    ) -> Result<Response<Self::WatchStream>, Status> {
+        let me = player(&request)?;
+        let id = table_id(&request.get_ref().table_id)?;
+        let rx = self
+            .tables
+            .watch(me, id, request.get_ref().after_version)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    async fn act(
+        &self,
+        request: Request<pb::ActRequest>,
+    ) -> Result<Response<pb::ActResponse>, Status> {
+        let me = player(&request)?;
+        let r = request.get_ref();
+        let id = table_id(&r.table_id)?;
+        let command_id = domain::parse_command_id(&r.command_id).map_err(domain_invalid)?;
+        let command = command(r)?;
+        let version = self
+            .tables
+            .act(me, id, r.expected_version, &command_id, &command)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::ActResponse { version }))
+    }
+}

@@ -1,0 +1,33 @@
+//! # fairdeal tables service
+//!
+//! Live Jeu du 10 tables: create (variant, time per move, bot seats), the lobby, sit and
+//! leave before the start, seed contributions, moves, and each caller's view as a snapshot
+//! (`GetTable`) or as a versioned stream (`Watch`). The rules engine (crates/games) is the
+//! only rules authority; this service maps commands and events between the wire, the
+//! engine and the store, and drives the fairness flow: a table's server seed is committed
+//! by the commitment service before any seat is taken, every hand is dealt by the dealing
+//! service (salt = hand number), and the seed is revealed when the game finishes.
+//!
+//! Layout:
+//! - [`clock`]: injected time for turn deadlines.
+//! - [`domain`]: the table aggregate (pure): events, fold, decisions, visibility.
+//! - [`events`]: domain events <-> protobuf (`fairdeal.tables.v1`), the `Aggregate` impl.
+//! - [`view`]: a table as one caller sees it.
+//! - [`lobby`]: the projections of the tables' events (the lobby and its query, the
+//!   pending turn deadlines).
+//! - [`service`]: the use cases on `Streams<Table>`, the calls to commitment and dealing,
+//!   the advance of a table (deals, bots, timeouts, reveal), the turn timers, watchers.
+//! - [`grpc`]: the tonic adapter: caller, parsing, status mapping.
+//! - [`startup`]: settings and the [`Application`] on the platform kit.
+#![forbid(unsafe_code)]
+
+pub mod clock;
+pub mod domain;
+pub mod events;
+pub mod grpc;
+pub mod lobby;
+pub mod service;
+pub mod startup;
+pub mod view;
+
+pub use startup::{Application, TablesSettings};

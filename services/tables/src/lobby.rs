@@ -1,0 +1,248 @@
+//! Projections of the tables' own events, kept by the `tables-projections` consumer inside
+//! the bus's transaction (exactly-once): table `lobby` (one row per table not yet started)
+//! with the `ListTables` query over it, and table `deadlines` (the last turn deadline of
+//! every unfinished table) that a (re)started replica's timer reads.
+
+use fairdeal_bus::{Handler, HandlerError};
+use fairdeal_db::Db;
+use fairdeal_eventstore::RecordedEvent;
+use fairdeal_games::{Purchase, Seat, TableOptions};
+use prost::Name;
+use sqlx::Transaction;
+
+use crate::domain::TableEvent;
+use crate::events::from_recorded;
+use fairdeal_proto::fairdeal::tables::v1 as pb;
+
+/// The consumer's durable name.
+pub const CONSUMER: &str = "tables-projections";
+
+/// The service's migrations (the lobby table), both backends.
+pub static MIGRATIONS: fairdeal_db::Migrations = fairdeal_db::Migrations {
+    name: "fairdeal_tables",
+    postgres: sqlx::migrate!("./migrations/postgres"),
+    sqlite: sqlx::migrate!("./migrations/sqlite"),
+};
+
+/// Keeps the lobby and deadlines tables.
+#[derive(Debug, Default)]
+pub struct LobbyProjection;
+
+/// The lobby's form of a purchase mode.
+fn purchase_text(purchase: Option<Purchase>) -> &'static str {
+    match purchase {
+        None => "",
+        Some(Purchase::Points) => "points",
+        Some(Purchase::Budget) => "budget",
+    }
+}
+
+fn permanent(reason: String) -> HandlerError {
+    HandlerError::Permanent(reason.into())
+}
+
+fn transient(error: sqlx::Error) -> HandlerError {
+    HandlerError::Transient(error.into())
+}
+
+/// `seats` with seat `seat` set to `mark`.
+fn mark(seats: &str, seat: Seat, mark: char) -> String {
+    seats
+        .chars()
+        .enumerate()
+        .map(|(i, c)| if i == seat.index() { mark } else { c })
+        .collect()
+}
+
+fairdeal_db::for_each_backend! { DB =>
+    impl Handler<DB> for LobbyProjection {
+        async fn handle(
+            &self,
+            event: &RecordedEvent,
+            tx: &mut Transaction<'_, DB>,
+        ) -> Result<(), HandlerError> {
+            let table_id = event.correlation_id.clone();
+            match from_recorded(event).map_err(permanent)? {
+                TableEvent::Created(c) => {
+                    let seats: String = Seat::ALL
+                        .iter()
+                        .map(|s| if c.bots[s.index()] { 'b' } else { 'o' })
+                        .collect();
+                    let open = seats.chars().filter(|c| *c == 'o').count() as i64;
+                    sqlx::query(
+                        "INSERT INTO lobby (table_id, position, deck, penalised_aces, \
+                         made_or_nothing, purchase, budget, move_seconds, short_code, seats, \
+                         open_seats) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+                         ON CONFLICT (table_id) DO NOTHING",
+                    )
+                    .bind(&table_id)
+                    .bind(i64::try_from(event.position).unwrap_or(i64::MAX))
+                    .bind(c.options.deck.name())
+                    .bind(i64::from(c.options.penalised_aces))
+                    .bind(i64::from(c.options.made_or_nothing))
+                    .bind(purchase_text(c.options.purchase))
+                    .bind(c.options.budget.map_or(-1, i64::from))
+                    .bind(i64::from(c.move_seconds))
+                    .bind(&c.short_code)
+                    .bind(seats)
+                    .bind(open)
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(transient)?;
+                }
+                ev @ (TableEvent::SeatTaken { .. } | TableEvent::SeatLeft { .. }) => {
+                    let (seat, taken) = match ev {
+                        TableEvent::SeatTaken { seat, .. } => (seat, true),
+                        TableEvent::SeatLeft { seat, .. } => (seat, false),
+                        _ => return Ok(()),
+                    };
+                    let seats: Option<String> =
+                        sqlx::query_scalar("SELECT seats FROM lobby WHERE table_id = $1")
+                            .bind(&table_id)
+                            .fetch_optional(&mut **tx)
+                            .await
+                            .map_err(transient)?;
+                    let Some(seats) = seats else { return Ok(()) };
+                    let seats = mark(&seats, seat, if taken { 'p' } else { 'o' });
+                    let open = seats.chars().filter(|c| *c == 'o').count() as i64;
+                    sqlx::query("UPDATE lobby SET seats = $2, open_seats = $3 WHERE table_id = $1")
+                        .bind(&table_id)
+                        .bind(seats)
+                        .bind(open)
+                        .execute(&mut **tx)
+                        .await
+                        .map_err(transient)?;
+                }
+                // Started: out of the lobby.
+                TableEvent::Engine { .. } => {
+                    sqlx::query("DELETE FROM lobby WHERE table_id = $1")
+                        .bind(&table_id)
+                        .execute(&mut **tx)
+                        .await
+                        .map_err(transient)?;
+                }
+                TableEvent::TurnClock { deadline_ms, .. } => {
+                    sqlx::query(
+                        "INSERT INTO deadlines (table_id, deadline_ms) VALUES ($1, $2) \
+                         ON CONFLICT (table_id) DO UPDATE SET deadline_ms = excluded.deadline_ms",
+                    )
+                    .bind(&table_id)
+                    .bind(deadline_ms)
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(transient)?;
+                }
+                TableEvent::GameFinished(_) => {
+                    sqlx::query("DELETE FROM deadlines WHERE table_id = $1")
+                        .bind(&table_id)
+                        .execute(&mut **tx)
+                        .await
+                        .map_err(transient)?;
+                }
+                _ => {}
+            }
+            Ok(())
+        }
+
+        fn accepts(&self, event: &RecordedEvent) -> bool {
+            [
+                pb::TableCreated::full_name(),
+                pb::SeatTaken::full_name(),
+                pb::SeatLeft::full_name(),
+                pb::MatchStarted::full_name(),
+                pb::TurnClock::full_name(),
+                pb::GameFinished::full_name(),
+            ]
+            .contains(&event.event_type)
+        }
+    }
+}
+
+/// What a lobby query asks for (parsed from `ListTablesRequest`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LobbyQuery {
+    /// Deck name, or any.
+    pub deck: Option<String>,
+    /// Penalised aces, or any.
+    pub penalised_aces: Option<bool>,
+    /// Made or nothing, or any.
+    pub made_or_nothing: Option<bool>,
+    /// Purchase mode (`""`, `points`, `budget`), or any.
+    pub purchase: Option<&'static str>,
+    /// At least this many open seats (1..=4).
+    pub min_open_seats: u32,
+    /// At most this many rows (1..=100).
+    pub limit: u32,
+}
+
+/// One lobby row.
+type Row = (String, String, i64, i64, String, i64, i64, String, String);
+
+fn flag(value: Option<bool>) -> i64 {
+    value.map_or(-1, i64::from)
+}
+
+/// The tables the query matches, oldest first.
+pub async fn list(db: &Db, query: &LobbyQuery) -> Result<Vec<pb::LobbyTable>, sqlx::Error> {
+    let sql = "SELECT table_id, deck, penalised_aces, made_or_nothing, purchase, budget, \
+               move_seconds, short_code, seats FROM lobby \
+               WHERE open_seats >= $1 AND ($2 = '*' OR deck = $2) \
+               AND ($3 < 0 OR penalised_aces = $3) AND ($4 < 0 OR made_or_nothing = $4) \
+               AND ($5 = '*' OR purchase = $5) ORDER BY position LIMIT $6";
+    let rows: Vec<Row> = fairdeal_db::on_db!(db, pool => {
+        sqlx::query_as(sql)
+            .bind(i64::from(query.min_open_seats))
+            .bind(query.deck.clone().unwrap_or_else(|| "*".into()))
+            .bind(flag(query.penalised_aces))
+            .bind(flag(query.made_or_nothing))
+            .bind(query.purchase.unwrap_or("*"))
+            .bind(i64::from(query.limit))
+            .fetch_all(pool)
+            .await?
+    });
+    Ok(rows.into_iter().map(lobby_table).collect())
+}
+
+fn lobby_table(row: Row) -> pb::LobbyTable {
+    let (table_id, deck, aces, made, purchase, budget, move_seconds, short_code, seats) = row;
+    let options = TableOptions {
+        deck: deck.parse().unwrap_or(fairdeal_fairness::Deck::Dix),
+        penalised_aces: aces == 1,
+        made_or_nothing: made == 1,
+        purchase: match purchase.as_str() {
+            "points" => Some(Purchase::Points),
+            "budget" => Some(Purchase::Budget),
+            _ => None,
+        },
+        budget: u32::try_from(budget).ok(),
+    };
+    let with = |mark: char| -> Vec<u32> {
+        seats
+            .chars()
+            .enumerate()
+            .filter(|(_, c)| *c == mark)
+            .map(|(i, _)| i as u32)
+            .collect()
+    };
+    pb::LobbyTable {
+        table_id,
+        options: Some(crate::events::options_message(&options)),
+        open_seats: with('o'),
+        bot_seats: with('b'),
+        move_seconds: u32::try_from(move_seconds).unwrap_or(0),
+        short_code,
+    }
+}
+
+/// Every table's last recorded turn deadline (Unix ms), as projected so far.
+pub async fn deadlines(db: &Db) -> Result<Vec<(uuid::Uuid, i64)>, sqlx::Error> {
+    let rows: Vec<(String, i64)> = fairdeal_db::on_db!(db, pool => {
+        sqlx::query_as("SELECT table_id, deadline_ms FROM deadlines")
+            .fetch_all(pool)
+            .await?
+    });
+    Ok(rows
+        .into_iter()
+        .filter_map(|(id, deadline)| Some((uuid::Uuid::parse_str(&id).ok()?, deadline)))
+        .collect())
+}

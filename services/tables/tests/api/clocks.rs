@@ -1,0 +1,155 @@
+//! Turn clocks on an injected clock: a deadline is recorded for every player's turn; when
+//! the test moves the clock past it, the service plays for the seat and records the
+//! timeout; a move of the player's own resets the count; the third timeout in a row
+//! abandons the seat to the bot, which plays it to the end.
+
+use std::time::Duration;
+
+use fairdeal_proto::fairdeal::tables::v1 as pb;
+use pb::table_event::Event as E;
+
+use fairdeal_tables::clock::TableClock;
+
+use crate::harness::{Db, TestApp};
+use crate::moves;
+
+/// Reads `stream` until `found` picks a message (within 60 s); returns what it picked.
+async fn until<T>(
+    stream: &mut tonic::Streaming<pb::WatchResponse>,
+    mut found: impl FnMut(&pb::WatchResponse, &E) -> Option<T>,
+) -> T {
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(60), stream.message())
+            .await
+            .expect("a message in time")
+            .unwrap()
+            .expect("the stream goes on");
+        let event = message.event.as_ref().unwrap().event.as_ref().unwrap();
+        if let Some(t) = found(&message, event) {
+            return t;
+        }
+    }
+}
+
+/// The next deadline of seat 0.
+async fn deadline(stream: &mut tonic::Streaming<pb::WatchResponse>) -> i64 {
+    until(stream, |_, e| match e {
+        E::TurnClock(c) if c.seat == 0 => Some(c.deadline_ms),
+        _ => None,
+    })
+    .await
+}
+
+#[tokio::test]
+async fn timeouts_play_for_the_seat_then_abandon_it_embedded() {
+    let app = TestApp::spawn(Db::Sqlite).await;
+    let me = app.player();
+    let id = me
+        .create(pb::CreateTableRequest {
+            bot_seats: vec![1, 2, 3],
+            move_seconds: 20,
+            ..Default::default()
+        })
+        .await
+        .table_id;
+    let mut stream = me.watch(&id, 0).await;
+    me.sit(&id, 0).await.unwrap();
+    let first = deadline(&mut stream).await;
+    let view = me.view(&id).await;
+    assert_eq!(view.turn_deadline_ms, Some(first));
+    assert_eq!(first, app.clock.now_ms() + 20_000);
+
+    // One second short: nothing happens (the player may still act).
+    app.clock.advance(Duration::from_millis(19_999));
+    assert_eq!(me.view(&id).await.version, view.version);
+    // The deadline passes: a timeout, and the bot's move for seat 0.
+    app.clock.advance(Duration::from_millis(1));
+    let consecutive = until(&mut stream, |_, e| match e {
+        E::TurnTimedOut(t) => Some((t.seat, t.consecutive)),
+        _ => None,
+    })
+    .await;
+    assert_eq!(consecutive, (0, 1));
+    let command = until(&mut stream, |_, e| match e {
+        E::BidPlaced(pb::BidPlaced { command, .. })
+        | E::PlayerPassed(pb::PlayerPassed { command, .. })
+        | E::TrumpNamed(pb::TrumpNamed { command, .. })
+        | E::CardPlayed(pb::CardPlayed { command, .. }) => command.clone(),
+        _ => None,
+    })
+    .await;
+    assert!(command.command_id.starts_with("timeout:"));
+    let next = deadline(&mut stream).await;
+    assert_eq!(me.view(&id).await.seats[0].timeouts, 1);
+
+    // The player acts in time: the count goes back to 0.
+    let view = me.view(&id).await;
+    assert_eq!(view.turn_deadline_ms, Some(next));
+    let action = moves::choose(&view, 1).unwrap();
+    me.act(&id, view.version, "mine-1", action).await.unwrap();
+    assert_eq!(me.view(&id).await.seats[0].timeouts, 0);
+
+    // Three timeouts in a row abandon the seat.
+    for round in 1..=3 {
+        let due = deadline(&mut stream).await;
+        app.clock
+            .advance(Duration::from_millis((due - app.clock.now_ms()) as u64));
+        let (seat, consecutive) = until(&mut stream, |_, e| match e {
+            E::TurnTimedOut(t) => Some((t.seat, t.consecutive)),
+            _ => None,
+        })
+        .await;
+        assert_eq!((seat, consecutive), (0, round));
+    }
+    let abandoned = until(&mut stream, |_, e| match e {
+        E::SeatAbandoned(a) => Some(a.clone()),
+        _ => None,
+    })
+    .await;
+    assert_eq!(abandoned.seat, 0);
+    assert_eq!(abandoned.player_id, me.id.to_string());
+
+    // The bot plays the seat to the end; no more deadlines.
+    let finished = until(&mut stream, |_, e| match e {
+        E::TurnClock(_) => panic!("a deadline after the abandonment"),
+        E::GameFinished(f) => Some(f.clone()),
+        _ => None,
+    })
+    .await;
+    assert_eq!(finished.reason, pb::FinishReason::Abandoned as i32);
+    let end = me.view(&id).await;
+    assert!(end.seats[0].abandoned);
+    assert_eq!(end.turn_deadline_ms, None);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_restarted_replica_waits_for_the_deadlines_in_the_log_embedded() {
+    let mut app = TestApp::spawn(Db::Sqlite).await;
+    let me = app.player();
+    let id = me
+        .create(pb::CreateTableRequest {
+            bot_seats: vec![1, 2, 3],
+            ..Default::default()
+        })
+        .await
+        .table_id;
+    me.sit(&id, 0).await.unwrap();
+    let before = me.view(&id).await;
+    let due = before.turn_deadline_ms.unwrap();
+    // The replica goes; a new one starts, and no request advances the table (a watch only
+    // reads): the deadline comes from the projection.
+    app.stop_replica(0).await;
+    let replica = app.start_replica().await;
+    let me = me.on(&replica);
+    let mut stream = me.watch(&id, before.version).await;
+    app.clock
+        .advance(Duration::from_millis((due - app.clock.now_ms()) as u64));
+    let timed_out = until(&mut stream, |_, e| match e {
+        E::TurnTimedOut(t) => Some((t.seat, t.consecutive)),
+        _ => None,
+    })
+    .await;
+    assert_eq!(timed_out, (0, 1));
+    app.stop().await;
+}

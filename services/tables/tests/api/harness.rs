@@ -1,0 +1,450 @@
+//! The commitment, dealing and tables services on port 0 over a fresh backend (temporary
+//! SQLite files, or a unique PostgreSQL database with NATS), callers' tokens signed with a
+//! test key, and gRPC clients.
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use fairdeal_authn::{
+    AccessToken, Authenticator, AuthenticatorOptions, Claims, KeySet, SigningKey, StaticKeySource,
+    StaticToken, attach_bearer,
+};
+use fairdeal_commitment::vault::KeyRing;
+use fairdeal_kit::CommonConfig;
+use fairdeal_platform::Storage;
+use fairdeal_proto::fairdeal::tables::v1 as pb;
+use fairdeal_proto::fairdeal::tables::v1::tables_service_client::TablesServiceClient;
+use fairdeal_tables::clock::ManualClock;
+use tokio::task::JoinHandle;
+use tonic::transport::Channel;
+use tonic::{Request, Status};
+use uuid::Uuid;
+
+/// Where the services keep their events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Db {
+    /// Temporary SQLite files (the embedded default), in-process bus.
+    Sqlite,
+    /// A unique PostgreSQL database (one schema per service) and NATS JetStream.
+    Postgres,
+}
+
+/// The three services, running.
+pub(crate) struct TestApp {
+    /// A client of the first tables replica.
+    pub(crate) tables: TablesServiceClient<Channel>,
+    /// A client of each tables replica started (the first is `tables`).
+    pub(crate) replicas: Vec<TablesServiceClient<Channel>>,
+    /// The clock of every tables replica: tests advance it, nobody sleeps.
+    pub(crate) clock: Arc<ManualClock>,
+    signing: SigningKey,
+    /// Shutdown handle and server task of each tables replica, by replica.
+    replica_servers: Vec<(fairdeal_kit::Shutdown, JoinHandle<()>)>,
+    /// The other services' shutdown handles.
+    shutdowns: Vec<fairdeal_kit::Shutdown>,
+    database: Option<fairdeal_testkit::TestDatabase>,
+    prefix: Option<String>,
+    storages: Vec<Storage>,
+    dealing_common: CommonConfig,
+    tables_common: CommonConfig,
+    commitment_port: u16,
+    dealing_port: u16,
+    _dir: tempfile::TempDir,
+}
+
+fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+fn authenticator(keys: KeySet) -> Authenticator {
+    Authenticator::new(
+        Arc::new(StaticKeySource::new(keys)),
+        AuthenticatorOptions::default(),
+    )
+}
+
+fn common(name: &str, database_url: &str, prefix: Option<&str>) -> CommonConfig {
+    let mut c = CommonConfig::with_defaults(name).unwrap();
+    c.listen_addr = "127.0.0.1:0".parse().unwrap();
+    c.database_url = fairdeal_kit::config::SecretUrl::new(database_url);
+    if let Some(prefix) = prefix {
+        c.nats_url = Some(fairdeal_kit::config::SecretUrl::new(
+            fairdeal_testkit::nats_url(),
+        ));
+        c.subject_prefix = prefix.to_owned();
+    }
+    c
+}
+
+fn lazy(port: u16) -> Channel {
+    fairdeal_kit::client::channel("url", &format!("http://127.0.0.1:{port}")).unwrap()
+}
+
+async fn serving(port: u16) {
+    fairdeal_testkit::wait_until_serving(&format!("http://127.0.0.1:{port}"), "")
+        .await
+        .unwrap();
+}
+
+impl TestApp {
+    /// Starts commitment, dealing and tables on `db`.
+    pub(crate) async fn spawn(db: Db) -> TestApp {
+        Self::spawn_with(db, 1, true).await
+    }
+
+    /// Starts commitment, dealing and `replicas` tables services sharing one database
+    /// (more than one needs PostgreSQL).
+    pub(crate) async fn spawn_replicas(db: Db, replicas: usize) -> TestApp {
+        Self::spawn_with(db, replicas, true).await
+    }
+
+    /// Starts commitment, `replicas` tables services and, if `dealing`, the dealing service
+    /// (else its address is reserved and it is started by [`TestApp::start_dealing`]).
+    pub(crate) async fn spawn_with(db: Db, replicas: usize, dealing: bool) -> TestApp {
+        assert!(replicas == 1 || db == Db::Postgres);
+        let dir = tempfile::tempdir().unwrap();
+        let sqlite = |name: &str| format!("sqlite://{}", dir.path().join(name).display());
+        let (urls, database) = match db {
+            Db::Postgres => {
+                let database = fairdeal_testkit::TestDatabase::create().await.unwrap();
+                let url = database.url().to_owned();
+                ([url.clone(), url.clone(), url], Some(database))
+            }
+            Db::Sqlite => (
+                [
+                    sqlite("commitment.db"),
+                    sqlite("dealing.db"),
+                    sqlite("tables.db"),
+                ],
+                None,
+            ),
+        };
+        let prefix = database
+            .is_some()
+            .then(|| fairdeal_testkit::subject_prefix("tables"));
+        let signing = SigningKey::generate().unwrap();
+
+        let commitment_common = common("commitment", &urls[0], prefix.as_deref());
+        let commitment_storage = Storage::open(
+            &commitment_common,
+            fairdeal_commitment::startup::SCHEMA,
+            &[&fairdeal_commitment::seeds::MIGRATIONS],
+        )
+        .await
+        .unwrap();
+        let commitment = fairdeal_commitment::Application::assemble(
+            &commitment_common,
+            fairdeal_commitment::startup::Parts {
+                storage: commitment_storage.clone(),
+                keys: KeyRing::generate("test").unwrap(),
+                authn: authenticator(KeySet::new([signing.public_key()])),
+            },
+        )
+        .await
+        .unwrap();
+        let commitment_port = commitment.port();
+        let shutdowns = vec![commitment.shutdown()];
+        tokio::spawn(commitment.run_until_stopped());
+        serving(commitment_port).await;
+
+        // The dealing service's address is fixed now, so the tables services can be given it
+        // before it runs.
+        let dealing_port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut dealing_common = common("dealing", &urls[1], prefix.as_deref());
+        dealing_common.listen_addr = format!("127.0.0.1:{dealing_port}").parse().unwrap();
+        let mut app = TestApp {
+            tables: TablesServiceClient::new(lazy(0)),
+            replicas: Vec::new(),
+            clock: Arc::new(ManualClock::new(now() * 1000)),
+            signing,
+            replica_servers: Vec::new(),
+            shutdowns,
+            database,
+            tables_common: common("tables", &urls[2], prefix.as_deref()),
+            prefix,
+            storages: vec![commitment_storage],
+            dealing_common,
+            commitment_port,
+            dealing_port,
+            _dir: dir,
+        };
+        if dealing {
+            app.start_dealing().await;
+        }
+        for _ in 0..replicas {
+            app.start_replica().await;
+        }
+        app.tables = app.replicas[0].clone();
+        app
+    }
+
+    fn keys(&self) -> KeySet {
+        KeySet::new([self.signing.public_key()])
+    }
+
+    fn service_tokens(&self, name: &str) -> Arc<StaticToken> {
+        Arc::new(StaticToken::new(self.service_token(name)))
+    }
+
+    /// Starts the dealing service at its reserved address.
+    pub(crate) async fn start_dealing(&mut self) {
+        let storage = Storage::open(&self.dealing_common, fairdeal_dealing::startup::SCHEMA, &[])
+            .await
+            .unwrap();
+        let dealing = fairdeal_dealing::Application::assemble(
+            &self.dealing_common,
+            fairdeal_dealing::startup::Parts {
+                storage: storage.clone(),
+                commitment: lazy(self.commitment_port),
+                tokens: self.service_tokens("dealing"),
+                authn: authenticator(self.keys()),
+            },
+        )
+        .await
+        .unwrap();
+        self.storages.push(storage);
+        self.shutdowns.push(dealing.shutdown());
+        tokio::spawn(dealing.run_until_stopped());
+        serving(self.dealing_port).await;
+    }
+
+    /// Starts one more tables replica over the shared database (opened on its own, as a
+    /// separate process would); returns its client.
+    pub(crate) async fn start_replica(&mut self) -> TablesServiceClient<Channel> {
+        let storage = Storage::open(
+            &self.tables_common,
+            fairdeal_tables::startup::SCHEMA,
+            &[&fairdeal_tables::lobby::MIGRATIONS],
+        )
+        .await
+        .unwrap();
+        let tables = fairdeal_tables::Application::assemble(
+            &self.tables_common,
+            fairdeal_tables::startup::Parts {
+                storage: storage.clone(),
+                commitment: lazy(self.commitment_port),
+                dealing: lazy(self.dealing_port),
+                tokens: self.service_tokens("tables"),
+                authn: authenticator(self.keys()),
+                clock: self.clock.clone(),
+            },
+        )
+        .await
+        .unwrap();
+        let port = tables.port();
+        let shutdown = tables.shutdown();
+        let server = tokio::spawn(async move {
+            tables.run_until_stopped().await.unwrap();
+        });
+        serving(port).await;
+        self.storages.push(storage);
+        self.replica_servers.push((shutdown, server));
+        let client = TablesServiceClient::new(lazy(port));
+        self.replicas.push(client.clone());
+        client
+    }
+
+    /// Stops tables replica `index` and waits until it has drained and stopped.
+    pub(crate) async fn stop_replica(&mut self, index: usize) {
+        let (shutdown, server) = &mut self.replica_servers[index];
+        shutdown.trigger();
+        server.await.unwrap();
+    }
+
+    /// The storage of the last tables replica started (its event store).
+    pub(crate) fn tables_storage(&self) -> &Storage {
+        self.storages.last().unwrap()
+    }
+
+    /// A player's token.
+    pub(crate) fn player_token(&self, user: Uuid) -> AccessToken {
+        self.signing
+            .sign(&Claims::player(user, now(), 3600))
+            .unwrap()
+    }
+
+    /// A service's token.
+    pub(crate) fn service_token(&self, name: &str) -> AccessToken {
+        self.signing
+            .sign(&Claims::service(name, now(), 3600))
+            .unwrap()
+    }
+
+    /// A player acting through the tables service.
+    pub(crate) fn player(&self) -> Player {
+        let id = Uuid::now_v7();
+        Player {
+            id,
+            token: self.player_token(id),
+            client: self.tables.clone(),
+        }
+    }
+
+    /// Stops the services, deletes the JetStream streams and drops the database.
+    pub(crate) async fn stop(self) {
+        for s in self
+            .shutdowns
+            .iter()
+            .chain(self.replica_servers.iter().map(|(s, _)| s))
+        {
+            s.trigger();
+        }
+        if let Some(prefix) = &self.prefix {
+            let js = async_nats::jetstream::new(
+                async_nats::connect(fairdeal_testkit::nats_url())
+                    .await
+                    .unwrap(),
+            );
+            for service in ["commitment", "dealing", "tables"] {
+                let c = fairdeal_bus::JetStreamConfig::new(format!("{prefix}.{service}")).unwrap();
+                let _ = js.delete_stream(c.stream_name()).await;
+                let _ = js.delete_stream(c.dead_letter_stream_name()).await;
+            }
+        }
+        if let Some(database) = &self.database {
+            for s in &self.storages {
+                s.db().close().await;
+            }
+            database.drop().await.unwrap();
+        }
+    }
+}
+
+/// `message` with `token` as its bearer.
+pub(crate) fn with<T>(token: &AccessToken, message: T) -> Request<T> {
+    let mut r = Request::new(message);
+    attach_bearer(&mut r, token).unwrap();
+    r
+}
+
+/// A player and their client.
+#[derive(Clone)]
+pub(crate) struct Player {
+    pub(crate) id: Uuid,
+    pub(crate) token: AccessToken,
+    pub(crate) client: TablesServiceClient<Channel>,
+}
+
+impl Player {
+    /// The same player, calling replica `client`.
+    pub(crate) fn on(&self, client: &TablesServiceClient<Channel>) -> Player {
+        Player {
+            client: client.clone(),
+            ..self.clone()
+        }
+    }
+
+    pub(crate) async fn create(&self, request: pb::CreateTableRequest) -> pb::CreateTableResponse {
+        self.client
+            .clone()
+            .create_table(with(&self.token, request))
+            .await
+            .unwrap()
+            .into_inner()
+    }
+
+    pub(crate) async fn sit(&self, table_id: &str, seat: u32) -> Result<pb::SitResponse, Status> {
+        self.client
+            .clone()
+            .sit(with(
+                &self.token,
+                pb::SitRequest {
+                    table_id: table_id.to_owned(),
+                    seat,
+                },
+            ))
+            .await
+            .map(|r| r.into_inner())
+    }
+
+    pub(crate) async fn leave(&self, table_id: &str) -> Result<pb::LeaveResponse, Status> {
+        self.client
+            .clone()
+            .leave(with(
+                &self.token,
+                pb::LeaveRequest {
+                    table_id: table_id.to_owned(),
+                },
+            ))
+            .await
+            .map(|r| r.into_inner())
+    }
+
+    pub(crate) async fn contribute(&self, table_id: &str, value: &str) -> Result<u64, Status> {
+        self.client
+            .clone()
+            .contribute_seed(with(
+                &self.token,
+                pb::ContributeSeedRequest {
+                    table_id: table_id.to_owned(),
+                    contribution: value.to_owned(),
+                },
+            ))
+            .await
+            .map(|r| r.into_inner().version)
+    }
+
+    pub(crate) async fn view(&self, table_id: &str) -> pb::TableView {
+        self.client
+            .clone()
+            .get_table(with(
+                &self.token,
+                pb::GetTableRequest {
+                    table_id: table_id.to_owned(),
+                },
+            ))
+            .await
+            .unwrap()
+            .into_inner()
+            .table
+            .unwrap()
+    }
+
+    pub(crate) async fn act(
+        &self,
+        table_id: &str,
+        expected_version: u64,
+        command_id: &str,
+        action: pb::act_request::Action,
+    ) -> Result<u64, Status> {
+        self.client
+            .clone()
+            .act(with(
+                &self.token,
+                pb::ActRequest {
+                    table_id: table_id.to_owned(),
+                    expected_version,
+                    command_id: command_id.to_owned(),
+                    action: Some(action),
+                },
+            ))
+            .await
+            .map(|r| r.into_inner().version)
+    }
+
+    pub(crate) async fn watch(
+        &self,
+        table_id: &str,
+        after_version: u64,
+    ) -> tonic::Streaming<pb::WatchResponse> {
+        self.client
+            .clone()
+            .watch(with(
+                &self.token,
+                pb::WatchRequest {
+                    table_id: table_id.to_owned(),
+                    after_version,
+                },
+            ))
+            .await
+            .unwrap()
+            .into_inner()
+    }
+}

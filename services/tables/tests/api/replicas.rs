@@ -1,0 +1,90 @@
+//! Two replicas of the tables service over one PostgreSQL database (and NATS): players act
+//! through either, the same command reaches both at once, watchers on one replica see the
+//! other's appends (woken by LISTEN/NOTIFY), and every step of the table is appended once.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use fairdeal_proto::fairdeal::tables::v1 as pb;
+use pb::table_event::Event as E;
+
+use crate::harness::{Db, Player, TestApp};
+use crate::moves;
+use crate::play::{check_watched, watch_to_the_end};
+
+#[tokio::test]
+async fn two_replicas_play_one_match_postgres_nats() {
+    let app = TestApp::spawn_replicas(Db::Postgres, 2).await;
+    let (a, b) = (&app.replicas[0], &app.replicas[1]);
+    // Seats 0 and 2 call replica A, seats 1 and 3 replica B; the spectator watches on B.
+    let players: Vec<Player> = (0..4)
+        .map(|seat| app.player().on(if seat % 2 == 0 { a } else { b }))
+        .collect();
+    let spectator = app.player().on(b);
+    let id = players[0]
+        .create(pb::CreateTableRequest::default())
+        .await
+        .table_id;
+    let watchers = vec![
+        watch_to_the_end(&players[0].on(b), &id),
+        watch_to_the_end(&players[1].on(a), &id),
+        watch_to_the_end(&spectator, &id),
+    ];
+    for (seat, p) in players.iter().enumerate() {
+        p.sit(&id, seat as u32).await.unwrap();
+    }
+    let mut moves = 0;
+    loop {
+        let table = spectator.view(&id).await;
+        if table.status == pb::TableStatus::Finished as i32 && !table.server_seed.is_empty() {
+            break;
+        }
+        let turn = table.game.unwrap().turn.expect("a player's turn") as usize;
+        let player = &players[turn];
+        let view = player.view(&id).await;
+        let action = moves::choose(&view, 99).unwrap();
+        let command_id = format!("m{moves}");
+        // The same command through both replicas at once: one append, one answer.
+        let (on_a, on_b) = (player.on(a), player.on(b));
+        let (first, second) = tokio::join!(
+            on_a.act(&id, view.version, &command_id, action.clone()),
+            on_b.act(&id, view.version, &command_id, action),
+        );
+        assert_eq!(first.unwrap(), second.unwrap());
+        moves += 1;
+        assert!(moves < 5_000);
+    }
+    let end = spectator.view(&id).await;
+    for (w, viewer) in watchers.into_iter().zip([Some(0), Some(1), None]) {
+        let messages = tokio::time::timeout(Duration::from_secs(60), w)
+            .await
+            .unwrap()
+            .unwrap();
+        check_watched(&messages, viewer);
+        assert_eq!(messages.len() as u64, end.version);
+        if viewer.is_none() {
+            let mut commands = BTreeSet::new();
+            let mut hands = Vec::new();
+            let (mut finished, mut revealed) = (0, 0);
+            for m in &messages {
+                match m.event.as_ref().unwrap().event.as_ref().unwrap() {
+                    E::BidPlaced(pb::BidPlaced { command, .. })
+                    | E::PlayerPassed(pb::PlayerPassed { command, .. })
+                    | E::TrumpNamed(pb::TrumpNamed { command, .. })
+                    | E::CardPlayed(pb::CardPlayed { command, .. }) => {
+                        let id = command.as_ref().unwrap().command_id.clone();
+                        assert!(commands.insert(id), "a command appended twice");
+                    }
+                    E::HandStarted(h) => hands.push(h.hand),
+                    E::GameFinished(_) => finished += 1,
+                    E::TableSeedRevealed(_) => revealed += 1,
+                    _ => {}
+                }
+            }
+            assert_eq!(commands.len(), moves);
+            assert_eq!(hands, (0..hands.len() as u32).collect::<Vec<_>>());
+            assert_eq!((finished, revealed), (1, 1));
+        }
+    }
+    app.stop().await;
+}
