@@ -10,7 +10,8 @@
 //! the services still work and, on NATS, every stored event reaches JetStream.
 //!
 //! Runs on the embedded default and on PostgreSQL + NATS + Redis. A service whose proto
-//! exists but is not started here fails the test: add it to [`Platform`].
+//! exists but is not started here fails the test: add it to [`Platform`] (auth, commitment,
+//! dealing and tables run today).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod platform;

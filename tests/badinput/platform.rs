@@ -19,6 +19,9 @@ use fairdeal_proto::fairdeal::commitment::v1 as cpb;
 use fairdeal_proto::fairdeal::commitment::v1::commitment_service_client::CommitmentServiceClient;
 use fairdeal_proto::fairdeal::dealing::v1 as dpb;
 use fairdeal_proto::fairdeal::dealing::v1::dealing_service_client::DealingServiceClient;
+use fairdeal_proto::fairdeal::tables::v1 as tpb;
+use fairdeal_proto::fairdeal::tables::v1::tables_service_client::TablesServiceClient;
+use fairdeal_tables::TablesSettings;
 use tonic::transport::Channel;
 use uuid::Uuid;
 
@@ -27,7 +30,7 @@ const TABLES_SECRET: &str = "tables-secret-8e3a6b0d5c";
 const PASSWORD: &str = "correct horse battery staple 7";
 /// The services, by the name of their events stream (`<prefix>.<name>`) and PostgreSQL
 /// schema.
-const SERVICES: [&str; 3] = ["auth", "commitment", "dealing"];
+const SERVICES: [&str; 4] = ["auth", "commitment", "dealing", "tables"];
 
 /// Where the services keep their data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,7 +163,29 @@ impl Platform {
         shutdowns.push(dealing.shutdown());
         tokio::spawn(dealing.run_until_stopped());
 
-        for url in [&auth_url, &commitment_url, &dealing_url] {
+        // Tables.
+        let (mut args, _) = storage("tables.db");
+        args.extend(strings(&[
+            "--listen-addr",
+            "127.0.0.1:0",
+            "--commitment-url",
+            &commitment_url,
+            "--dealing-url",
+            &dealing_url,
+            "--auth-url",
+            &auth_url,
+            "--service-secret",
+            TABLES_SECRET,
+        ]));
+        let tables =
+            fairdeal_tables::Application::build(settings::<TablesSettings>("tables", &args))
+                .await
+                .unwrap();
+        let tables_url = format!("http://127.0.0.1:{}", tables.port());
+        shutdowns.push(tables.shutdown());
+        tokio::spawn(tables.run_until_stopped());
+
+        for url in [&auth_url, &commitment_url, &dealing_url, &tables_url] {
             fairdeal_testkit::wait_until_serving(url, "").await.unwrap();
         }
         let connect = |url: &str| Channel::from_shared(url.to_owned()).unwrap().connect_lazy();
@@ -171,6 +196,7 @@ impl Platform {
                 connect(&commitment_url),
             ),
             ("fairdeal.dealing.v1.DealingService", connect(&dealing_url)),
+            ("fairdeal.tables.v1.TablesService", connect(&tables_url)),
         ];
 
         let service_token = |name: &'static str, secret: &'static str| {
@@ -279,6 +305,26 @@ impl Platform {
                     table_id,
                     deck: "bridge".into(),
                     hand: 0,
+                },
+            ))
+            .await
+            .unwrap();
+        let player = format!(
+            "Bearer {}",
+            self.callers.iter().find(|(w, _)| *w == "a user").unwrap().1
+        );
+        let mut tables = TablesServiceClient::new(
+            self.channel("fairdeal.tables.v1.TablesService")
+                .unwrap()
+                .clone(),
+        );
+        tables
+            .create_table(as_caller(
+                &player,
+                tpb::CreateTableRequest {
+                    options: None,
+                    bot_seats: vec![1, 2, 3],
+                    move_seconds: 0,
                 },
             ))
             .await
