@@ -71,6 +71,8 @@ pub enum FinishReason {
 pub struct Finished {
     /// Players by seat (`None`: a bot).
     pub players: [Option<Uuid>; 4],
+    /// Seats their player abandoned (the bot played them out).
+    pub abandoned: [bool; 4],
     /// Final scores per team.
     pub scores: [i32; 2],
     /// The winning team.
@@ -702,16 +704,18 @@ impl Table {
             _ => None,
         })?;
         let mut game = self.game.clone();
-        let mut abandoned = self.abandoned.iter().any(|a| *a);
+        let mut seats_abandoned = self.abandoned;
         for e in events {
             match e {
                 TableEvent::Engine { event, .. } => game.apply(event),
-                TableEvent::SeatAbandoned { .. } => abandoned = true,
+                TableEvent::SeatAbandoned { seat, .. } => seats_abandoned[seat.index()] = true,
                 _ => {}
             }
         }
+        let abandoned = seats_abandoned.iter().any(|a| *a);
         Some(Finished {
             players: self.players,
+            abandoned: seats_abandoned,
             scores,
             winner: team,
             options: self.created.options.clone(),

@@ -343,6 +343,7 @@ pub fn to_message(table_id: &str, event: &TableEvent) -> TableMessage {
                         .map(|p| p.to_string())
                         .unwrap_or_default(),
                     bot: f.players[s.index()].is_none(),
+                    abandoned: f.abandoned[s.index()],
                 })
                 .collect(),
             teams: Team::ALL
@@ -692,14 +693,17 @@ pub fn from_recorded(event: &RecordedEvent) -> Result<TableEvent, String> {
     if t == pb::GameFinished::full_name() {
         let m: pb::GameFinished = decode(event)?;
         let mut players = [None; 4];
+        let mut abandoned = [false; 4];
         for p in &m.players {
             let seat = seat_of(p.seat)?;
             if !p.bot {
                 players[seat.index()] = Some(uuid_of("player_id", &p.player_id)?);
             }
+            abandoned[seat.index()] = p.abandoned;
         }
         return Ok(TableEvent::GameFinished(Finished {
             players,
+            abandoned,
             scores: pair("final_scores", &m.final_scores)?,
             winner: team_of(m.winner)?,
             options: options_of(m.variant.as_ref())?,
@@ -827,6 +831,7 @@ mod tests {
             },
             TableEvent::GameFinished(Finished {
                 players: [Some(Uuid::now_v7()), None, Some(Uuid::now_v7()), None],
+                abandoned: [false, false, true, false],
                 scores: [510, 230],
                 winner: Team::new(0).unwrap(),
                 options: TableOptions::default(),

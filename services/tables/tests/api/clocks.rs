@@ -117,6 +117,9 @@ async fn timeouts_play_for_the_seat_then_abandon_it_embedded() {
     })
     .await;
     assert_eq!(finished.reason, pb::FinishReason::Abandoned as i32);
+    // Who abandoned is on record for rating: seat 0 only.
+    let flags: Vec<bool> = finished.players.iter().map(|p| p.abandoned).collect();
+    assert_eq!(flags, [true, false, false, false]);
     let end = me.view(&id).await;
     assert!(end.seats[0].abandoned);
     assert_eq!(end.turn_deadline_ms, None);
