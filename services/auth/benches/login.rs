@@ -103,22 +103,7 @@ fn bench(c: &mut Criterion) {
         // The dispatcher signals nothing when it has written a mail: poll.
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    let eml = std::fs::read_dir(&mail)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "eml"))
-        .unwrap();
-    let text = std::fs::read_to_string(eml).unwrap();
-    let code = text
-        .lines()
-        .map(str::trim)
-        .find(|l| {
-            l.len() == 43
-                && l.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        })
-        .unwrap()
-        .to_owned();
+    let code = fairdeal_testkit::code_in_mail(&mail, "bench@example.com", "Confirm").unwrap();
     assert_eq!(
         runtime.block_on(accounts.confirm_email(&code)).unwrap(),
         user

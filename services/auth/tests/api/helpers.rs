@@ -255,30 +255,7 @@ impl TestApp {
     /// subject contains `subject_word`.
     pub(crate) async fn code_from_mail(&self, email: &str, subject_word: &str) -> String {
         self.deliver_mail().await;
-        let mut found: Vec<(String, String)> = Vec::new();
-        for entry in std::fs::read_dir(&self.mailbox).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().is_some_and(|e| e == "eml") {
-                let text = std::fs::read_to_string(&path).unwrap();
-                if text.contains(&format!("To: {email}")) && text.contains(subject_word) {
-                    let name = path.file_name().unwrap().to_string_lossy().into_owned();
-                    let code = text
-                        .lines()
-                        .map(str::trim)
-                        .find(|l| {
-                            l.len() == 43
-                                && l.bytes()
-                                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-                        })
-                        .expect("a code line")
-                        .to_owned();
-                    found.push((name, code));
-                }
-            }
-        }
-        // Mail ids are UUIDv7: the greatest file name is the newest mail.
-        found.sort();
-        found.pop().expect("a mail").1
+        fairdeal_testkit::code_in_mail(&self.mailbox, email, subject_word).expect("a mail")
     }
 
     /// Registers and confirms an account; returns (user id, username, email).
