@@ -96,6 +96,8 @@ async fn call(channel: &Channel, rpc: &Rpc, token: &str, body: Vec<u8>) -> Resul
 async fn attack(platform: &Platform, descriptors: &Descriptors) -> Vec<String> {
     let mut failures = Vec::new();
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    // The stores' heads before the next call: read once per call, after it.
+    let mut before = platform.heads().await;
     for rpc in &descriptors.rpcs {
         let Some(channel) = platform.channel(&rpc.service) else {
             failures.push(format!(
@@ -106,10 +108,11 @@ async fn attack(platform: &Platform, descriptors: &Descriptors) -> Vec<String> {
         };
         for Case { what, body } in descriptors.cases(rpc) {
             for (caller, token) in platform.callers() {
-                let before = platform.heads().await;
                 let outcome =
                     tokio::time::timeout(CALL_TIMEOUT, call(channel, rpc, token, body.clone()))
                         .await;
+                let after = platform.heads().await;
+                let before = std::mem::replace(&mut before, after.clone());
                 let place = format!("{} [{what}] as {caller}", rpc.path);
                 let status = match outcome {
                     Err(_) => {
@@ -140,7 +143,6 @@ async fn attack(platform: &Platform, descriptors: &Descriptors) -> Vec<String> {
                         clip(status.message())
                     ));
                 }
-                let after = platform.heads().await;
                 if after != before {
                     failures.push(format!(
                         "{place}: refused ({:?}) yet events were appended: {before:?} -> {after:?}",

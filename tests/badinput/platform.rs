@@ -5,9 +5,12 @@
 use std::path::Path;
 use std::time::Duration;
 
+use async_nats::jetstream::consumer::pull::OrderedConfig;
 use fairdeal_auth::config::AuthSettings;
 use fairdeal_auth::startup::Overrides;
 use fairdeal_authn::{GrpcTokenIssuer, ServiceTokens, TokenProvider};
+use fairdeal_bus::JetStreamConfig;
+use fairdeal_bus::jetstream::HEADER_GLOBAL_POSITION;
 use fairdeal_commitment::CommitmentSettings;
 use fairdeal_db::{DatabaseUrl, Db, Schema};
 use fairdeal_dealing::DealingSettings;
@@ -22,6 +25,7 @@ use fairdeal_proto::fairdeal::dealing::v1::dealing_service_client::DealingServic
 use fairdeal_proto::fairdeal::tables::v1 as tpb;
 use fairdeal_proto::fairdeal::tables::v1::tables_service_client::TablesServiceClient;
 use fairdeal_tables::TablesSettings;
+use futures::StreamExt as _;
 use tonic::transport::Channel;
 use uuid::Uuid;
 
@@ -341,35 +345,35 @@ impl Platform {
                 .unwrap();
             let jetstream = async_nats::jetstream::new(client);
             for (service, head) in after {
-                let name = format!("{prefix}.{service}")
-                    .to_uppercase()
-                    .replace('.', "_")
-                    + "_EVENTS";
-                // The relay signals nothing to an outside observer: poll, bounded. Positions
-                // are not counts (they may skip), so compare the last relayed event's
-                // position header with the store's head.
-                let mut relayed = 0;
-                for _ in 0..300 {
-                    let mut stream = jetstream.get_stream(&name).await.unwrap();
-                    let last = stream.info().await.unwrap().state.last_sequence;
-                    relayed = if last == 0 {
-                        0
-                    } else {
-                        let message = stream.get_raw_message(last).await.unwrap();
-                        message
-                            .headers
-                            .get("Fairdeal-Global-Position")
-                            .and_then(|v| v.as_str().parse().ok())
+                let streams = JetStreamConfig::new(format!("{prefix}.{service}")).unwrap();
+                let stream = jetstream.get_stream(streams.stream_name()).await.unwrap();
+                let mut messages = stream
+                    .create_consumer(OrderedConfig::default())
+                    .await
+                    .unwrap()
+                    .messages()
+                    .await
+                    .unwrap();
+                // Every relayed event, in order, until the store's head arrives (positions
+                // are not counts: they may skip).
+                let relayed = tokio::time::timeout(Duration::from_secs(15), async {
+                    while let Some(message) = messages.next().await {
+                        let position: u64 = message
                             .unwrap()
-                    };
-                    if relayed == head {
-                        break;
+                            .headers
+                            .as_ref()
+                            .and_then(|h| h.get(HEADER_GLOBAL_POSITION))
+                            .and_then(|v| v.as_str().parse().ok())
+                            .unwrap();
+                        if position == head {
+                            return;
+                        }
                     }
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-                assert_eq!(
-                    relayed, head,
-                    "{service}: relayed up to position {relayed}, stored up to {head}"
+                })
+                .await;
+                assert!(
+                    relayed.is_ok(),
+                    "{service}: the event at position {head} never reached JetStream"
                 );
             }
         }
