@@ -14,17 +14,7 @@ async fn players_cannot_read_seeds_or_deal() {
     let tables = app.service_token("tables");
     let player = Uuid::now_v7();
     let me = app.player_token(player);
-    let t = Uuid::now_v7().to_string();
-    app.commitment
-        .create_table_commitment(with(
-            &tables,
-            cpb::CreateTableCommitmentRequest {
-                table_id: t.clone(),
-                delayed_source: String::new(),
-            },
-        ))
-        .await
-        .unwrap();
+    let t = app.new_table(&tables).await;
 
     let seeds = || cpb::GetTableDealingSeedsRequest {
         table_id: t.clone(),

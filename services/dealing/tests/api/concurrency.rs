@@ -87,17 +87,7 @@ async fn concurrent_bets_postgres() {
 async fn concurrent_contributions(db: Db) {
     let mut app = TestApp::spawn(db).await;
     let tables = app.service_token("tables");
-    let t = Uuid::now_v7().to_string();
-    app.commitment
-        .create_table_commitment(with(
-            &tables,
-            cpb::CreateTableCommitmentRequest {
-                table_id: t.clone(),
-                delayed_source: String::new(),
-            },
-        ))
-        .await
-        .unwrap();
+    let t = app.new_table(&tables).await;
     // 50 players on 16 seats (0..=15): 16 get a seat's contribution in, the rest find it
     // taken.
     let mut contributions = JoinSet::new();
@@ -158,17 +148,7 @@ async fn concurrent_contributions_postgres() {
 async fn concurrent_deals(db: Db) {
     let mut app = TestApp::spawn(db).await;
     let tables = app.service_token("tables");
-    let t = Uuid::now_v7().to_string();
-    app.commitment
-        .create_table_commitment(with(
-            &tables,
-            cpb::CreateTableCommitmentRequest {
-                table_id: t.clone(),
-                delayed_source: String::new(),
-            },
-        ))
-        .await
-        .unwrap();
+    let t = app.new_table(&tables).await;
     // 50 callers ask for hands 0 and 1 at once: hand 0 is dealt once and handed to all of
     // its askers; hand 1 either follows it or is refused as ahead of its turn.
     let mut deals = JoinSet::new();

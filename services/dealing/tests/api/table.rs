@@ -234,17 +234,7 @@ async fn table_flow_postgres() {
 async fn duplicate_deal_with_candidate_log() {
     let mut app = TestApp::spawn(Db::Sqlite).await;
     let tables = app.service_token("tables");
-    let t = Uuid::now_v7().to_string();
-    app.commitment
-        .create_table_commitment(with(
-            &tables,
-            cpb::CreateTableCommitmentRequest {
-                table_id: t.clone(),
-                delayed_source: String::new(),
-            },
-        ))
-        .await
-        .unwrap();
+    let t = app.new_table(&tables).await;
     let mut deals = Vec::new();
     for hand in 0..3 {
         deals.push(

@@ -220,6 +220,23 @@ impl TestApp {
             .unwrap()
     }
 
+    /// A new table committed to through the commitment service as `tables` (no delayed
+    /// source); its id.
+    pub async fn new_table(&mut self, tables: &AccessToken) -> String {
+        let table_id = Uuid::now_v7().to_string();
+        self.commitment
+            .create_table_commitment(with(
+                tables,
+                fairdeal_proto::fairdeal::commitment::v1::CreateTableCommitmentRequest {
+                    table_id: table_id.clone(),
+                    delayed_source: String::new(),
+                },
+            ))
+            .await
+            .unwrap();
+        table_id
+    }
+
     /// With NATS: waits until each service's JetStream events stream holds exactly the
     /// events of its store (the relay delivered everything, nothing twice).
     pub async fn assert_relayed(&self) {
