@@ -498,8 +498,8 @@ impl<DB: BusDatabase> Relay<DB> {
         mut tail: Tail,
     ) -> Result<Tail, BusError> {
         let mut in_flight: VecDeque<InFlight> = VecDeque::new();
-        let mut next_sequence = tail.sequence;
-        for (index, event) in events.iter().enumerate() {
+        // Each publish must follow the one before it: the first follows the tail.
+        for (after, (index, event)) in (tail.sequence..).zip(events.iter().enumerate()) {
             let last_sent = in_flight
                 .back()
                 .and_then(|f| events.get(f.index))
@@ -525,7 +525,7 @@ impl<DB: BusDatabase> Relay<DB> {
                 }
             }
             let span = publish_span(event);
-            let message = self.message(event, next_sequence, span.as_ref(), None);
+            let message = self.message(event, after, span.as_ref(), None);
             let ack = match self
                 .js
                 .send_publish(self.streams.event_subject(&event.stream_id), message)
@@ -548,10 +548,9 @@ impl<DB: BusDatabase> Relay<DB> {
                     return self.withhold(events, index, &reason, tail).await;
                 }
             };
-            next_sequence += 1;
             in_flight.push_back(InFlight {
                 index,
-                expected_sequence: next_sequence,
+                expected_sequence: after + 1,
                 ack,
                 _span: span,
             });
