@@ -303,7 +303,11 @@ impl<DB: BusDatabase> Relay<DB> {
                         failures,
                         "relay failed; resuming from the stream's tail"
                     );
-                    // A relay stuck on NATS falls behind: the lag must show it.
+                    // A relay stuck on NATS falls behind: the lag must show it. Before its
+                    // first resume, what it published is what its checkpoint says.
+                    if self.published_to == 0 {
+                        self.published_to = self.checkpoint().await.unwrap_or(0);
+                    }
                     if let Ok(head) = self.store.head_position().await {
                         self.record_lag(head);
                     }
