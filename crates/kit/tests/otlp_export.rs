@@ -4,6 +4,9 @@
 //! the endpoint is read from the environment and a test cannot set its own environment
 //! without `unsafe`.
 
+// Test code panics on failure by design.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
