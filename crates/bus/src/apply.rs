@@ -27,6 +27,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use fairdeal_eventstore::RecordedEvent;
+use fairdeal_kit::metrics::{Counter, Gauge, KeyValue};
 use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -35,7 +36,7 @@ use uuid::Uuid;
 use crate::db::{BusDatabase, BusDb, DeadLetter};
 use crate::error::{BusError, HandlerError, error_chain};
 use crate::handler::{Handler, RetryPolicy};
-use crate::trace::handling_span;
+use crate::trace::{TraceCarrier, handling_span};
 
 /// One event handed to a consumer, in source order.
 #[derive(Debug)]
@@ -43,13 +44,29 @@ pub(crate) struct Delivery {
     /// Position in the source (JetStream stream sequence, or global position): what the
     /// consumer's checkpoint records.
     pub(crate) position: i64,
-    /// The decoded, hash-verified event, or why the message could not be decoded.
-    pub(crate) event: Result<RecordedEvent, String>,
+    /// The decoded, hash-verified event, or what is known of a message that holds none.
+    pub(crate) event: Result<RecordedEvent, Unreadable>,
     /// The bytes as received, kept for the dead letter; `None` when the event came straight
     /// from the store (the envelope is re-encoded if it must be dead-lettered).
     pub(crate) raw: Option<Bytes>,
     /// Attempts already spent on this event before this delivery (server redeliveries).
     pub(crate) prior_attempts: u32,
+    /// The trace context to continue (the relay's publish span), when the transport carries
+    /// one; else the envelope's.
+    pub(crate) trace: Option<TraceCarrier>,
+}
+
+/// A message with no event to hand to the handler: it is dead-lettered as received.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Unreadable {
+    /// Why (one line), for the dead letter.
+    pub(crate) reason: String,
+    /// The event's id, stream and type when the message names them (a relay placeholder).
+    pub(crate) event_id: Option<Uuid>,
+    /// See `event_id`.
+    pub(crate) stream_id: Option<String>,
+    /// See `event_id`.
+    pub(crate) event_type: Option<String>,
 }
 
 /// Where a consumer's dead letters go besides its table.
@@ -99,6 +116,42 @@ pub(crate) struct Settler<DB: BusDatabase, H, S> {
     retry: RetryPolicy,
     /// Where dead letters are announced.
     sink: S,
+    /// Its instruments.
+    pub(crate) metrics: ConsumerMetrics,
+}
+
+/// A consumer's instruments (docs/operations.md).
+#[derive(Debug, Clone)]
+pub(crate) struct ConsumerMetrics {
+    /// Events dead-lettered.
+    dead_letters: Counter<u64>,
+    /// Events in the source not yet settled.
+    lag: Gauge<u64>,
+    /// `consumer = <name>`.
+    attributes: [KeyValue; 1],
+}
+
+impl ConsumerMetrics {
+    fn new(consumer: &str) -> Self {
+        Self {
+            dead_letters: fairdeal_kit::metrics::counter(
+                "fairdeal.bus.consumer.dead_letters",
+                "Events a consumer dead-lettered",
+                "{event}",
+            ),
+            lag: fairdeal_kit::metrics::gauge(
+                "fairdeal.bus.consumer.lag",
+                "Events in the consumer's source not yet applied",
+                "{event}",
+            ),
+            attributes: [KeyValue::new("consumer", consumer.to_owned())],
+        }
+    }
+
+    /// Records the consumer's lag.
+    pub(crate) fn record_lag(&self, lag: u64) {
+        self.lag.record(lag, &self.attributes);
+    }
 }
 
 impl<DB, H, S> Settler<DB, H, S>
@@ -115,6 +168,7 @@ where
         sink: S,
     ) -> Self {
         Self {
+            metrics: ConsumerMetrics::new(&consumer),
             db,
             consumer,
             handler,
@@ -239,16 +293,16 @@ where
         for (index, delivery) in batch.iter().enumerate() {
             let event = match &delivery.event {
                 Ok(event) => event,
-                Err(reason) => {
+                Err(unreadable) => {
                     // Nothing to hand to the handler: dead-letter the bytes as received.
                     letters.push(DeadLetter {
                         consumer: self.consumer.clone(),
                         position: delivery.position,
-                        event_id: None,
-                        stream_id: None,
-                        event_type: None,
+                        event_id: unreadable.event_id,
+                        stream_id: unreadable.stream_id.clone(),
+                        event_type: unreadable.event_type.clone(),
                         attempts: 0,
-                        reason: format!("undecodable message: {reason}"),
+                        reason: unreadable.reason.clone(),
                         payload: delivery.raw.as_deref().unwrap_or_default().to_vec(),
                     });
                     continue;
@@ -266,7 +320,7 @@ where
                 First::Retry(attempt) if index == 0 => *attempt,
                 _ => delivery.prior_attempts.saturating_add(1),
             };
-            let span = handling_span(&self.consumer, event);
+            let span = handling_span(&self.consumer, event, delivery.trace.as_ref());
             let outcome = AssertUnwindSafe(self.handler.handle(event, &mut tx))
                 .catch_unwind()
                 .instrument(span)
@@ -293,6 +347,7 @@ where
         }
         tx.commit().await?;
         for letter in &letters {
+            self.metrics.dead_letters.add(1, &self.metrics.attributes);
             tracing::error!(
                 consumer = %letter.consumer,
                 position = letter.position,
@@ -329,7 +384,7 @@ where
                 Err(reason) => Err(reason),
                 Ok(event) => {
                     let mut tx = DB::begin_batch(self.db.pool()).await?;
-                    let span = handling_span(&self.consumer, &event);
+                    let span = handling_span(&self.consumer, &event, None);
                     let handled = AssertUnwindSafe(self.handler.handle(&event, &mut tx))
                         .catch_unwind()
                         .instrument(span)

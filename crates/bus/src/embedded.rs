@@ -232,6 +232,7 @@ where
                 .saturating_add(1);
             let events = self.store.read_all(from, self.config.batch_size).await?;
             if events.is_empty() {
+                self.settler.metrics.record_lag(0);
                 let wake =
                     wait_for_events(Some(&mut self.waiter), self.config.poll_interval, shutdown)
                         .await;
@@ -250,6 +251,7 @@ where
                     event: Ok(event),
                     raw: None,
                     prior_attempts: 0,
+                    trace: None,
                 });
             }
             let settled = self.settler.settle(&deliveries, shutdown).await;
@@ -258,6 +260,16 @@ where
             }
             if settled < deliveries.len() {
                 return Ok(()); // Shutdown while waiting to retry.
+            }
+            // A short batch reached the head as it was read; a full one may be behind.
+            if deliveries.len() >= self.config.batch_size {
+                let head = self.store.head_position().await?;
+                let settled_to =
+                    fairdeal_db::stored_u64(position, "bus_consumer_positions.position")
+                        .map_err(sqlx::Error::from)?;
+                self.settler
+                    .metrics
+                    .record_lag(head.saturating_sub(settled_to));
             }
         }
     }

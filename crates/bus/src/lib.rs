@@ -19,7 +19,14 @@
 //! being applied twice. Transient failures are retried with backoff ([`RetryPolicy`]);
 //! permanent ones, and transient ones past the last attempt, become [`DeadLetter`]s (table,
 //! dead-letter subject or channel, and an error log line), never silently dropped. Each event
-//! is handled in a span whose OpenTelemetry parent is the trace that appended it.
+//! is handled in a span whose OpenTelemetry parent is the trace that appended it (through the
+//! relay's publish span on JetStream).
+//!
+//! An event NATS refuses for good (above the server's `max_payload` or the stream's maximum
+//! message size) never blocks the relay: it is withheld, with an ERROR line and a metric, and
+//! a small placeholder takes its place, which consumers dead-letter (see [`Relay`]). The relay,
+//! the consumers and the store wrapper record OpenTelemetry metrics (lags, published,
+//! withheld, dead letters, appends), listed in docs/operations.md.
 //!
 //! Everything stops on a `CancellationToken`, finishing the batch in hand first.
 //!

@@ -17,6 +17,7 @@ use async_trait::async_trait;
 use fairdeal_eventstore::{
     Appended, EventStore, ExpectedVersion, NewEvent, RecordedEvent, StoreError, StreamId,
 };
+use fairdeal_kit::metrics::{Counter, Histogram, KeyValue};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -106,23 +107,52 @@ pub(crate) async fn wait_for_events(
     }
 }
 
-/// An [`EventStore`] that fires an [`AppendSignal`] after every successful, non-empty append.
+/// An [`EventStore`] that fires an [`AppendSignal`] after every successful, non-empty append,
+/// and measures appends: `fairdeal.events.appended` (events stored) and
+/// `fairdeal.events.append.duration` (seconds, by `outcome`: `ok`, `conflict` for a stale
+/// expected version or a duplicate event id, `refused` for an invalid event, `error`).
 pub struct NotifyingEventStore {
     /// The store doing the work.
     inner: Arc<dyn EventStore>,
     /// Fired after each committed append.
     signal: AppendSignal,
+    /// Events appended.
+    appended: Counter<u64>,
+    /// Append latency by outcome.
+    duration: Histogram<f64>,
 }
 
 impl NotifyingEventStore {
     /// Wraps `inner`, firing `signal` after each append.
     pub fn new(inner: Arc<dyn EventStore>, signal: AppendSignal) -> Self {
-        Self { inner, signal }
+        Self {
+            inner,
+            signal,
+            appended: fairdeal_kit::metrics::counter(
+                "fairdeal.events.appended",
+                "Events appended to the event store",
+                "{event}",
+            ),
+            duration: fairdeal_kit::metrics::latency(
+                "fairdeal.events.append.duration",
+                "Duration of event store appends, by outcome",
+            ),
+        }
     }
 
     /// The signal this store fires.
     pub fn signal(&self) -> &AppendSignal {
         &self.signal
+    }
+}
+
+/// The `outcome` attribute of an append.
+fn append_outcome(result: &Result<Appended, StoreError>) -> &'static str {
+    match result {
+        Ok(_) => "ok",
+        Err(StoreError::Conflict { .. } | StoreError::DuplicateEventId { .. }) => "conflict",
+        Err(StoreError::InvalidEvent(_) | StoreError::InvalidArgument(_)) => "refused",
+        Err(_) => "error",
     }
 }
 
@@ -142,8 +172,18 @@ impl EventStore for NotifyingEventStore {
         expected: ExpectedVersion,
         events: Vec<NewEvent>,
     ) -> Result<Appended, StoreError> {
-        let appended = self.inner.append(stream_id, expected, events).await?;
+        let started = std::time::Instant::now();
+        let result = self.inner.append(stream_id, expected, events).await;
+        self.duration.record(
+            started.elapsed().as_secs_f64(),
+            &[KeyValue::new("outcome", append_outcome(&result))],
+        );
+        let appended = result?;
         if !appended.events.is_empty() {
+            self.appended.add(
+                u64::try_from(appended.events.len()).unwrap_or(u64::MAX),
+                &[],
+            );
             self.signal.notify();
         }
         Ok(appended)

@@ -9,6 +9,8 @@
 //!   flags; validation; `--dump-config` with secrets redacted.
 //! - [`telemetry`]: JSON logs and OpenTelemetry traces (OTLP export when
 //!   `OTEL_EXPORTER_OTLP_ENDPOINT` is set), flushed by a guard.
+//! - [`metrics`]: OpenTelemetry instruments (exported with the traces) and the cheap
+//!   [`metrics::level`] / [`metrics::counter`] API services record their own through.
 //! - [`propagation`]: W3C trace context across gRPC metadata, event envelopes and NATS
 //!   headers.
 //! - [`server`]: the gRPC server (`Application::builder(..).build().await?` binds, then
@@ -32,7 +34,9 @@
 
 pub mod client;
 pub mod config;
+pub mod metrics;
 pub mod propagation;
+mod rpc_metrics;
 pub mod server;
 pub mod shutdown;
 pub mod status;

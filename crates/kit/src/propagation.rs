@@ -42,6 +42,12 @@ pub fn inject_current(carrier: &mut BTreeMap<String, String>) {
     inject_context(&Span::current().context(), carrier);
 }
 
+/// Writes the context of `span` into `carrier` (e.g. a message's headers, so its consumer
+/// continues from `span`).
+pub fn inject_span(span: &Span, carrier: &mut BTreeMap<String, String>) {
+    inject_context(&span.context(), carrier);
+}
+
 /// Writes `cx` into `carrier`. Writes nothing when `cx` holds no valid span.
 pub fn inject_context(cx: &Context, carrier: &mut BTreeMap<String, String>) {
     TraceContextPropagator::new().inject_context(cx, &mut MapCarrier(carrier));

@@ -20,7 +20,9 @@
 //! - `grpc.reflection.v1` and `v1alpha`, describing the caller's descriptor sets and the
 //!   health service;
 //! - a request span per call ([`crate::propagation::grpc_server_span`]), child of the
-//!   caller's trace when the call carries `traceparent`.
+//!   caller's trace when the call carries `traceparent`;
+//! - the call's duration and status in [`crate::metrics::RPC_DURATION`] (its count is the
+//!   call rate), by service, method and gRPC status code.
 //!
 //! Shutdown ([`Application::run_until_stopped`]), all within `shutdown_grace` of the trigger:
 //! 1. SIGTERM, SIGINT or [`Shutdown::trigger`]: health turns NOT_SERVING, the listener
@@ -48,6 +50,7 @@ use tonic_health::server::HealthReporter;
 
 use crate::config::CommonConfig;
 use crate::propagation;
+use crate::rpc_metrics::RpcMetricsLayer;
 use crate::shutdown::{self, Shutdown};
 
 /// After the grace period, how long cancelled RPCs get to write their UNAVAILABLE answer
@@ -204,6 +207,7 @@ impl ApplicationBuilder {
 
         tracing::info!(%local_addr, services = ?self.service_names, "gRPC server bound");
         Ok(Application {
+            metrics: RpcMetricsLayer::new(),
             listener,
             local_addr,
             routes: routes.routes(),
@@ -235,6 +239,8 @@ pub struct Application {
     grace: Duration,
     /// Whether OS signals trigger shutdown.
     handle_signals: bool,
+    /// Records every call's duration and status.
+    metrics: RpcMetricsLayer,
 }
 
 impl Application {
@@ -283,6 +289,7 @@ impl Application {
             shutdown,
             grace,
             handle_signals,
+            metrics,
         } = self;
 
         // Stops accepting; fired after health says NOT_SERVING.
@@ -294,6 +301,7 @@ impl Application {
             .layer(HardStopLayer {
                 token: hard_stop.clone(),
             })
+            .layer(metrics)
             .add_routes(routes)
             .serve_with_incoming_shutdown(
                 TcpIncoming::from(listener).with_nodelay(Some(true)),

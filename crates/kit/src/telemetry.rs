@@ -1,5 +1,6 @@
-//! Logs and traces: `tracing` with JSON (or pretty) log lines, and OpenTelemetry spans
-//! exported over OTLP/gRPC when `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
+//! Logs, traces and metrics: `tracing` with JSON (or pretty) log lines, and OpenTelemetry
+//! spans and metrics ([`crate::metrics`]) exported over OTLP/gRPC when
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
 //!
 //! The OpenTelemetry layer is installed even when nothing is exported: spans then still
 //! carry trace ids, so a service in the middle of a call chain forwards its caller's trace
@@ -7,12 +8,13 @@
 //! reads the standard `OTEL_EXPORTER_OTLP_*` variables (endpoint, headers, timeout) itself.
 //!
 //! [`init`] installs everything process-wide and returns a [`TelemetryGuard`] that flushes
-//! buffered spans when dropped (or on [`TelemetryGuard::shutdown`]); keep it alive in `main`
+//! buffered spans and metrics when dropped (or on [`TelemetryGuard::shutdown`]); keep it alive in `main`
 //! until the server has stopped. Tests build their own subscriber from [`otel_layer`] and a
 //! provider with an in-memory exporter, scoped with `tracing::subscriber::set_default`.
 
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use tracing_subscriber::filter::LevelFilter;
@@ -35,7 +37,7 @@ pub enum TelemetryError {
     #[error("invalid log filter: {0}")]
     Filter(#[from] tracing_subscriber::filter::ParseError),
     /// The OTLP exporter could not be built (bad endpoint, no Tokio runtime).
-    #[error("cannot build the OTLP span exporter: {0}")]
+    #[error("cannot build the OTLP exporter: {0}")]
     Exporter(#[from] opentelemetry_otlp::ExporterBuildError),
     /// A global subscriber is already installed (`init` called twice).
     #[error("a global tracing subscriber is already installed: {0}")]
@@ -45,21 +47,25 @@ pub enum TelemetryError {
     Flush(#[from] opentelemetry_sdk::error::OTelSdkError),
 }
 
-/// Keeps the tracer provider alive and flushes it at the end.
+/// Keeps the tracer and meter providers alive and flushes them at the end.
 #[derive(Debug)]
 pub struct TelemetryGuard {
     /// The provider whose batch exporter holds spans not yet sent.
     provider: Option<SdkTracerProvider>,
+    /// The meter provider, when metrics are exported.
+    meters: Option<SdkMeterProvider>,
 }
 
 impl TelemetryGuard {
-    /// Flushes buffered spans and stops the exporter, reporting failure (drop does the same
-    /// silently).
+    /// Flushes buffered spans and metrics and stops the exporters, reporting failure (drop
+    /// does the same silently).
     pub fn shutdown(mut self) -> Result<(), TelemetryError> {
-        match self.provider.take() {
-            Some(provider) => Ok(provider.shutdown()?),
-            None => Ok(()),
+        let meters = self.meters.take().map(|meters| meters.shutdown());
+        if let Some(provider) = self.provider.take() {
+            provider.shutdown()?;
         }
+        meters.transpose()?;
+        Ok(())
     }
 
     /// The tracer provider (e.g. to force a flush in a test).
@@ -70,8 +76,11 @@ impl TelemetryGuard {
 
 impl Drop for TelemetryGuard {
     fn drop(&mut self) {
+        // Best effort at exit: there is nowhere left to report a failure to.
+        if let Some(meters) = self.meters.take() {
+            let _ = meters.shutdown();
+        }
         if let Some(provider) = self.provider.take() {
-            // Best effort at exit: there is nowhere left to report a failure to.
             let _ = provider.shutdown();
         }
     }
@@ -84,7 +93,17 @@ impl Drop for TelemetryGuard {
 /// lines only. Spans at `info` and above always reach the tracer.
 pub fn init(common: &CommonConfig) -> Result<TelemetryGuard, TelemetryError> {
     let filter = log_filter(common.log.as_deref())?;
-    let provider = tracer_provider(&common.service_name, exporter_requested())?;
+    let export = exporter_requested();
+    let provider = tracer_provider(&common.service_name, export)?;
+    // Without export the global meter provider stays OpenTelemetry's no-op one, so
+    // instruments cost next to nothing.
+    let meters = if export {
+        let meters = meter_provider(&common.service_name, true)?;
+        opentelemetry::global::set_meter_provider(meters.clone());
+        Some(meters)
+    } else {
+        None
+    };
 
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
     opentelemetry::global::set_tracer_provider(provider.clone());
@@ -107,6 +126,7 @@ pub fn init(common: &CommonConfig) -> Result<TelemetryGuard, TelemetryError> {
         .try_init()?;
     Ok(TelemetryGuard {
         provider: Some(provider),
+        meters,
     })
 }
 
@@ -154,6 +174,27 @@ pub fn tracer_provider(
     Ok(builder.build())
 }
 
+/// A meter provider named `service_name`, exporting over OTLP/gRPC every
+/// `OTEL_METRIC_EXPORT_INTERVAL` (60 s by default) when `export`.
+pub fn meter_provider(
+    service_name: &str,
+    export: bool,
+) -> Result<SdkMeterProvider, TelemetryError> {
+    let resource = Resource::builder()
+        .with_service_name(service_name.to_owned())
+        .build();
+    let builder = SdkMeterProvider::builder().with_resource(resource);
+    let builder = if export {
+        let exporter = opentelemetry_otlp::MetricExporter::builder()
+            .with_tonic()
+            .build()?;
+        builder.with_periodic_exporter(exporter)
+    } else {
+        builder
+    };
+    Ok(builder.build())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,6 +213,7 @@ mod tests {
         let provider = tracer_provider("test", false).unwrap();
         let guard = TelemetryGuard {
             provider: Some(provider),
+            meters: Some(meter_provider("test", false).unwrap()),
         };
         guard.shutdown().unwrap();
     }

@@ -31,13 +31,14 @@ use tokio_util::sync::CancellationToken;
 use super::relay::header_u64;
 use super::{
     HEADER_DEAD_LETTER_ATTEMPTS, HEADER_DEAD_LETTER_CONSUMER, HEADER_DEAD_LETTER_REASON,
-    HEADER_DEAD_LETTER_SEQUENCE, HEADER_EVENT_TYPE, HEADER_GLOBAL_POSITION, HEADER_STREAM_ID,
-    JetStreamConfig, validate_name,
+    HEADER_DEAD_LETTER_SEQUENCE, HEADER_EVENT_ID, HEADER_EVENT_TYPE, HEADER_GLOBAL_POSITION,
+    HEADER_STREAM_ID, HEADER_WITHHELD, JetStreamConfig, header_text, validate_name,
 };
-use crate::apply::{DeadLetterSink, Delivery, Settler};
+use crate::apply::{DeadLetterSink, Delivery, Settler, Unreadable};
 use crate::db::{BusDatabase, BusDb, DeadLetter};
 use crate::error::{BusError, error_chain};
 use crate::handler::{Handler, RetryPolicy};
+use crate::trace::{TRACEPARENT, TRACESTATE, TraceCarrier};
 
 /// Settings of one durable JetStream consumer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,16 +137,6 @@ impl DeadLetterSink for JetStreamDeadLetters {
             .map_err(|err| BusError::jetstream("dead letter ack", err))?;
         Ok(())
     }
-}
-
-/// A header value is one line of printable text: newlines would break the NATS protocol.
-fn header_text(text: &str) -> String {
-    let line: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .take(1024)
-        .collect();
-    line
 }
 
 /// A durable JetStream pull consumer applying events with a [`Handler`].
@@ -310,6 +301,11 @@ where
                 .settle_messages(&stream, position, &received, shutdown)
                 .await?;
             position = settled_to;
+            // JetStream tells each message how many more are pending for this consumer.
+            if complete && let Some(info) = received.last().and_then(|message| message.info().ok())
+            {
+                self.settler.metrics.record_lag(info.pending);
+            }
             for message in received {
                 let settled = message
                     .info()
@@ -451,24 +447,51 @@ fn sequence_to_position(sequence: u64) -> Result<i64, BusError> {
         .map_err(|_| BusError::Config(format!("stream sequence {sequence} exceeds i64")))
 }
 
-/// Decodes one message into a delivery; a message that does not decode or verify becomes a
-/// delivery carrying the reason, which the core dead-letters.
+/// Decodes one message into a delivery; a message that does not decode or verify, or a
+/// relay's placeholder for a withheld event, becomes a delivery carrying the reason, which
+/// the core dead-letters.
 fn delivery(
     sequence: i64,
     headers: Option<&HeaderMap>,
     payload: Bytes,
     prior_attempts: u32,
 ) -> Delivery {
+    let header = |name: &str| {
+        headers
+            .and_then(|h| h.get(name))
+            .map(|value| value.as_str().to_owned())
+    };
     let global_position = headers
         .and_then(|h| header_u64(h, HEADER_GLOBAL_POSITION))
         .unwrap_or(0);
-    let event =
-        RecordedEvent::decode_envelope(global_position, &payload).map_err(|err| error_chain(&err));
+    let event = match header(HEADER_WITHHELD) {
+        Some(reason) => Err(Unreadable {
+            reason: format!(
+                "withheld by the relay ({reason}): read the event from its service's store"
+            ),
+            event_id: header(HEADER_EVENT_ID).and_then(|id| id.parse().ok()),
+            stream_id: header(HEADER_STREAM_ID),
+            event_type: header(HEADER_EVENT_TYPE),
+        }),
+        None => {
+            RecordedEvent::decode_envelope(global_position, &payload).map_err(|err| Unreadable {
+                reason: format!("undecodable message: {}", error_chain(&err)),
+                event_id: None,
+                stream_id: None,
+                event_type: None,
+            })
+        }
+    };
+    let trace: TraceCarrier = [TRACEPARENT, TRACESTATE]
+        .into_iter()
+        .filter_map(|key| header(key).map(|value| (key.to_owned(), value)))
+        .collect();
     Delivery {
         position: sequence,
         event,
         raw: Some(payload),
         prior_attempts,
+        trace: (!trace.is_empty()).then_some(trace),
     }
 }
 

@@ -14,6 +14,11 @@
 //! The stream uses file storage, denies deletes and purges and keeps messages forever: it is
 //! a faithful copy of the log, and its sequence numbers count events without gaps, which the
 //! consumers rely on. Dead letters go to a second stream, `<prefix>.deadletter.<consumer>`.
+//!
+//! An event NATS refuses for good (larger than the server's `max_payload` or the stream's
+//! maximum message size) is replaced by a small placeholder with the same id, position and
+//! headers plus [`HEADER_WITHHELD`]: the log's order and numbering stay intact, later events
+//! flow, and every consumer dead-letters the placeholder (see [`Relay`]).
 
 mod consumer;
 mod relay;
@@ -36,6 +41,11 @@ pub const HEADER_STREAM_ID: &str = "Fairdeal-Stream-Id";
 pub const HEADER_STREAM_VERSION: &str = "Fairdeal-Stream-Version";
 /// Header carrying the event's global position in the store it was relayed from.
 pub const HEADER_GLOBAL_POSITION: &str = "Fairdeal-Global-Position";
+/// Header naming the event id (on a placeholder, whose payload is not the envelope).
+pub const HEADER_EVENT_ID: &str = "Fairdeal-Event-Id";
+/// Header marking a placeholder the relay published in place of an event NATS refused for
+/// good (see [`Relay`]): why it was refused. Consumers dead-letter such a message.
+pub const HEADER_WITHHELD: &str = "Fairdeal-Withheld";
 /// Dead-letter header: the consumer that gave up.
 pub const HEADER_DEAD_LETTER_CONSUMER: &str = "Fairdeal-Dead-Letter-Consumer";
 /// Dead-letter header: why it gave up (one line).
@@ -186,6 +196,15 @@ impl JetStreamConfig {
 pub fn category(stream_id: &StreamId) -> &str {
     let id = stream_id.as_str();
     id.split('-').next().filter(|c| !c.is_empty()).unwrap_or(id)
+}
+
+/// A header value is one line of printable text (newlines would break the NATS protocol),
+/// at most 1024 characters.
+pub(crate) fn header_text(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(1024)
+        .collect()
 }
 
 /// Checks a JetStream stream or consumer name: ASCII letters, digits, `-` and `_`, 1 to 64

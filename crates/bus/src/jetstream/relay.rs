@@ -25,6 +25,33 @@
 //! connection. The points above keep the stream exact even while two relays overlap (a
 //! holder that lost its lease only notices at its next check).
 //!
+//! **An event NATS refuses for good** (the client's check against the server's
+//! `max_payload`, or JetStream's "message size exceeds maximum" for the stream's
+//! `max_msg_size`) would otherwise be retried forever and hold every later event of every
+//! stream back. The relay withholds it instead: an ERROR log line (event id, stream,
+//! version, type, position, size, reason; never the payload) and the
+//! `fairdeal.bus.relay.withheld` counter alert the operator, and a small placeholder takes
+//! its place in the JetStream stream: same `Nats-Msg-Id`, subject and fairdeal headers, plus
+//! [`HEADER_WITHHELD`] with the reason, and a one-line text payload. The stream's sequence
+//! still counts the log's events without gaps, later events flow, and every consumer
+//! dead-letters the placeholder (its dead letter names the event id, stream and type), so
+//! the loss is visible where the event was needed; the event itself stays in the store.
+//! Every other failure (network, timeouts, a full stream) is transient and retried.
+//!
+//! The store refuses events above [`fairdeal_eventstore::MAX_EVENT_BYTES`] at append and
+//! `fairdeal_platform::Bus::start` refuses a server below [`MIN_MAX_PAYLOAD`], so a
+//! withheld event means a server or stream reconfigured smaller while running: the relay
+//! logs that at ERROR when it resumes on such a server, and runs on.
+//!
+//! Each event with a trace context is published in a `bus.relay.publish` span, child of the
+//! trace that appended it (the envelope's `traceparent`); the message's `traceparent`
+//! header is that span, so a JetStream consumer's span follows the relay's hop.
+//!
+//! Metrics (docs/operations.md): `fairdeal.bus.relay.published` and
+//! `fairdeal.bus.relay.withheld` (events), `fairdeal.bus.relay.lag` (events committed to
+//! the store but not yet acknowledged by JetStream, sampled after each batch and after each
+//! failure), all by `relay` name.
+//!
 //! The checkpoint in `bus_relay_checkpoints` is written after the acks (at most every
 //! `checkpoint_interval` while busy, and whenever the relay catches up or stops): it is the
 //! operator's view of relay progress (and the resume point if the stream were ever recreated
@@ -35,15 +62,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_nats::HeaderMap;
-use async_nats::jetstream::context::PublishAckFuture;
+use async_nats::jetstream::context::{PublishAckFuture, PublishError, PublishErrorKind};
 use async_nats::jetstream::message::PublishMessage;
-use async_nats::jetstream::{self, stream};
+use async_nats::jetstream::{self, ErrorCode, stream};
 use fairdeal_eventstore::{EventStore, RecordedEvent};
+use fairdeal_kit::metrics::{Counter, Gauge, KeyValue};
 use tokio_util::sync::CancellationToken;
+use tracing::Span;
 
 use super::{
-    HEADER_EVENT_TYPE, HEADER_GLOBAL_POSITION, HEADER_STREAM_ID, HEADER_STREAM_VERSION,
-    JetStreamConfig, validate_name,
+    HEADER_EVENT_ID, HEADER_EVENT_TYPE, HEADER_GLOBAL_POSITION, HEADER_STREAM_ID,
+    HEADER_STREAM_VERSION, HEADER_WITHHELD, JetStreamConfig, header_text, validate_name,
 };
 use crate::db::{BusDatabase, BusDb, LEASE_CHECK_INTERVAL, Lease};
 use crate::error::{BusError, error_chain};
@@ -143,6 +172,54 @@ struct Tail {
     sequence: u64,
 }
 
+/// The relay's instruments (see the module docs).
+#[derive(Debug, Clone)]
+struct RelayMetrics {
+    /// Events acknowledged by JetStream (placeholders included).
+    published: Counter<u64>,
+    /// Events replaced by a placeholder.
+    withheld: Counter<u64>,
+    /// Events committed but not yet acknowledged.
+    lag: Gauge<u64>,
+    /// `relay = <name>`.
+    attributes: [KeyValue; 1],
+}
+
+impl RelayMetrics {
+    fn new(name: &str) -> Self {
+        Self {
+            published: fairdeal_kit::metrics::counter(
+                "fairdeal.bus.relay.published",
+                "Events the relay published to JetStream",
+                "{event}",
+            ),
+            withheld: fairdeal_kit::metrics::counter(
+                "fairdeal.bus.relay.withheld",
+                "Events NATS refused for good, published as a placeholder instead",
+                "{event}",
+            ),
+            lag: fairdeal_kit::metrics::gauge(
+                "fairdeal.bus.relay.lag",
+                "Events committed to the store but not yet published",
+                "{event}",
+            ),
+            attributes: [KeyValue::new("relay", name.to_owned())],
+        }
+    }
+}
+
+/// One publish awaiting its ack.
+struct InFlight {
+    /// Index of the event in the batch.
+    index: usize,
+    /// The stream sequence it must get.
+    expected_sequence: u64,
+    /// The ack.
+    ack: PublishAckFuture,
+    /// The publish span, ended with the ack.
+    _span: Option<Span>,
+}
+
 /// Publishes committed events from an [`EventStore`] to the JetStream events stream.
 #[derive(Debug)]
 pub struct Relay<DB: BusDatabase> {
@@ -158,6 +235,10 @@ pub struct Relay<DB: BusDatabase> {
     config: RelayConfig,
     /// Wakes the relay on in-process appends.
     waiter: Option<AppendWaiter>,
+    /// Its instruments.
+    metrics: RelayMetrics,
+    /// Global position of the last event acknowledged by JetStream (for the lag).
+    published_to: u64,
 }
 
 impl<DB: BusDatabase> Relay<DB> {
@@ -172,12 +253,14 @@ impl<DB: BusDatabase> Relay<DB> {
     ) -> Result<Self, BusError> {
         config.validate()?;
         Ok(Self {
+            metrics: RelayMetrics::new(&config.name),
             store,
             db,
             js,
             streams,
             config,
             waiter: None,
+            published_to: 0,
         })
     }
 
@@ -220,6 +303,14 @@ impl<DB: BusDatabase> Relay<DB> {
                         failures,
                         "relay failed; resuming from the stream's tail"
                     );
+                    // A relay stuck on NATS falls behind: the lag must show it. Before its
+                    // first resume, what it published is what its checkpoint says.
+                    if self.published_to == 0 {
+                        self.published_to = self.checkpoint().await.unwrap_or(0);
+                    }
+                    if let Ok(head) = self.store.head_position().await {
+                        self.record_lag(head);
+                    }
                     let wait = backoff(&self.config, failures);
                     tokio::select! {
                         () = shutdown.cancelled() => {}
@@ -273,9 +364,18 @@ impl<DB: BusDatabase> Relay<DB> {
             .get_stream(self.streams.stream_name())
             .await
             .map_err(|err| BusError::jetstream("get events stream", err))?;
-        // The connection is up (the stream was just read), so the server's INFO is known.
-        check_max_payload(self.js.client().server_info().max_payload)?;
+        // The connection is up (the stream was just read), so the server's INFO is known. A
+        // server reconfigured below the minimum while the service ran: say so loudly, and
+        // run on (withholding what does not fit) rather than hold every later event back.
+        if let Err(err) = check_max_payload(self.js.client().server_info().max_payload) {
+            tracing::error!(
+                relay = %self.config.name,
+                error = %err,
+                "events above the server's max_payload will be withheld"
+            );
+        }
         let mut tail = self.resume_point(&mut stream).await?;
+        self.published_to = tail.position;
         tracing::info!(
             relay = %self.config.name,
             position = tail.position,
@@ -299,6 +399,14 @@ impl<DB: BusDatabase> Relay<DB> {
             };
             if !events.is_empty() {
                 tail = self.publish_batch(&events, tail).await?;
+                self.published_to = tail.position;
+                // A short batch reached the head as it was read; a full one may be behind.
+                if events.len() < self.config.batch_size {
+                    self.metrics.lag.record(0, &self.metrics.attributes);
+                } else {
+                    let head = self.store.head_position().await?;
+                    self.record_lag(head);
+                }
             }
             // Checkpoint after the acks, at most every `checkpoint_interval` while busy (a
             // write per batch would double the database load of a quiet relay), and always
@@ -393,10 +501,14 @@ impl<DB: BusDatabase> Relay<DB> {
         events: &[RecordedEvent],
         mut tail: Tail,
     ) -> Result<Tail, BusError> {
-        let mut in_flight: VecDeque<(u64, u64, PublishAckFuture)> = VecDeque::new();
-        let mut next_sequence = tail.sequence;
-        for event in events {
-            if event.position <= tail.position.max(in_flight.back().map_or(0, |f| f.0)) {
+        let mut in_flight: VecDeque<InFlight> = VecDeque::new();
+        // Each publish must follow the one before it: the first follows the tail.
+        for (after, (index, event)) in (tail.sequence..).zip(events.iter().enumerate()) {
+            let last_sent = in_flight
+                .back()
+                .and_then(|f| events.get(f.index))
+                .map_or(0, |e| e.position);
+            if event.position <= tail.position.max(last_sent) {
                 // read_all is strictly increasing; this guards the invariant the stream's
                 // numbering depends on.
                 return Err(BusError::StreamInconsistent {
@@ -407,19 +519,53 @@ impl<DB: BusDatabase> Relay<DB> {
             if in_flight.len() >= self.config.max_in_flight
                 && let Some(flight) = in_flight.pop_front()
             {
-                tail = self.await_ack(flight).await?;
+                match self.await_ack(events, flight).await? {
+                    Acked::Stored(stored) => tail = stored,
+                    // Publishes behind it were refused by their expected sequence: the
+                    // placeholder takes its place, and the next batch starts after it.
+                    Acked::Refused { index, reason } => {
+                        return self.withhold(events, index, &reason, tail).await;
+                    }
+                }
             }
-            let message = self.message(event, next_sequence);
-            let ack = self
+            let span = publish_span(event);
+            let message = self.message(event, after, span.as_ref(), None);
+            let ack = match self
                 .js
                 .send_publish(self.streams.event_subject(&event.stream_id), message)
                 .await
-                .map_err(|err| BusError::jetstream("publish event", err))?;
-            next_sequence += 1;
-            in_flight.push_back((event.position, next_sequence, ack));
+            {
+                Ok(ack) => ack,
+                Err(err) => {
+                    let Some(reason) = refused_for_good(&err) else {
+                        return Err(BusError::jetstream("publish event", err));
+                    };
+                    // Never sent: settle what is in flight (all before it), then withhold.
+                    while let Some(flight) = in_flight.pop_front() {
+                        match self.await_ack(events, flight).await? {
+                            Acked::Stored(stored) => tail = stored,
+                            Acked::Refused { index, reason } => {
+                                return self.withhold(events, index, &reason, tail).await;
+                            }
+                        }
+                    }
+                    return self.withhold(events, index, &reason, tail).await;
+                }
+            };
+            in_flight.push_back(InFlight {
+                index,
+                expected_sequence: after + 1,
+                ack,
+                _span: span,
+            });
         }
         while let Some(flight) = in_flight.pop_front() {
-            tail = self.await_ack(flight).await?;
+            match self.await_ack(events, flight).await? {
+                Acked::Stored(stored) => tail = stored,
+                Acked::Refused { index, reason } => {
+                    return self.withhold(events, index, &reason, tail).await;
+                }
+            }
         }
         Ok(tail)
     }
@@ -427,11 +573,25 @@ impl<DB: BusDatabase> Relay<DB> {
     /// Waits for one publish ack and checks it landed where expected.
     async fn await_ack(
         &self,
-        (position, expected_sequence, ack): (u64, u64, PublishAckFuture),
-    ) -> Result<Tail, BusError> {
-        let ack = ack
-            .await
-            .map_err(|err| BusError::jetstream("publish ack", err))?;
+        events: &[RecordedEvent],
+        flight: InFlight,
+    ) -> Result<Acked, BusError> {
+        let InFlight {
+            index,
+            expected_sequence,
+            ack,
+            _span,
+        } = flight;
+        let position = events.get(index).map_or(0, |e| e.position);
+        let ack = match ack.await {
+            Ok(ack) => ack,
+            Err(err) => {
+                return match refused_for_good(&err) {
+                    Some(reason) => Ok(Acked::Refused { index, reason }),
+                    None => Err(BusError::jetstream("publish ack", err)),
+                };
+            }
+        };
         if ack.duplicate || ack.sequence != expected_sequence {
             // Someone else published into the stream (another relay?): resync from the tail.
             return Err(BusError::jetstream(
@@ -442,30 +602,184 @@ impl<DB: BusDatabase> Relay<DB> {
                 ),
             ));
         }
-        Ok(Tail {
+        self.metrics.published.add(1, &self.metrics.attributes);
+        Ok(Acked::Stored(Tail {
             position,
             sequence: ack.sequence,
-        })
+        }))
     }
 
-    /// The JetStream message for `event`, which must follow stream sequence `after`.
-    fn message(&self, event: &RecordedEvent, after: u64) -> PublishMessage {
+    /// Publishes a placeholder in place of `events[index]`, which NATS refused for good
+    /// (see the module docs), right after `tail`; returns the tail after it.
+    async fn withhold(
+        &self,
+        events: &[RecordedEvent],
+        index: usize,
+        reason: &str,
+        tail: Tail,
+    ) -> Result<Tail, BusError> {
+        let Some(event) = events.get(index) else {
+            return Err(BusError::StreamInconsistent {
+                stream: self.streams.stream_name().to_owned(),
+                detail: format!("refused publish {index} is not in the batch"),
+            });
+        };
+        let reason: String = header_text(reason).chars().take(300).collect();
+        tracing::error!(
+            relay = %self.config.name,
+            event_id = %event.event_id,
+            stream_id = event.stream_id.as_str(),
+            stream_version = event.version,
+            event_type = event.event_type.as_str(),
+            position = event.position,
+            envelope_bytes = event.encode_envelope().len(),
+            reason = %reason,
+            "NATS refused the event for good; publishing a placeholder in its place (the \
+             event stays in the store; consumers dead-letter the placeholder)"
+        );
+        let span = publish_span(event);
+        let message = self.message(event, tail.sequence, span.as_ref(), Some(&reason));
+        let ack = self
+            .js
+            .send_publish(self.streams.event_subject(&event.stream_id), message)
+            .await
+            .map_err(|err| BusError::jetstream("publish placeholder", err))?;
+        let flight = InFlight {
+            index,
+            expected_sequence: tail.sequence + 1,
+            ack,
+            _span: span,
+        };
+        match self.await_ack(events, flight).await? {
+            Acked::Stored(stored) => {
+                self.metrics.withheld.add(1, &self.metrics.attributes);
+                Ok(stored)
+            }
+            Acked::Refused { reason, .. } => Err(BusError::jetstream(
+                "publish placeholder",
+                format!("refused: {reason}"),
+            )),
+        }
+    }
+
+    /// Records the lag behind `head` (the store's last global position).
+    fn record_lag(&self, head: u64) {
+        self.metrics.lag.record(
+            head.saturating_sub(self.published_to),
+            &self.metrics.attributes,
+        );
+    }
+
+    /// The JetStream message for `event`, which must follow stream sequence `after`, with
+    /// the trace context of `span` (else the envelope's); with `withheld`, the placeholder
+    /// carrying that reason instead of the envelope.
+    fn message(
+        &self,
+        event: &RecordedEvent,
+        after: u64,
+        span: Option<&Span>,
+        withheld: Option<&str>,
+    ) -> PublishMessage {
         let mut headers = HeaderMap::new();
         headers.insert(HEADER_EVENT_TYPE, event.event_type.as_str());
+        headers.insert(
+            HEADER_EVENT_ID,
+            event.event_id.hyphenated().to_string().as_str(),
+        );
         headers.insert(HEADER_STREAM_ID, event.stream_id.as_str());
         headers.insert(HEADER_STREAM_VERSION, event.version.to_string().as_str());
         headers.insert(HEADER_GLOBAL_POSITION, event.position.to_string().as_str());
+        let mut trace = fairdeal_kit::propagation::TraceCarrier::new();
+        if let Some(span) = span {
+            fairdeal_kit::propagation::inject_span(span, &mut trace);
+        }
+        let trace = if trace.is_empty() {
+            &event.trace_context
+        } else {
+            &trace
+        };
         for key in [TRACEPARENT, TRACESTATE] {
-            if let Some(value) = event.trace_context.get(key) {
+            if let Some(value) = trace.get(key) {
                 headers.insert(key, value.as_str());
             }
         }
+        let payload = match withheld {
+            None => event.encode_envelope(),
+            Some(reason) => {
+                headers.insert(HEADER_WITHHELD, reason);
+                format!(
+                    "withheld by the relay: {reason}; event {} ({}) version {} of stream {} is \
+                     in the store at position {}",
+                    event.event_id,
+                    event.event_type,
+                    event.version,
+                    event.stream_id.as_str(),
+                    event.position
+                )
+                .into_bytes()
+            }
+        };
         PublishMessage::build()
-            .payload(event.encode_envelope().into())
+            .payload(payload.into())
             .headers(headers)
             .message_id(event.event_id.hyphenated().to_string())
             .expected_last_sequence(after)
     }
+}
+
+/// What became of one publish.
+enum Acked {
+    /// Stored where expected.
+    Stored(Tail),
+    /// Refused for good (see [`refused_for_good`]): `events[index]` must be withheld.
+    Refused {
+        /// Index of the event in the batch.
+        index: usize,
+        /// NATS's reason.
+        reason: String,
+    },
+}
+
+/// Whether NATS refused a publish for a reason retrying cannot change: the message is
+/// larger than the server's `max_payload` (refused by the client before sending) or than the
+/// stream's maximum message size (refused by JetStream).
+fn refused_for_good(err: &PublishError) -> Option<String> {
+    let too_large = match err.kind() {
+        PublishErrorKind::MaxPayloadExceeded => true,
+        PublishErrorKind::Other => std::error::Error::source(err)
+            .and_then(|source| source.downcast_ref::<jetstream::Error>())
+            .is_some_and(|api| {
+                matches!(
+                    api.error_code(),
+                    ErrorCode::STREAM_MESSAGE_EXCEEDS_MAXIMUM
+                        | ErrorCode::STREAM_HEADER_EXCEEDS_MAXIMUM
+                )
+            }),
+        _ => false,
+    };
+    too_large.then(|| error_chain(err))
+}
+
+/// The span `event` is published in: child of the trace that appended it. None when the
+/// event carries no trace, or no subscriber records the span (no cost then).
+fn publish_span(event: &RecordedEvent) -> Option<Span> {
+    if !event.trace_context.contains_key(TRACEPARENT) {
+        return None;
+    }
+    let span = tracing::info_span!(
+        "bus.relay.publish",
+        otel.kind = "producer",
+        event_id = %event.event_id,
+        event_type = event.event_type.as_str(),
+        stream_id = event.stream_id.as_str(),
+        stream_version = event.version,
+        position = event.position,
+    );
+    if span.is_disabled() {
+        return None;
+    }
+    fairdeal_kit::propagation::set_parent(&span, &event.trace_context);
+    Some(span)
 }
 
 /// Reads a numeric header.

@@ -7,19 +7,18 @@ use std::time::Duration;
 use async_nats::header::NATS_MESSAGE_ID;
 use async_nats::jetstream::stream::StorageType;
 use fairdeal_bus::jetstream::{
-    HEADER_EVENT_TYPE, HEADER_GLOBAL_POSITION, HEADER_STREAM_ID, HEADER_STREAM_VERSION,
+    HEADER_EVENT_ID, HEADER_EVENT_TYPE, HEADER_GLOBAL_POSITION, HEADER_STREAM_ID,
+    HEADER_STREAM_VERSION, HEADER_WITHHELD,
 };
 use fairdeal_bus::{
-    BusDb, BusError, JetStreamConfig, JetStreamConsumer, JetStreamConsumerConfig, Relay,
-    RelayConfig, ensure_streams,
+    BusError, JetStreamConsumer, JetStreamConsumerConfig, check_max_payload, ensure_streams,
 };
-use fairdeal_eventstore::conformance::{Backend, PgBackend};
-use fairdeal_eventstore::{ExpectedVersion, RecordedEvent};
+use fairdeal_eventstore::{ExpectedVersion, NewEvent, RecordedEvent};
 use tokio_util::sync::CancellationToken;
 
 use crate::support::{
     Harness, JetStreamHarness, Recorder, append_round_robin, event, log_events, log_ids,
-    quick_retry, run_with, stream, wait_for,
+    quick_retry, run_with, stream, wait_applied, wait_for,
 };
 
 async fn published_at_least(h: &JetStreamHarness, count: u64) {
@@ -69,9 +68,14 @@ async fn relayed_messages_carry_id_trace_type_and_envelope() {
             assert_eq!(header(HEADER_STREAM_ID), s.as_str());
             assert_eq!(header(HEADER_STREAM_VERSION), sequence.to_string());
             assert_eq!(header(HEADER_GLOBAL_POSITION), event.position.to_string());
-            assert_eq!(
-                header("traceparent"),
-                "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+            assert_eq!(header(HEADER_EVENT_ID), event.event_id.to_string());
+            // The relay's publish span: the appending trace, one hop further.
+            let traceparent = header("traceparent");
+            assert!(
+                traceparent.starts_with("00-4bf92f3577b34da6a3ce929d0e0e4736-")
+                    && traceparent.ends_with("-01")
+                    && !traceparent.contains("00f067aa0ba902b7"),
+                "{traceparent}"
             );
             assert_eq!(
                 header("tracestate"),
@@ -171,70 +175,195 @@ async fn relay_refuses_a_stream_with_foreign_messages() {
     .await;
 }
 
-/// A NATS server whose `max_payload` cannot carry the largest event the store accepts: the
-/// relay refuses to start, naming the setting, rather than stopping at the first big event.
-/// Runs a nats-server of its own (64 KiB `max_payload`) on a free port.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn relay_refuses_a_server_whose_max_payload_is_too_small() {
-    let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let config = dir.path().join("nats.conf");
-    std::fs::write(
-        &config,
-        format!(
-            "listen: \"127.0.0.1:{port}\"\nmax_payload: 65536\njetstream {{ store_dir: \"{}\" }}\n",
-            dir.path().join("js").display()
-        ),
-    )
-    .unwrap();
-    let mut server = tokio::process::Command::new("nats-server")
-        .arg("-c")
-        .arg(&config)
-        .kill_on_drop(true)
-        .spawn()
-        .expect("nats-server on PATH (cargo xtask test installs it)");
-    let url = format!("nats://127.0.0.1:{port}");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    let client = loop {
-        match async_nats::connect(&url).await {
-            Ok(client) => break client,
-            Err(e) if tokio::time::Instant::now() < deadline => {
-                tracing::debug!(error = %e, "nats-server not up yet");
-                tokio::time::sleep(Duration::from_millis(50)).await;
+/// A nats-server of the test's own on a free port, with `max_payload` bytes at most per
+/// message; killed when dropped.
+struct OwnNatsServer {
+    url: String,
+    _process: tokio::process::Child,
+    _dir: tempfile::TempDir,
+}
+
+impl OwnNatsServer {
+    async fn start(max_payload: usize) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let config = dir.path().join("nats.conf");
+        std::fs::write(
+            &config,
+            format!(
+                "listen: \"127.0.0.1:{port}\"\nmax_payload: {max_payload}\njetstream {{ store_dir: \"{}\" }}\n",
+                dir.path().join("js").display()
+            ),
+        )
+        .unwrap();
+        let process = tokio::process::Command::new("nats-server")
+            .arg("-c")
+            .arg(&config)
+            .kill_on_drop(true)
+            .spawn()
+            .expect("nats-server on PATH (cargo xtask test installs it)");
+        let url = format!("nats://127.0.0.1:{port}");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        let client = loop {
+            match async_nats::connect(&url).await {
+                Ok(client) => break client,
+                Err(e) if tokio::time::Instant::now() < deadline => {
+                    tracing::debug!(error = %e, "nats-server not up yet");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(e) => panic!("nats-server did not start: {e}"),
             }
-            Err(e) => panic!("nats-server did not start: {e}"),
+        };
+        assert_eq!(client.server_info().max_payload, max_payload);
+        Self {
+            url,
+            _process: process,
+            _dir: dir,
         }
-    };
-    assert_eq!(client.server_info().max_payload, 65536);
-    let js = async_nats::jetstream::new(client);
-    let streams = JetStreamConfig::new(fairdeal_testkit::subject_prefix("payload")).unwrap();
-    ensure_streams(&js, &streams).await.unwrap();
-    let pg = PgBackend::create().await;
-    let db = BusDb::postgres(pg.pg_store().pool().clone(), "eventstore").unwrap();
-    db.migrate().await.unwrap();
-    let relay = Relay::new(
-        Arc::new(pg.pg_store().clone()),
-        db,
-        js,
-        streams,
-        RelayConfig::new("relay"),
-    )
-    .unwrap();
-    let result = tokio::time::timeout(Duration::from_secs(20), relay.run(CancellationToken::new()))
-        .await
-        .expect("relay gives up at once");
-    pg.cleanup().await;
-    server.kill().await.unwrap();
-    match result {
+    }
+}
+
+/// The relay's refusal check, kept for `Bus::start`: a server below the minimum is named.
+#[test]
+fn a_small_max_payload_is_named() {
+    match check_max_payload(65536) {
         Err(BusError::Config(message)) => {
             assert!(message.contains("max_payload is 65536"), "{message}");
         }
         other => panic!("expected a configuration error, got {other:?}"),
     }
+}
+
+/// An event NATS refuses for good gives way: the relay publishes a small placeholder in its
+/// place (same id, position, stream and type, the reason in `Fairdeal-Withheld`), later
+/// events of every stream flow, the consumer dead-letters the placeholder with the event's
+/// id, stream and type, and the relay runs on. `big` is a payload NATS refuses.
+async fn withheld_event_gives_way(h: &JetStreamHarness, big: usize) {
+    let store = h.store();
+    let (table, ledger) = (stream("table"), stream("ledger"));
+    store
+        .append(&table, ExpectedVersion::NoStream, vec![event(0)])
+        .await
+        .unwrap();
+    let large = NewEvent::new("fairdeal.test.v1.Large", vec![7u8; big]);
+    store
+        .append(&ledger, ExpectedVersion::NoStream, vec![large])
+        .await
+        .unwrap();
+    store
+        .append(&table, ExpectedVersion::Exact(1), vec![event(2)])
+        .await
+        .unwrap();
+    let recorded = log_events(&*store, 3).await;
+
+    let relay = h.start_relay();
+    let recorder = Recorder::new("projector");
+    let consumer = h.start_consumer(Arc::clone(&recorder), quick_retry(2));
+    let applied = wait_applied(h, "projector", 2).await;
+    assert_eq!(applied, [recorded[0].event_id, recorded[2].event_id]);
+    let letters = wait_for(Duration::from_secs(30), || async {
+        let letters = h.dead_letters("projector").await;
+        (!letters.is_empty()).then_some(letters)
+    })
+    .await
+    .expect("the placeholder is dead-lettered");
+    assert_eq!(letters.len(), 1);
+    let letter = &letters[0];
+    assert_eq!(
+        letter.position, 2,
+        "the placeholder holds the event's sequence"
+    );
+    assert_eq!(letter.event_id, Some(recorded[1].event_id));
+    assert_eq!(letter.stream_id.as_deref(), Some(ledger.as_str()));
+    assert_eq!(letter.event_type.as_deref(), Some("fairdeal.test.v1.Large"));
+    assert_eq!(letter.attempts, 0);
+    assert!(
+        letter.reason.starts_with("withheld by the relay"),
+        "{}",
+        letter.reason
+    );
+    assert_eq!(recorder.calls(recorded[1].event_id), 0);
+
+    let js_stream = h.js().get_stream(h.streams().stream_name()).await.unwrap();
+    let placeholder = js_stream.get_raw_message(2).await.unwrap();
+    let header = |name: &str| {
+        placeholder
+            .headers
+            .get(name)
+            .map(|v| v.as_str().to_owned())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        header(NATS_MESSAGE_ID.as_ref()),
+        recorded[1].event_id.to_string()
+    );
+    assert_eq!(
+        header(HEADER_GLOBAL_POSITION),
+        recorded[1].position.to_string()
+    );
+    assert_eq!(header(HEADER_STREAM_ID), ledger.as_str());
+    assert_eq!(header(HEADER_STREAM_VERSION), "1");
+    assert!(!header(HEADER_WITHHELD).is_empty());
+    assert!(placeholder.payload.len() < 1024, "a small placeholder");
+
+    // The relay runs on.
+    store
+        .append(&table, ExpectedVersion::Exact(2), vec![event(3)])
+        .await
+        .unwrap();
+    let later = log_events(&*store, 4).await;
+    let applied = wait_applied(h, "projector", 3).await;
+    assert_eq!(applied[2], later[3].event_id);
+    relay.stop().await;
+    consumer.stop().await;
+    assert_eq!(
+        h.db().relay_checkpoint("relay").await.unwrap(),
+        i64::try_from(later[3].position).unwrap()
+    );
+}
+
+/// A server configured with a `max_payload` below an event's size (possible only after the
+/// service started: `Bus::start` refuses such a server): the client refuses the publish.
+/// Runs a nats-server of its own (64 KiB `max_payload`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_above_the_server_max_payload_is_withheld() {
+    let server = OwnNatsServer::start(65536).await;
+    run_with(
+        || JetStreamHarness::create_on(&server.url),
+        |h| async move { withheld_event_gives_way(&h, 100_000).await },
+    )
+    .await;
+}
+
+/// A stream whose maximum message size is below an event's: JetStream refuses the publish
+/// (error 10054). Also counts the withheld event in `fairdeal.bus.relay.withheld`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_above_the_stream_max_message_size_is_withheld() {
+    let metrics = crate::support::init_metrics();
+    run_with(JetStreamHarness::create, |h| async move {
+        let mut config = h
+            .js()
+            .get_stream(h.streams().stream_name())
+            .await
+            .unwrap()
+            .get_info()
+            .await
+            .unwrap()
+            .config;
+        config.max_message_size = 8 * 1024;
+        h.js().update_stream(config).await.unwrap();
+        let before = metrics.sum("fairdeal.bus.relay.withheld");
+        withheld_event_gives_way(&h, 20_000).await;
+        assert!(
+            metrics.sum("fairdeal.bus.relay.withheld") > before,
+            "the withheld event is counted"
+        );
+    })
+    .await;
 }
 
 /// A message that is not a valid envelope is dead-lettered by the consumer (attempts 0,

@@ -307,6 +307,11 @@ pub(crate) struct JetStreamHarness {
 
 impl JetStreamHarness {
     pub(crate) async fn create() -> Self {
+        Self::create_on(&fairdeal_testkit::nats_url()).await
+    }
+
+    /// A harness on the NATS server at `nats_url` (a test's own server).
+    pub(crate) async fn create_on(nats_url: &str) -> Self {
         let pg = PgBackend::create().await;
         let db = BusDb::postgres(pg.pg_store().pool().clone(), SCHEMA).unwrap();
         db.migrate().await.unwrap();
@@ -318,7 +323,7 @@ impl JetStreamHarness {
         .execute(db.pool())
         .await
         .unwrap();
-        let client = async_nats::connect(fairdeal_testkit::nats_url())
+        let client = async_nats::connect(nats_url)
             .await
             .expect("NATS with JetStream (`cargo xtask test` starts one)");
         let js = jetstream::new(client);
@@ -763,4 +768,49 @@ pub(crate) fn assert_exactly_once_in_order(applied: &[Uuid], expected: &[Uuid]) 
     assert_eq!(missing, 0, "{missing} events never applied");
     assert_eq!(applied.len(), expected.len(), "unexpected events applied");
     assert!(applied == expected, "events applied out of log order");
+}
+
+/// The metrics this test binary records, collected in memory.
+pub(crate) struct MetricsProbe {
+    exporter: opentelemetry_sdk::metrics::InMemoryMetricExporter,
+    provider: opentelemetry_sdk::metrics::SdkMeterProvider,
+}
+
+impl MetricsProbe {
+    /// The sum over every series of the counter `name` (0 before its first recording).
+    pub(crate) fn sum(&self, name: &str) -> u64 {
+        use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
+        self.provider.force_flush().unwrap();
+        let exported = self.exporter.get_finished_metrics().unwrap();
+        // Cumulative: the last export holding the metric has its total.
+        exported
+            .iter()
+            .rev()
+            .flat_map(|resource| resource.scope_metrics())
+            .flat_map(|scope| scope.metrics())
+            .find(|metric| metric.name() == name)
+            .map_or(0, |metric| match metric.data() {
+                AggregatedMetrics::U64(MetricData::Sum(sum)) => {
+                    sum.data_points().map(|point| point.value()).sum()
+                }
+                other => panic!("{name} is not a u64 counter: {other:?}"),
+            })
+    }
+}
+
+/// Installs, once per test binary, a global meter provider exporting to memory, as
+/// `fairdeal_kit::telemetry::init` installs an OTLP one. Instruments created before the
+/// first call record nowhere.
+pub(crate) fn init_metrics() -> &'static MetricsProbe {
+    static PROBE: std::sync::OnceLock<MetricsProbe> = std::sync::OnceLock::new();
+    PROBE.get_or_init(|| {
+        let exporter = opentelemetry_sdk::metrics::InMemoryMetricExporter::default();
+        let provider = opentelemetry_sdk::metrics::SdkMeterProvider::builder()
+            .with_reader(
+                opentelemetry_sdk::metrics::PeriodicReader::builder(exporter.clone()).build(),
+            )
+            .build();
+        opentelemetry::global::set_meter_provider(provider.clone());
+        MetricsProbe { exporter, provider }
+    })
 }

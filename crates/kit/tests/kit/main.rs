@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod config;
+mod metrics;
 mod server;
 mod support;
 mod trace;
