@@ -292,6 +292,9 @@ where
             self.sink.publish(letter).await?;
         }
         tx.commit().await?;
+        if !ids.is_empty() || !letters.is_empty() {
+            self.handler.committed();
+        }
         for letter in &letters {
             tracing::error!(
                 consumer = %letter.consumer,
@@ -341,6 +344,7 @@ where
                         Ok(()) => {
                             DB::finish_redrive(self.db.sql(), &mut tx, stored.id, None).await?;
                             tx.commit().await?;
+                            self.handler.committed();
                             Ok(())
                         }
                         Err(error) => {
