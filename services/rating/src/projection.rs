@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 
-use fairdeal_bus::{Handler, HandlerError};
+use fairdeal_bus::{AppendSignal, Handler, HandlerError};
 use fairdeal_eventstore::{
     AnyEventStore, EventBackend, EventStore, ExpectedVersion, NewEvent, PgEventStore,
     RecordedEvent, SqliteEventStore, StoreError, StreamId,
@@ -51,14 +51,20 @@ const TABLES_PACKAGE: &str = "fairdeal.tables.v1.";
 pub struct Ratings {
     /// The event store, appended to inside the consumer's transaction.
     events: AnyEventStore,
+    /// Fired once the consumer's transaction commits: wakes the relay and readers.
+    signal: AppendSignal,
     /// K of every change.
     k: KFactor,
 }
 
 impl Ratings {
-    /// A consumer appending to `events` with `k`.
-    pub fn new(events: AnyEventStore, k: KFactor) -> Self {
-        Self { events, k }
+    /// A consumer appending to `storage`'s log with `k`.
+    pub fn new(storage: &fairdeal_platform::Storage, k: KFactor) -> Self {
+        Self {
+            events: storage.backend().clone(),
+            signal: storage.signal().clone(),
+            k,
+        }
     }
 }
 
@@ -136,8 +142,8 @@ fairdeal_db::for_each_backend! { DB =>
             };
             let table = game.table_id.to_string();
             let kind = game.kind.as_str();
-            let rated: Option<i64> =
-                sqlx::query_scalar("SELECT 1 FROM rating_history WHERE table_id = $1 LIMIT 1")
+            let rated: Option<String> =
+                sqlx::query_scalar("SELECT table_id FROM rating_history WHERE table_id = $1 LIMIT 1")
                     .bind(&table)
                     .fetch_optional(&mut **tx)
                     .await?;
@@ -208,6 +214,10 @@ fairdeal_db::for_each_backend! { DB =>
             event.stream_id.category() == "table"
                 && (event.event_type == tpb::GameFinished::full_name()
                     || !event.event_type.starts_with(TABLES_PACKAGE))
+        }
+
+        fn committed(&self) {
+            self.signal.notify();
         }
     }
 

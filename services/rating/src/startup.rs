@@ -91,7 +91,7 @@ impl Application {
         let shutdown = Shutdown::new();
         spawn_key_refresh(&parts.authn, &shutdown);
         let bus = Bus::start(common, &parts.storage, SERVICE, &shutdown).await?;
-        let ratings = Ratings::new(parts.storage.backend().clone(), parts.k);
+        let ratings = Ratings::new(&parts.storage, parts.k);
         bus.spawn_consumer(SOURCE, CONSUMER, Arc::new(ratings), &shutdown)
             .await?;
         let api = RatingApi::new(reads(parts.storage.db()));
