@@ -4,3 +4,4 @@
 
 mod consume;
 mod harness;
+mod reads;
