@@ -80,6 +80,14 @@ pub(crate) fn common(name: &str, database_url: &str, prefix: Option<&str>) -> Co
 impl TestApp {
     /// The rating service and a "tables" log on `db`.
     pub(crate) async fn spawn(db: Db) -> TestApp {
+        let mut app = Self::storage_only(db).await;
+        app.start().await;
+        app
+    }
+
+    /// The storages of [`TestApp::spawn`] without the rating service (a test runs it, e.g.
+    /// as a separate process).
+    pub(crate) async fn storage_only(db: Db) -> TestApp {
         let dir = tempfile::tempdir().unwrap();
         let (url, database) = match db {
             Db::Postgres => {
@@ -110,7 +118,7 @@ impl TestApp {
                 (tables, Some(shutdown))
             }
         };
-        let mut app = TestApp {
+        TestApp {
             client: RatingServiceClient::new(
                 fairdeal_kit::client::channel("url", "http://127.0.0.1:1").unwrap(),
             ),
@@ -123,9 +131,14 @@ impl TestApp {
             database,
             prefix,
             _dir: dir,
-        };
-        app.start().await;
-        app
+        }
+    }
+
+    /// The public keys in the configuration form (`kid:64hex`).
+    pub(crate) fn keys_setting(&self) -> String {
+        let key = self.signing.public_key();
+        let hex: String = key.to_bytes().iter().map(|b| format!("{b:02x}")).collect();
+        format!("{}:{hex}", key.kid().as_str())
     }
 
     /// The public keys tokens are checked with.

@@ -3,5 +3,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod consume;
+mod crash;
 mod harness;
 mod reads;

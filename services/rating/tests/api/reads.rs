@@ -67,13 +67,23 @@ async fn rebuild_after_1000_games(db: Db) {
                 seated.push(p);
             }
         }
-        let deck = if i % 5 == 4 { tpb::Deck::Ruff } else { tpb::Deck::Dix };
-        let mut g = game([seated[0], seated[1], seated[2], seated[3]], next(2) as u32, deck);
+        let deck = if i % 5 == 4 {
+            tpb::Deck::Ruff
+        } else {
+            tpb::Deck::Dix
+        };
+        let mut g = game(
+            [seated[0], seated[1], seated[2], seated[3]],
+            next(2) as u32,
+            deck,
+        );
         g.players[next(4)].abandoned = next(10) == 0;
         app.finish(&g).await;
     }
     app.wait_until("1000 games rated", || async {
-        app.count("SELECT COUNT(*) FROM rating_history WHERE $1 <> ''", "x").await == 4 * games
+        app.count("SELECT COUNT(*) FROM rating_history WHERE $1 <> ''", "x")
+            .await
+            == 4 * games
     })
     .await;
     let before = snapshot(&app).await;
@@ -112,15 +122,21 @@ async fn reads(db: Db) {
     let mut client = app.client.clone();
 
     let ratings = client
-        .get_ratings(with(&token, rpb::GetRatingsRequest {
-            player_id: players[1].to_string(),
-        }))
+        .get_ratings(with(
+            &token,
+            rpb::GetRatingsRequest {
+                player_id: players[1].to_string(),
+            },
+        ))
         .await
         .unwrap()
         .into_inner();
     assert_eq!(ratings.ratings.len(), 2);
     let dix = &ratings.ratings[0];
-    assert_eq!((dix.game_kind.as_str(), dix.games_played), ("jeu-du-10/dix", 2));
+    assert_eq!(
+        (dix.game_kind.as_str(), dix.games_played),
+        ("jeu-du-10/dix", 2)
+    );
     assert!(dix.rating_unrounded > 1530.0 && dix.rating_unrounded < 1532.0);
     assert_eq!(dix.rating, dix.rating_unrounded.round() as i64);
     assert_eq!(ratings.ratings[1].rating, 1484);
@@ -131,16 +147,23 @@ async fn reads(db: Db) {
     let mut seen = Vec::new();
     loop {
         let page = client
-            .list_rating_history(with(&service, rpb::ListRatingHistoryRequest {
-                player_id: players[1].to_string(),
-                game_kind: String::new(),
-                page_size: 1,
-                page_token: token_.clone(),
-            }))
+            .list_rating_history(with(
+                &service,
+                rpb::ListRatingHistoryRequest {
+                    player_id: players[1].to_string(),
+                    game_kind: String::new(),
+                    page_size: 1,
+                    page_token: token_.clone(),
+                },
+            ))
             .await
             .unwrap()
             .into_inner();
-        seen.extend(page.entries.iter().map(|e| (e.version, e.change.clone().unwrap().table_id)));
+        seen.extend(
+            page.entries
+                .iter()
+                .map(|e| (e.version, e.change.clone().unwrap().table_id)),
+        );
         if page.next_page_token.is_empty() {
             break;
         }
@@ -148,14 +171,21 @@ async fn reads(db: Db) {
     }
     assert_eq!(
         seen,
-        vec![(3, g3.table_id.clone()), (2, g2.table_id.clone()), (1, g1.table_id.clone())]
+        vec![
+            (3, g3.table_id.clone()),
+            (2, g2.table_id.clone()),
+            (1, g1.table_id.clone())
+        ]
     );
     let ruff_only = client
-        .list_rating_history(with(&token, rpb::ListRatingHistoryRequest {
-            player_id: players[1].to_string(),
-            game_kind: "jeu-du-10/ruff".into(),
-            ..Default::default()
-        }))
+        .list_rating_history(with(
+            &token,
+            rpb::ListRatingHistoryRequest {
+                player_id: players[1].to_string(),
+                game_kind: "jeu-du-10/ruff".into(),
+                ..Default::default()
+            },
+        ))
         .await
         .unwrap()
         .into_inner();
@@ -168,12 +198,15 @@ async fn reads(db: Db) {
         let token = token.clone();
         async move {
             client
-                .get_leaderboard(with(&token, rpb::GetLeaderboardRequest {
-                    game_kind: "jeu-du-10/dix".into(),
-                    min_games,
-                    page_size,
-                    page_token,
-                }))
+                .get_leaderboard(with(
+                    &token,
+                    rpb::GetLeaderboardRequest {
+                        game_kind: "jeu-du-10/dix".into(),
+                        min_games,
+                        page_size,
+                        page_token,
+                    },
+                ))
                 .await
                 .unwrap()
                 .into_inner()
@@ -183,7 +216,11 @@ async fn reads(db: Db) {
     let mut winners = vec![players[1].to_string(), players[3].to_string()];
     winners.sort();
     assert_eq!(
-        first.entries.iter().map(|e| e.player_id.clone()).collect::<Vec<_>>(),
+        first
+            .entries
+            .iter()
+            .map(|e| e.player_id.clone())
+            .collect::<Vec<_>>(),
         winners
     );
     assert_eq!(first.entries[0].rank, 1);
@@ -196,32 +233,44 @@ async fn reads(db: Db) {
     // Bad input: the field is named, nothing is INTERNAL.
     let bad = [
         client
-            .get_ratings(with(&token, rpb::GetRatingsRequest {
-                player_id: "me".into(),
-            }))
+            .get_ratings(with(
+                &token,
+                rpb::GetRatingsRequest {
+                    player_id: "me".into(),
+                },
+            ))
             .await
             .unwrap_err(),
         client
-            .get_leaderboard(with(&token, rpb::GetLeaderboardRequest {
-                game_kind: "chess".into(),
-                ..Default::default()
-            }))
+            .get_leaderboard(with(
+                &token,
+                rpb::GetLeaderboardRequest {
+                    game_kind: "chess".into(),
+                    ..Default::default()
+                },
+            ))
             .await
             .unwrap_err(),
         client
-            .get_leaderboard(with(&token, rpb::GetLeaderboardRequest {
-                game_kind: "jeu-du-10/dix".into(),
-                page_size: 101,
-                ..Default::default()
-            }))
+            .get_leaderboard(with(
+                &token,
+                rpb::GetLeaderboardRequest {
+                    game_kind: "jeu-du-10/dix".into(),
+                    page_size: 101,
+                    ..Default::default()
+                },
+            ))
             .await
             .unwrap_err(),
         client
-            .list_rating_history(with(&token, rpb::ListRatingHistoryRequest {
-                player_id: players[0].to_string(),
-                page_token: "x".repeat(5000),
-                ..Default::default()
-            }))
+            .list_rating_history(with(
+                &token,
+                rpb::ListRatingHistoryRequest {
+                    player_id: players[0].to_string(),
+                    page_token: "x".repeat(5000),
+                    ..Default::default()
+                },
+            ))
             .await
             .unwrap_err(),
     ];
