@@ -24,6 +24,7 @@ use fairdeal_proto::fairdeal::dealing::v1 as dpb;
 use fairdeal_proto::fairdeal::dealing::v1::dealing_service_client::DealingServiceClient;
 use fairdeal_proto::fairdeal::tables::v1 as tpb;
 use fairdeal_proto::fairdeal::tables::v1::tables_service_client::TablesServiceClient;
+use fairdeal_rating_service::RatingSettings;
 use fairdeal_tables::TablesSettings;
 use futures::StreamExt as _;
 use tonic::transport::Channel;
@@ -34,7 +35,7 @@ const TABLES_SECRET: &str = "tables-secret-8e3a6b0d5c";
 const PASSWORD: &str = "correct horse battery staple 7";
 /// The services, by the name of their events stream (`<prefix>.<name>`) and PostgreSQL
 /// schema.
-const SERVICES: [&str; 4] = ["auth", "commitment", "dealing", "tables"];
+const SERVICES: [&str; 5] = ["auth", "commitment", "dealing", "tables", "rating"];
 
 /// Where the services keep their data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -189,7 +190,30 @@ impl Platform {
         shutdowns.push(tables.shutdown());
         tokio::spawn(tables.run_until_stopped());
 
-        for url in [&auth_url, &commitment_url, &dealing_url, &tables_url] {
+        // Rating (it consumes the tables' events; on SQLite its own file, an empty log).
+        let (mut args, _) = storage("rating.db");
+        args.extend(strings(&[
+            "--listen-addr",
+            "127.0.0.1:0",
+            "--auth-url",
+            &auth_url,
+        ]));
+        let rating = fairdeal_rating_service::Application::build(settings::<RatingSettings>(
+            "rating", &args,
+        ))
+        .await
+        .unwrap();
+        let rating_url = format!("http://127.0.0.1:{}", rating.port());
+        shutdowns.push(rating.shutdown());
+        tokio::spawn(rating.run_until_stopped());
+
+        for url in [
+            &auth_url,
+            &commitment_url,
+            &dealing_url,
+            &tables_url,
+            &rating_url,
+        ] {
             fairdeal_testkit::wait_until_serving(url, "").await.unwrap();
         }
         let connect = |url: &str| Channel::from_shared(url.to_owned()).unwrap().connect_lazy();
@@ -201,6 +225,7 @@ impl Platform {
             ),
             ("fairdeal.dealing.v1.DealingService", connect(&dealing_url)),
             ("fairdeal.tables.v1.TablesService", connect(&tables_url)),
+            ("fairdeal.rating.v1.RatingService", connect(&rating_url)),
         ];
 
         let service_token = |name: &'static str, secret: &'static str| {

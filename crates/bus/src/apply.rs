@@ -346,6 +346,9 @@ where
             self.sink.publish(letter).await?;
         }
         tx.commit().await?;
+        if !ids.is_empty() || !letters.is_empty() {
+            self.handler.committed();
+        }
         for letter in &letters {
             self.metrics.dead_letters.add(1, &self.metrics.attributes);
             tracing::error!(
@@ -396,6 +399,7 @@ where
                         Ok(()) => {
                             DB::finish_redrive(self.db.sql(), &mut tx, stored.id, None).await?;
                             tx.commit().await?;
+                            self.handler.committed();
                             Ok(())
                         }
                         Err(error) => {

@@ -71,6 +71,13 @@ pub trait Handler<DB: sqlx::Database>: Send + Sync + 'static {
         let _ = event;
         true
     }
+
+    /// Called after a transaction in which this handler applied (or the consumer parked)
+    /// at least one event has committed. A handler that appends events through `tx` fires
+    /// the storage's append signal here, so the relay and in-process readers see them at once
+    /// (the store's own append path fires it, but an append inside the consumer's
+    /// transaction cannot until the consumer commits). Defaults to nothing.
+    fn committed(&self) {}
 }
 
 /// How often a consumer looks for dead letters an operator asked to re-drive.

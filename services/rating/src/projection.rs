@@ -1,0 +1,435 @@
+//! The consumer of the tables' events (`rating`) and the projections it keeps.
+//!
+//! For each `fairdeal.tables.v1.GameFinished`, inside the bus's transaction (so the event id
+//! the bus records, the `RatingChanged` events and the projections commit together, or not
+//! at all): read the game, decide whether it is rated ([`crate::domain`]), read the four
+//! players' ratings in its kind from the `ratings` projection, compute the changes with
+//! crates/rating, append one `RatingChanged` per player to `rating-<player>` with the
+//! stream version the projection knows (`ExpectedVersion::Exact`: a concurrent writer makes
+//! the batch fail and retry instead of rating from stale values), and update `ratings` and
+//! `rating_history` from the very events appended ([`apply`], also what [`rebuild`] runs).
+//!
+//! Parked (dead-lettered with an error line, the consumer carries on): a `GameFinished` that
+//! does not decode or is inconsistent, and any event of a table stream whose type is not
+//! the tables service's (an unknown event). The tables' other events are not wanted and
+//! only advance the position.
+
+use std::collections::HashMap;
+use std::future::Future;
+
+use fairdeal_bus::{AppendSignal, Handler, HandlerError};
+use fairdeal_eventstore::{
+    AnyEventStore, EventBackend, EventStore, ExpectedVersion, NewEvent, PgEventStore,
+    RecordedEvent, SqliteEventStore, StoreError, StreamId,
+};
+use fairdeal_proto::fairdeal::rating::v1 as rpb;
+use fairdeal_proto::fairdeal::tables::v1 as tpb;
+use fairdeal_rating::{
+    DEFAULT_RATING, Exactness, KFactor, Opponents, Rating, RecordedChange, Score,
+};
+use prost::{Message, Name};
+use sqlx::{Row, Transaction};
+use uuid::Uuid;
+
+use crate::events::{Malformed, finished_game, rating_changed};
+
+/// The consumer's durable name.
+pub const CONSUMER: &str = "rating";
+
+/// The service's migrations (ratings and history), both backends.
+pub static MIGRATIONS: fairdeal_db::Migrations = fairdeal_db::Migrations {
+    name: "fairdeal_rating",
+    postgres: sqlx::migrate!("./migrations/postgres"),
+    sqlite: sqlx::migrate!("./migrations/sqlite"),
+};
+
+/// The prefix of every event type of the tables service.
+const TABLES_PACKAGE: &str = "fairdeal.tables.v1.";
+
+/// Rates finished games (see the module docs).
+#[derive(Debug, Clone)]
+pub struct Ratings {
+    /// The event store, appended to inside the consumer's transaction.
+    events: AnyEventStore,
+    /// Fired once the consumer's transaction commits: wakes the relay and readers.
+    signal: AppendSignal,
+    /// K of every change.
+    k: KFactor,
+}
+
+impl Ratings {
+    /// A consumer appending to `storage`'s log with `k`.
+    pub fn new(storage: &fairdeal_platform::Storage, k: KFactor) -> Self {
+        Self {
+            events: storage.backend().clone(),
+            signal: storage.signal().clone(),
+            k,
+        }
+    }
+}
+
+/// A player's stream, `rating-<uuid>`.
+pub fn stream_of(player: Uuid) -> Result<StreamId, fairdeal_eventstore::EventError> {
+    StreamId::of("rating", player)
+}
+
+fn permanent(reason: impl std::fmt::Display) -> HandlerError {
+    HandlerError::permanent(reason.to_string())
+}
+
+/// The stored store of a backend (the consumer holds the backend-neutral one).
+trait StoreOf: EventBackend {
+    fn store_of(any: &AnyEventStore) -> Option<&Self::Store>;
+}
+
+impl StoreOf for sqlx::Postgres {
+    fn store_of(any: &AnyEventStore) -> Option<&PgEventStore> {
+        match any {
+            AnyEventStore::Postgres(store) => Some(store),
+            AnyEventStore::Sqlite(_) => None,
+        }
+    }
+}
+
+impl StoreOf for sqlx::Sqlite {
+    fn store_of(any: &AnyEventStore) -> Option<&SqliteEventStore> {
+        match any {
+            AnyEventStore::Sqlite(store) => Some(store),
+            AnyEventStore::Postgres(_) => None,
+        }
+    }
+}
+
+/// An append failure inside the handler: a version conflict or a lost race is worth
+/// retrying (the batch is re-read from the projections), anything else too unless the
+/// events themselves are invalid.
+fn append_error(error: StoreError) -> HandlerError {
+    match error {
+        StoreError::InvalidEvent(_) => permanent(error),
+        other => HandlerError::transient(other),
+    }
+}
+
+/// A rating as stored.
+fn stored_rating(value: f64) -> Result<Rating, HandlerError> {
+    Rating::new(value).map_err(|e| HandlerError::permanent(format!("stored rating: {e}")))
+}
+
+fn to_u32(value: i64, what: &str) -> Result<u32, HandlerError> {
+    u32::try_from(value).map_err(|_| permanent(format!("stored {what} {value} is out of range")))
+}
+
+fairdeal_db::for_each_backend! { DB =>
+    impl Handler<DB> for Ratings {
+        async fn handle(
+            &self,
+            event: &RecordedEvent,
+            tx: &mut Transaction<'_, DB>,
+        ) -> Result<(), HandlerError> {
+            if event.event_type != tpb::GameFinished::full_name() {
+                return Err(permanent(format!(
+                    "unknown event type {:?} in a table stream",
+                    fairdeal_kit::status::shown(&event.event_type)
+                )));
+            }
+            let game = finished_game(event).map_err(|e: Malformed| permanent(e))?;
+            let players = match game.players() {
+                Ok(players) => players,
+                Err(reason) => {
+                    tracing::info!(table_id = %game.table_id, %reason, "game not rated");
+                    return Ok(());
+                }
+            };
+            let table = game.table_id.to_string();
+            let kind = game.kind.as_str();
+            let rated: Option<String> =
+                sqlx::query_scalar("SELECT table_id FROM rating_history WHERE table_id = $1 LIMIT 1")
+                    .bind(&table)
+                    .fetch_optional(&mut **tx)
+                    .await?;
+            if rated.is_some() {
+                // Another GameFinished of the same table (never sent twice by the tables
+                // service; the bus already drops redeliveries of one event).
+                tracing::warn!(table_id = %table, "game already rated; ignored");
+                return Ok(());
+            }
+            let mut before = [DEFAULT_RATING; 4];
+            let mut games = [0u32; 4];
+            let mut versions = [0u64; 4];
+            for (seat, player) in players.iter().enumerate() {
+                let player = player.to_string();
+                let row = sqlx::query(
+                    "SELECT rating, games_played FROM ratings WHERE player_id = $1 AND game_kind = $2",
+                )
+                .bind(&player)
+                .bind(kind)
+                .fetch_optional(&mut **tx)
+                .await?;
+                if let Some(row) = row {
+                    before[seat] = stored_rating(row.try_get("rating")?)?;
+                    games[seat] = to_u32(row.try_get("games_played")?, "games_played")?;
+                }
+                let version: Option<i64> =
+                    sqlx::query_scalar("SELECT MAX(version) FROM rating_history WHERE player_id = $1")
+                        .bind(&player)
+                        .fetch_one(&mut **tx)
+                        .await?;
+                versions[seat] = u64::try_from(version.unwrap_or(0)).unwrap_or(0);
+            }
+            let changes = match game.rate(before, self.k) {
+                Ok(changes) => changes,
+                Err(reason) => {
+                    tracing::info!(table_id = %table, %reason, "game not rated");
+                    return Ok(());
+                }
+            };
+            let store = <DB as StoreOf>::store_of(&self.events)
+                .ok_or_else(|| permanent("the event store is not on the consumer's database"))?;
+            for seat in &changes {
+                let message = rating_changed(&game, seat, games[seat.seat].saturating_add(1));
+                let new = NewEvent::from_message(&message)
+                    .with_occurred_at(event.occurred_at)
+                    .with_correlation_id(table.clone())
+                    .with_causation_id(event.event_id.to_string())
+                    .with_trace_context(event.trace_context.clone());
+                let appended = store
+                    .append_in_tx(
+                        tx,
+                        &stream_of(seat.player).map_err(permanent)?,
+                        ExpectedVersion::Exact(versions[seat.seat]),
+                        vec![new],
+                    )
+                    .await
+                    .map_err(append_error)?;
+                apply(tx, appended.version, &message).await?;
+            }
+            tracing::info!(table_id = %table, kind, "game rated");
+            Ok(())
+        }
+
+        fn accepts(&self, event: &RecordedEvent) -> bool {
+            // The embedded log holds every service's events: only the tables' streams count.
+            // Of those, GameFinished is rated and unknown types are parked; the tables'
+            // other events are not wanted.
+            event.stream_id.category() == "table"
+                && (event.event_type == tpb::GameFinished::full_name()
+                    || !event.event_type.starts_with(TABLES_PACKAGE))
+        }
+
+        fn committed(&self) {
+            self.signal.notify();
+        }
+    }
+
+    impl RebuildOn for DB {
+        async fn rebuild_on(
+            pool: &sqlx::Pool<DB>,
+            events: &dyn EventStore,
+        ) -> Result<RebuildReport, RebuildError> {
+            let mut tx = <DB as fairdeal_db::Backend>::begin_write(pool).await?;
+            if <DB as fairdeal_db::Backend>::KIND == fairdeal_db::BackendKind::Postgres {
+                // The consumer's writes wait for the rebuild (reads go on).
+                sqlx::query("LOCK TABLE ratings, rating_history IN EXCLUSIVE MODE")
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            sqlx::query("DELETE FROM rating_history").execute(&mut *tx).await?;
+            sqlx::query("DELETE FROM ratings").execute(&mut *tx).await?;
+            let mut checker = Checker::default();
+            let mut from = 1;
+            loop {
+                let page = events.read_all(from, REBUILD_PAGE).await?;
+                let Some(last) = page.last() else { break };
+                from = last.position + 1;
+                for event in &page {
+                    if event.stream_id.category() != "rating"
+                        || event.event_type != rpb::RatingChanged::full_name()
+                    {
+                        continue;
+                    }
+                    let message: rpb::RatingChanged = event
+                        .decode_payload()
+                        .map_err(|e| RebuildError::Invalid(event.event_id, e.to_string()))?;
+                    checker.check(event, &message)?;
+                    apply(&mut tx, event.version, &message).await?;
+                }
+            }
+            tx.commit().await?;
+            Ok(checker.report())
+        }
+    }
+}
+
+/// Writes one recorded change into the projections: the history row (the payload as
+/// recorded) and the player's current rating in the kind (its `rating_after`, exactly).
+pub(crate) async fn apply<DB>(
+    tx: &mut Transaction<'_, DB>,
+    version: u64,
+    change: &rpb::RatingChanged,
+) -> Result<(), sqlx::Error>
+where
+    DB: ApplyOn,
+{
+    DB::apply_on(tx, version, change).await
+}
+
+/// [`apply`] on each backend.
+pub(crate) trait ApplyOn: sqlx::Database {
+    fn apply_on(
+        tx: &mut Transaction<'_, Self>,
+        version: u64,
+        change: &rpb::RatingChanged,
+    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
+}
+
+fairdeal_db::for_each_backend! { DB =>
+    impl ApplyOn for DB {
+        async fn apply_on(
+            tx: &mut Transaction<'_, DB>,
+            version: u64,
+            change: &rpb::RatingChanged,
+        ) -> Result<(), sqlx::Error> {
+            sqlx::query(
+                "INSERT INTO rating_history (player_id, version, table_id, game_kind, payload) \
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(&change.player_id)
+            .bind(i64::try_from(version).unwrap_or(i64::MAX))
+            .bind(&change.table_id)
+            .bind(&change.game_kind)
+            .bind(change.encode_to_vec())
+            .execute(&mut **tx)
+            .await?;
+            sqlx::query(
+                "INSERT INTO ratings (player_id, game_kind, rating, games_played) \
+                 VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT (player_id, game_kind) DO UPDATE \
+                 SET rating = excluded.rating, games_played = excluded.games_played",
+            )
+            .bind(&change.player_id)
+            .bind(&change.game_kind)
+            .bind(change.rating_after)
+            .bind(i64::from(change.games_played))
+            .execute(&mut **tx)
+            .await?;
+            Ok(())
+        }
+    }
+}
+
+/// Events read per page by [`rebuild`].
+const REBUILD_PAGE: usize = 1_000;
+
+/// Why a rebuild failed (nothing was changed: it runs in one transaction).
+#[derive(Debug, thiserror::Error)]
+pub enum RebuildError {
+    /// The log could not be read.
+    #[error("event store: {0}")]
+    Store(#[from] StoreError),
+    /// The projections could not be written.
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+    /// A recorded change does not check out.
+    #[error("RatingChanged {0}: {1}")]
+    Invalid(Uuid, String),
+}
+
+/// What a rebuild applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RebuildReport {
+    /// `RatingChanged` events applied (each recomputed and checked).
+    pub changes: u64,
+    /// Distinct (player, game kind) ratings.
+    pub ratings: u64,
+}
+
+/// Rebuilds the ratings and history from the log (see the module docs): every change is
+/// recomputed with crates/rating from its recorded inputs and must give the same bits, and
+/// must start from the player's previous rating in its kind (1500 for the first game), with
+/// `games_played` counting up by one. One transaction: on any failure nothing changes.
+pub async fn rebuild(storage: &fairdeal_platform::Storage) -> Result<RebuildReport, RebuildError> {
+    let events = storage.events();
+    fairdeal_db::on_db!(storage.db(), pool => rebuild_in(pool, events.as_ref()).await)
+}
+
+/// [`rebuild`] on the pool of one backend.
+async fn rebuild_in<DB: RebuildOn>(
+    pool: &sqlx::Pool<DB>,
+    events: &dyn EventStore,
+) -> Result<RebuildReport, RebuildError> {
+    DB::rebuild_on(pool, events).await
+}
+
+/// [`rebuild`] on each backend: empties the projections and applies every `RatingChanged`
+/// of the log again, checking each.
+trait RebuildOn: sqlx::Database {
+    fn rebuild_on(
+        pool: &sqlx::Pool<Self>,
+        events: &dyn EventStore,
+    ) -> impl Future<Output = Result<RebuildReport, RebuildError>> + Send;
+}
+
+/// Checks each recorded change against the chain of its player's changes.
+#[derive(Debug, Default)]
+struct Checker {
+    /// (player, kind) -> (last rating, games played).
+    last: HashMap<(String, String), (f64, u32)>,
+    /// Changes checked.
+    changes: u64,
+}
+
+impl Checker {
+    fn check(&mut self, event: &RecordedEvent, m: &rpb::RatingChanged) -> Result<(), RebuildError> {
+        let invalid = |reason: String| RebuildError::Invalid(event.event_id, reason);
+        if event.stream_id.as_str() != format!("rating-{}", m.player_id) {
+            return Err(invalid("player_id is not the stream's".into()));
+        }
+        let key = (m.player_id.clone(), m.game_kind.clone());
+        let (previous, played) = self
+            .last
+            .get(&key)
+            .copied()
+            .unwrap_or((DEFAULT_RATING.value(), 0));
+        if m.rating_before.to_bits() != previous.to_bits() {
+            return Err(invalid(format!(
+                "rating_before {:?} is not the previous rating {previous:?}",
+                m.rating_before
+            )));
+        }
+        if m.games_played != played.saturating_add(1) {
+            return Err(invalid(format!(
+                "games_played {} does not follow {played}",
+                m.games_played
+            )));
+        }
+        let parse = || -> Result<RecordedChange, fairdeal_rating::RatingError> {
+            Ok(RecordedChange {
+                before: Rating::new(m.rating_before)?,
+                opponents: Opponents::new(
+                    m.opponents
+                        .iter()
+                        .map(|o| Rating::new(o.rating_before))
+                        .collect::<Result<_, _>>()?,
+                )?,
+                score: Score::try_from(m.score)?,
+                k: KFactor::new(m.k)?,
+                expectation: m.expectation,
+                after: m.rating_after,
+            })
+        };
+        let recorded = parse().map_err(|e| invalid(e.to_string()))?;
+        recorded
+            .verify(Exactness::Bits)
+            .map_err(|e| invalid(e.to_string()))?;
+        self.last.insert(key, (m.rating_after, m.games_played));
+        self.changes += 1;
+        Ok(())
+    }
+
+    fn report(&self) -> RebuildReport {
+        RebuildReport {
+            changes: self.changes,
+            ratings: self.last.len() as u64,
+        }
+    }
+}
