@@ -20,8 +20,9 @@
 //!   (`auth=http://127.0.0.1:port,tables=...`) with the mail catcher's directory in
 //!   `FAIRDEAL_DEPLOY_MAIL_DIR`.
 //!
-//! The binaries: `FAIRDEAL_DEPLOY_BIN_DIR` when set, else this test builds them with cargo
-//! (`cargo build -p fairdeal-<service> -p fairdeal-health-probe`) into its own target dir.
+//! The binaries: `FAIRDEAL_DEPLOY_BIN_DIR` when set (`cargo xtask test` builds them and sets
+//! it), else the test's own profile directory (`cargo build -p fairdeal-<service> ... -p
+//! fairdeal-health-probe` first).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 mod compose;
@@ -337,47 +338,35 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// The directory holding the service binaries, building them when not given.
+/// The directory holding the service binaries: `FAIRDEAL_DEPLOY_BIN_DIR` (which `cargo xtask
+/// test` sets after building them), else this test's own profile directory when they are
+/// there. The test cannot build them itself: a cargo started from a running test waits
+/// forever for the build directory's lock, which the `cargo test` running it holds.
 fn binaries(services: &[String]) -> anyhow::Result<PathBuf> {
-    if let Some(dir) = std::env::var_os("FAIRDEAL_DEPLOY_BIN_DIR") {
-        return Ok(PathBuf::from(dir));
-    }
-    // This test's own executable is <target>/<profile>/deps/deploy-<hash>: build into the
-    // same target directory, same profile, so nothing is compiled twice.
-    let exe = std::env::current_exe()?;
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .ok_or_else(|| anyhow!("cannot place {}", exe.display()))?
-        .to_path_buf();
-    let target_dir = profile_dir
-        .parent()
-        .ok_or_else(|| anyhow!("no target dir"))?;
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let mut command = std::process::Command::new(cargo);
-    command
-        .arg("build")
-        .arg("--target-dir")
-        .arg(target_dir)
-        .current_dir(root());
-    if profile_dir.file_name().is_some_and(|p| p == "release") {
-        command.arg("--release");
-    }
-    for service in services {
-        command.arg("-p").arg(format!("fairdeal-{service}"));
-    }
-    command.args(["-p", "fairdeal-health-probe"]);
-    let started = Instant::now();
-    let status = command.status().context("running cargo build")?;
+    let dir = match std::env::var_os("FAIRDEAL_DEPLOY_BIN_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        // <target>/<profile>/deps/deploy-<hash>
+        None => std::env::current_exe()?
+            .parent()
+            .and_then(Path::parent)
+            .ok_or_else(|| anyhow!("cannot place this test's executable"))?
+            .to_path_buf(),
+    };
+    let mut names: Vec<String> = services.iter().map(|s| format!("fairdeal-{s}")).collect();
+    names.push("fairdeal-health-probe".to_owned());
+    let missing: Vec<&String> = names.iter().filter(|n| !dir.join(n).is_file()).collect();
     ensure!(
-        status.success(),
-        "cargo build of the service binaries failed"
+        missing.is_empty(),
+        "{missing:?} not found in {}: `cargo xtask test` builds them; or run `cargo build {}` \
+         first",
+        dir.display(),
+        names
+            .iter()
+            .map(|n| format!("-p {n}"))
+            .collect::<Vec<_>>()
+            .join(" ")
     );
-    println!(
-        "service binaries built in {:.1}s",
-        started.elapsed().as_secs_f64()
-    );
-    Ok(profile_dir)
+    Ok(dir)
 }
 
 /// A service process and where its output goes.

@@ -22,10 +22,6 @@ use std::time::{Duration, Instant};
 
 use crate::say;
 
-/// The fairdeal services of the compose stack and their host-port variables (in
-/// docker-compose.yml: `FAIRDEAL_<NAME>_PORT`). Adding a service to the stack adds it here.
-pub(crate) const SERVICES: &[&str] = &["auth", "commitment", "dealing", "tables"];
-
 /// The internal services that get their own token from auth (a secret each).
 const CALLERS: &[&str] = &["dealing", "tables"];
 
@@ -190,6 +186,45 @@ pub(crate) fn manifests() -> Result<Checked, String> {
 }
 
 // ---------------------------------------------------------------------------------------
+// The binaries of the native smoke test.
+
+/// The services deploy/Dockerfile builds (`ARG SERVICES="..."`): the one list of them.
+pub(crate) fn image_services() -> Result<Vec<String>, String> {
+    let path = root().join("deploy/Dockerfile");
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("ARG SERVICES="))
+        .map(|list| {
+            list.trim_matches('"')
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect()
+        })
+        .ok_or_else(|| format!("{} has no ARG SERVICES=\"...\"", path.display()))
+}
+
+/// Builds the service binaries and the health probe for the smoke test (tests/deploy), in
+/// the profile of the test run; returns the directory holding them. A test cannot build
+/// them itself: the `cargo test` running it holds the build directory's lock.
+pub(crate) fn build_binaries(release: bool) -> Result<PathBuf, String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let mut command = Command::new(cargo);
+    command.arg("build").current_dir(root());
+    if release {
+        command.arg("--release");
+    }
+    for service in image_services()? {
+        command.arg("-p").arg(format!("fairdeal-{service}"));
+    }
+    command.args(["-p", "fairdeal-health-probe"]);
+    crate::clean_cargo_env(&mut command);
+    say("building the service binaries for the compose smoke test");
+    run(&mut command)?;
+    Ok(crate::run::target_dir().join(if release { "release" } else { "debug" }))
+}
+
+// ---------------------------------------------------------------------------------------
 // Secrets.
 
 /// `n` random bytes as hex, from the kernel's generator.
@@ -317,6 +352,9 @@ struct Stack {
     env: Vec<(String, String)>,
     /// The run's directory (secrets, caught mail).
     dir: PathBuf,
+    /// The fairdeal services (deploy/Dockerfile's list); each publishes its port as
+    /// `FAIRDEAL_<NAME>_PORT`.
+    services: Vec<String>,
 }
 
 impl Stack {
@@ -373,7 +411,7 @@ impl Stack {
                 .map(|(s, state, health)| format!("{s}={state}/{health}"))
                 .collect::<Vec<_>>()
                 .join(" ");
-            let healthy = SERVICES.iter().all(|service| {
+            let healthy = self.services.iter().all(|service| {
                 states.iter().any(|(s, state, health)| {
                     s == service && state == "running" && health == "healthy"
                 })
@@ -491,7 +529,8 @@ pub(crate) fn check(args: &[String]) -> Result<ExitCode, String> {
         ),
     ];
     let mut urls = Vec::new();
-    for service in SERVICES {
+    let services = image_services()?;
+    for service in &services {
         let port = free_port()?;
         env.push((
             format!("FAIRDEAL_{}_PORT", service.to_uppercase()),
@@ -505,6 +544,7 @@ pub(crate) fn check(args: &[String]) -> Result<ExitCode, String> {
         compose: compose_args,
         env,
         dir,
+        services,
     };
     // Leftovers of a killed earlier run under the same project name.
     stack.down();

@@ -135,6 +135,15 @@ fn test(args: &[String]) -> Result<ExitCode, String> {
     } else {
         "Kubernetes manifest check not run (a run narrowed with -p)".to_owned()
     };
+    // The smoke test of the compose stack (fairdeal-e2e's `deploy`) runs the service binaries.
+    let cargo_args: Vec<&String> = args.iter().take_while(|a| *a != "--").collect();
+    let bin_dir = if whole || cargo_args.iter().any(|a| a.contains("fairdeal-e2e")) {
+        Some(deploy::build_binaries(
+            cargo_args.iter().any(|a| *a == "--release"),
+        )?)
+    } else {
+        None
+    };
     let running = start()?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut command = Command::new(cargo);
@@ -150,6 +159,9 @@ fn test(args: &[String]) -> Result<ExitCode, String> {
     }
     command.args(args);
     clean_cargo_env(&mut command);
+    if let Some(dir) = &bin_dir {
+        command.env("FAIRDEAL_DEPLOY_BIN_DIR", dir);
+    }
     running.servers.export_to(&mut command);
     let status = command
         .status()
