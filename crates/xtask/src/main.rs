@@ -19,6 +19,13 @@
 //! 5. runs `cargo test --workspace <args>` with `FAIRDEAL_TEST_POSTGRES_URL`,
 //!    `FAIRDEAL_TEST_REDIS_URL` and `FAIRDEAL_TEST_NATS_URL` naming them.
 //!
+//! Before the servers start, `cargo xtask test` (of the whole workspace) checks the
+//! Kubernetes manifests ([`deploy::manifests`]): every kustomization under `deploy/k8s`
+//! rendered by `kubectl kustomize` must validate with `kubernetes-validate --strict`. Where
+//! kubectl or python3 is missing the check is skipped and the run says so in its last line.
+//! The compose file's checks and the native smoke test are tests of `fairdeal-e2e`
+//! (tests/deploy). `cargo xtask deploy-check` runs the compose stack itself in Docker.
+//!
 //! The machine's own servers, if any, are neither used nor touched. PostgreSQL refuses to
 //! run as root: as root, its cluster belongs to and runs as the `postgres` system user
 //! (which Debian's package creates), through `runuser`.
@@ -29,6 +36,7 @@
 #![forbid(unsafe_code)]
 #![allow(clippy::print_stderr, clippy::print_stdout)] // A developer tool: it talks to a terminal.
 
+mod deploy;
 mod process;
 mod run;
 mod servers;
@@ -39,11 +47,28 @@ use std::process::{Command, ExitCode};
 
 const USAGE: &str = "\
 usage: cargo xtask test [cargo test args...]
-           starts throwaway PostgreSQL, Redis and NATS servers, runs
-           `cargo test --workspace [args...]` against them, stops them
+           checks the Kubernetes manifests (kubectl kustomize + kubernetes-validate --strict,
+           skipped with a note where kubectl or python3 is missing; not with -p), starts
+           throwaway PostgreSQL, Redis and NATS servers, runs `cargo test --workspace
+           [args...]` against them (the compose checks and the native smoke test of the
+           compose stack are among them: fairdeal-e2e's `deploy`), stops them
        cargo xtask services
            starts the same servers and prints their URLs as `export` lines for running
-           `cargo test -p <crate>` in another shell; stops them on Enter or Ctrl-C";
+           `cargo test -p <crate>` in another shell; stops them on Enter or Ctrl-C
+       cargo xtask deploy-check [--if-available] [--keep]
+           builds the image (docker build -f deploy/Dockerfile -t fairdeal:latest .), starts
+           docker-compose.yml under the project fairdeal-deploy-check with fresh secrets and
+           free host ports, waits until every service is healthy, plays a table of bots to
+           GameFinished through it (a player registers, confirms with the code the mail
+           catcher caught, logs in, creates a table with three bot seats and plays), then
+           removes the stack and its volumes. Needs a Docker daemon and docker-compose;
+           with --if-available it says SKIPPED and succeeds where they are missing. --keep
+           leaves the stack running. See docs/deploy.md.
+       cargo xtask deploy-manifests
+           only the Kubernetes manifest check of `cargo xtask test`
+       cargo xtask deploy-secrets [DIR]
+           writes a fresh set of the compose stack's secret files into DIR (default
+           deploy/secrets, which docker-compose.yml reads and git ignores)";
 
 /// Prints a progress line.
 fn say(message: impl std::fmt::Display) {
@@ -55,6 +80,22 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("test") => test(&args[1..]),
         Some("services") => services(),
+        Some("deploy-check") => deploy::check(&args[1..]),
+        Some("deploy-manifests") => manifests().map(|()| ExitCode::SUCCESS),
+        Some("deploy-secrets") if args.len() <= 2 => {
+            let dir = args.get(1).map_or_else(
+                || deploy::root().join("deploy/secrets"),
+                std::path::PathBuf::from,
+            );
+            deploy::secrets(&dir).map(|()| {
+                say(format!("secrets written to {}", dir.display()));
+                ExitCode::SUCCESS
+            })
+        }
+        Some("-h" | "--help" | "help") => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
         // Internal: the reaper of a run (see the module documentation).
         Some("__reap") if args.len() == 2 => {
             run::reap(std::path::Path::new(&args[1]));
@@ -73,6 +114,36 @@ fn main() -> ExitCode {
 
 /// `cargo xtask test [args]`.
 fn test(args: &[String]) -> Result<ExitCode, String> {
+    // The manifests belong to the whole workspace's run, not to a run narrowed to a crate.
+    let whole = !args
+        .iter()
+        .take_while(|a| *a != "--")
+        .any(|a| a.starts_with("-p") || a.starts_with("--package"));
+    let manifests_note = if whole {
+        match deploy::manifests()? {
+            deploy::Checked::Passed(dirs) => {
+                let note = format!("Kubernetes manifests valid: {}", dirs.join(", "));
+                say(&note);
+                note
+            }
+            deploy::Checked::Skipped(why) => {
+                let note = format!("Kubernetes manifest check SKIPPED: {why}");
+                say(&note);
+                note
+            }
+        }
+    } else {
+        "Kubernetes manifest check not run (a run narrowed with -p)".to_owned()
+    };
+    // The smoke test of the compose stack (fairdeal-e2e's `deploy`) runs the service binaries.
+    let cargo_args: Vec<&String> = args.iter().take_while(|a| *a != "--").collect();
+    let bin_dir = if whole || cargo_args.iter().any(|a| a.contains("fairdeal-e2e")) {
+        Some(deploy::build_binaries(
+            cargo_args.iter().any(|a| *a == "--release"),
+        )?)
+    } else {
+        None
+    };
     let running = start()?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut command = Command::new(cargo);
@@ -87,9 +158,27 @@ fn test(args: &[String]) -> Result<ExitCode, String> {
         command.arg("--workspace");
     }
     command.args(args);
-    // `cargo run` gave us the variables of the xtask package; some build scripts watch them
-    // (ring: CARGO_MANIFEST_DIR), so passing them on would rebuild those crates on every
-    // switch between `cargo test` and `cargo xtask test`.
+    clean_cargo_env(&mut command);
+    if let Some(dir) = &bin_dir {
+        command.env("FAIRDEAL_DEPLOY_BIN_DIR", dir);
+    }
+    running.servers.export_to(&mut command);
+    let status = command
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    running.stop();
+    say(manifests_note);
+    Ok(if status.success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// `cargo run` gave us the variables of the xtask package; some build scripts watch them
+/// (ring: CARGO_MANIFEST_DIR), so passing them on to a cargo we start would rebuild those
+/// crates on every switch between `cargo test` and `cargo xtask test`.
+fn clean_cargo_env(command: &mut Command) {
     for (var, _) in std::env::vars_os() {
         let name = var.to_string_lossy();
         if name.starts_with("CARGO_PKG_")
@@ -105,16 +194,17 @@ fn test(args: &[String]) -> Result<ExitCode, String> {
             command.env_remove(&var);
         }
     }
-    running.servers.export_to(&mut command);
-    let status = command
-        .status()
-        .map_err(|e| format!("cannot run cargo: {e}"))?;
-    running.stop();
-    Ok(if status.success() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+}
+
+/// `cargo xtask deploy-manifests` (a skip is no failure; it says why).
+fn manifests() -> Result<(), String> {
+    match deploy::manifests()? {
+        deploy::Checked::Passed(dirs) => {
+            say(format!("Kubernetes manifests valid: {}", dirs.join(", ")));
+        }
+        deploy::Checked::Skipped(why) => say(format!("Kubernetes manifest check SKIPPED: {why}")),
+    }
+    Ok(())
 }
 
 /// `cargo xtask services`.

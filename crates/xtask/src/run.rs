@@ -71,7 +71,7 @@ impl Run {
 }
 
 /// The cargo target directory this binary was built in: `<target>/debug/xtask`.
-fn target_dir() -> PathBuf {
+pub(crate) fn target_dir() -> PathBuf {
     std::env::current_exe()
         .ok()
         .and_then(|exe| Some(exe.parent()?.parent()?.to_path_buf()))

@@ -1,0 +1,591 @@
+//! The deployment files, checked (issue 19):
+//!
+//! - `compose_names_every_binary_with_its_settings`: docker-compose.yml parses (merge keys and
+//!   interpolation as compose does them), runs every binary deploy/Dockerfile builds, each
+//!   with its service name, its secret file, the addresses of what it calls (and waits for
+//!   them, healthy), a health check and a published port, and no secret in its environment.
+//! - `compose_services_run_natively_and_play_a_bot_table` (the smoke test): starts every
+//!   fairdeal service of the compose file as a native process with exactly the command and
+//!   environment compose gives it (plus the image's `ENV`), the compose host names mapped to
+//!   127.0.0.1: the fairdeal services to ports of their own, `postgres`/`nats`/`redis` to the
+//!   test servers, `mailcatcher` to an SMTP catcher in this test. Two settings differ, both
+//!   because the processes share one host and its servers: each binds its own port
+//!   (`FAIRDEAL_LISTEN_ADDR`), and they share a subject prefix no other test uses
+//!   (`FAIRDEAL_SUBJECT_PREFIX`); the secret files hold the test database's URL. Each service
+//!   starts once what it depends on serves (compose's order); the compose health check
+//!   command (`fairdeal-health-probe`) must pass for each. Then a player registers, confirms
+//!   with the mailed code, logs in and plays a table with three bots to GameFinished.
+//! - `compose_stack_plays_a_bot_table` (ignored): the same player against a running compose
+//!   stack, at the addresses `cargo xtask deploy-check` passes in `FAIRDEAL_DEPLOY_URLS`
+//!   (`auth=http://127.0.0.1:port,tables=...`) with the mail catcher's directory in
+//!   `FAIRDEAL_DEPLOY_MAIL_DIR`.
+//!
+//! The binaries: `FAIRDEAL_DEPLOY_BIN_DIR` when set (`cargo xtask test` builds them and sets
+//! it), else the test's own profile directory (`cargo build -p fairdeal-<service> ... -p
+//! fairdeal-health-probe` first).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+
+mod compose;
+mod play;
+mod smtp;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Instant;
+
+use anyhow::{Context as _, anyhow, bail, ensure};
+use compose::{Compose, Service};
+use sha2::Digest as _;
+use tokio::process::{Child, Command};
+
+/// The repository's root.
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
+}
+
+/// The port every service listens on inside its container.
+const CONTAINER_PORT: u16 = 50051;
+
+/// The settings (environment variables) each service needs from the compose file besides
+/// its name and secret file, and which compose service each address must name.
+const NEEDS: &[(&str, &[(&str, &str)])] = &[
+    (
+        "auth",
+        &[
+            ("FAIRDEAL_NATS_URL", "nats"),
+            ("FAIRDEAL_REDIS_URL", "redis"),
+            ("FAIRDEAL_SMTP_URL", "mailcatcher"),
+        ],
+    ),
+    (
+        "commitment",
+        &[("FAIRDEAL_NATS_URL", "nats"), ("FAIRDEAL_AUTH_URL", "auth")],
+    ),
+    (
+        "dealing",
+        &[
+            ("FAIRDEAL_NATS_URL", "nats"),
+            ("FAIRDEAL_AUTH_URL", "auth"),
+            ("FAIRDEAL_COMMITMENT_URL", "commitment"),
+        ],
+    ),
+    (
+        "tables",
+        &[
+            ("FAIRDEAL_NATS_URL", "nats"),
+            ("FAIRDEAL_AUTH_URL", "auth"),
+            ("FAIRDEAL_COMMITMENT_URL", "commitment"),
+            ("FAIRDEAL_DEALING_URL", "dealing"),
+        ],
+    ),
+];
+
+/// The keys each service's secret file must hold (checked on the files the smoke test and
+/// `cargo xtask deploy-secrets` write; documented in docs/deploy.md).
+const SECRET_KEYS: &[(&str, &[&str])] = &[
+    ("auth", &["database_url", "service_credentials"]),
+    ("commitment", &["database_url", "seed_keys"]),
+    ("dealing", &["database_url", "service_secret"]),
+    ("tables", &["database_url", "service_secret"]),
+];
+
+/// Names of settings that are secrets and must never be in a compose `environment`.
+const SECRET_WORDS: &[&str] = &[
+    "SECRET",
+    "PASSWORD",
+    "SEED_KEYS",
+    "CREDENTIALS",
+    "DATABASE_URL",
+];
+
+/// deploy/Dockerfile as the checks need it.
+struct Dockerfile {
+    /// `ARG SERVICES="..."`: the services whose binaries the image holds.
+    services: Vec<String>,
+    /// The runtime stage's `ENV` (every container's environment before compose's).
+    env: BTreeMap<String, String>,
+}
+
+fn dockerfile() -> Dockerfile {
+    let text = std::fs::read_to_string(root().join("deploy/Dockerfile")).unwrap();
+    // Statements with their continuation lines joined.
+    let statements: Vec<String> = text
+        .replace("\\\n", " ")
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let services = statements
+        .iter()
+        .find_map(|s| s.strip_prefix("ARG SERVICES="))
+        .expect("deploy/Dockerfile has ARG SERVICES=\"...\"")
+        .trim_matches('"')
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    let runtime = statements
+        .iter()
+        .rposition(|s| s.starts_with("FROM "))
+        .unwrap();
+    let env = statements[runtime..]
+        .iter()
+        .filter_map(|s| s.strip_prefix("ENV "))
+        .flat_map(|s| s.split_whitespace())
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    Dockerfile { services, env }
+}
+
+/// The compose file with every variable at its default (what `docker-compose up` does in a
+/// shell that sets none).
+fn compose_file() -> Compose {
+    Compose::load(&root().join("docker-compose.yml"), &BTreeMap::new()).unwrap()
+}
+
+/// `scheme://host:port...` split as (host, port); `None` for other values.
+fn url_host_port(value: &str) -> Option<(String, u16)> {
+    let rest = value.split_once("://")?.1;
+    let authority = rest.split(['/', '?']).next()?;
+    let authority = authority.rsplit('@').next()?;
+    let (host, port) = authority.rsplit_once(':')?;
+    Some((host.to_owned(), port.parse().ok()?))
+}
+
+#[test]
+fn compose_names_every_binary_with_its_settings() {
+    let docker = dockerfile();
+    let compose = compose_file();
+    let services = compose.fairdeal_services();
+
+    let mut binaries: Vec<String> = services.iter().map(|s| s.command[0].clone()).collect();
+    binaries.sort();
+    let mut built: Vec<String> = docker
+        .services
+        .iter()
+        .map(|s| format!("fairdeal-{s}"))
+        .collect();
+    built.sort();
+    assert_eq!(
+        binaries, built,
+        "docker-compose.yml must run each service binary deploy/Dockerfile builds, once"
+    );
+    let needs: BTreeMap<&str, &[(&str, &str)]> = NEEDS.iter().copied().collect();
+
+    for service in services {
+        let name = &service.name;
+        let context = |what: &str| format!("compose service {name}: {what}");
+        assert_eq!(
+            service.command,
+            [format!("fairdeal-{name}")],
+            "{}",
+            context("command")
+        );
+        assert_eq!(
+            service.image.as_deref(),
+            Some("fairdeal:latest"),
+            "{}",
+            context("image")
+        );
+        let env = &service.environment;
+        assert_eq!(
+            env.get("FAIRDEAL_SERVICE_NAME").map(String::as_str),
+            Some(name.as_str()),
+            "{}",
+            context("FAIRDEAL_SERVICE_NAME")
+        );
+        let secret = format!("{name}.toml");
+        assert_eq!(
+            env.get("FAIRDEAL_CONFIG"),
+            Some(&format!("/run/secrets/{secret}")),
+            "{}",
+            context("FAIRDEAL_CONFIG names its secret file")
+        );
+        assert!(
+            service.secrets.contains(&secret) && compose.secrets.contains_key(&secret),
+            "{}",
+            context("mounts its secret file")
+        );
+        for key in env.keys() {
+            assert!(
+                !SECRET_WORDS.iter().any(|w| key.contains(w)),
+                "{}",
+                context(&format!("{key} is a secret: it belongs in the secret file"))
+            );
+        }
+        for (key, value) in env {
+            assert!(
+                !value.trim().is_empty(),
+                "{}",
+                context(&format!("{key} is empty"))
+            );
+        }
+        let needed = needs
+            .get(name.as_str())
+            .unwrap_or_else(|| panic!("{}", context("missing from NEEDS in tests/deploy")));
+        for (key, target) in *needed {
+            let value = env
+                .get(*key)
+                .unwrap_or_else(|| panic!("{}", context(&format!("{key} is not set"))));
+            let (host, port) = url_host_port(value)
+                .unwrap_or_else(|| panic!("{}", context(&format!("{key} is not a URL"))));
+            assert_eq!(host, *target, "{}", context(key));
+            let callee = &compose.services[&host];
+            if callee
+                .command
+                .first()
+                .is_some_and(|c| c.starts_with("fairdeal-"))
+            {
+                assert_eq!(port, CONTAINER_PORT, "{}", context(key));
+            }
+            let condition = service.depends_on.get(&host);
+            let expected = if callee.healthcheck.is_some() {
+                "service_healthy"
+            } else {
+                "service_started"
+            };
+            assert_eq!(
+                condition.map(String::as_str),
+                Some(expected),
+                "{}",
+                context(&format!("depends_on {host}"))
+            );
+        }
+        assert_eq!(
+            service.healthcheck.as_deref(),
+            Some(&["CMD".to_owned(), "fairdeal-health-probe".to_owned()][..]),
+            "{}",
+            context("gRPC health check")
+        );
+        assert!(
+            service.ports.iter().any(|(_, c)| *c == CONTAINER_PORT),
+            "{}",
+            context("publishes its gRPC port")
+        );
+    }
+    // The image gives every container its listen address on the container port.
+    assert_eq!(
+        docker.env.get("FAIRDEAL_LISTEN_ADDR").map(String::as_str),
+        Some("0.0.0.0:50051")
+    );
+    // The start order exists (no cycle, no unknown service).
+    compose.start_order().unwrap();
+}
+
+// ---------------------------------------------------------------------------------------
+// The native smoke test.
+
+/// Writes the secret files a compose stack needs into `dir`, with `database_url` as given.
+fn write_secrets(dir: &Path, database_url: &str) -> anyhow::Result<()> {
+    let hex32 = || {
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes).expect("the system's random generator");
+        hex::encode(bytes)
+    };
+    let dealing = hex32();
+    let tables = hex32();
+    let sha = |s: &str| hex::encode(sha2::Sha256::digest(s.as_bytes()));
+    let files = [
+        (
+            "auth",
+            format!(
+                "database_url = \"{database_url}\"\nservice_credentials = \"dealing:{},tables:{}\"\n",
+                sha(&dealing),
+                sha(&tables)
+            ),
+        ),
+        (
+            "commitment",
+            format!(
+                "database_url = \"{database_url}\"\nseed_keys = \"k1:{}\"\n",
+                hex32()
+            ),
+        ),
+        (
+            "dealing",
+            format!("database_url = \"{database_url}\"\nservice_secret = \"{dealing}\"\n"),
+        ),
+        (
+            "tables",
+            format!("database_url = \"{database_url}\"\nservice_secret = \"{tables}\"\n"),
+        ),
+    ];
+    for (name, text) in files {
+        let keys = SECRET_KEYS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, k)| *k)
+            .unwrap_or_default();
+        for key in keys {
+            ensure!(text.contains(&format!("{key} = ")), "{name}: {key}");
+        }
+        std::fs::write(dir.join(format!("{name}.toml")), text)?;
+    }
+    Ok(())
+}
+
+/// A free port of 127.0.0.1.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The directory holding the service binaries: `FAIRDEAL_DEPLOY_BIN_DIR` (which `cargo xtask
+/// test` sets after building them), else this test's own profile directory when they are
+/// there. The test cannot build them itself: a cargo started from a running test waits
+/// forever for the build directory's lock, which the `cargo test` running it holds.
+fn binaries(services: &[String]) -> anyhow::Result<PathBuf> {
+    let dir = match std::env::var_os("FAIRDEAL_DEPLOY_BIN_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        // <target>/<profile>/deps/deploy-<hash>
+        None => std::env::current_exe()?
+            .parent()
+            .and_then(Path::parent)
+            .ok_or_else(|| anyhow!("cannot place this test's executable"))?
+            .to_path_buf(),
+    };
+    let mut names: Vec<String> = services.iter().map(|s| format!("fairdeal-{s}")).collect();
+    names.push("fairdeal-health-probe".to_owned());
+    let missing: Vec<&String> = names.iter().filter(|n| !dir.join(n).is_file()).collect();
+    ensure!(
+        missing.is_empty(),
+        "{missing:?} not found in {}: `cargo xtask test` builds them; or run `cargo build {}` \
+         first",
+        dir.display(),
+        names
+            .iter()
+            .map(|n| format!("-p {n}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    Ok(dir)
+}
+
+/// A service process and where its output goes.
+struct Running {
+    name: String,
+    child: Child,
+    log: PathBuf,
+}
+
+impl Running {
+    fn tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(30)..].join("\n")
+    }
+}
+
+/// Replaces `://host:port` of the compose names in `value` with the native addresses.
+fn map_hosts(value: &str, hosts: &BTreeMap<(String, u16), String>) -> String {
+    let mut value = value.to_owned();
+    for ((host, port), native) in hosts {
+        value = value.replace(&format!("://{host}:{port}"), &format!("://{native}"));
+    }
+    value
+}
+
+/// Starts `service` natively; returns once it serves (its health check passes).
+async fn start(
+    service: &Service,
+    bin_dir: &Path,
+    image_env: &BTreeMap<String, String>,
+    hosts: &BTreeMap<(String, u16), String>,
+    work: &Path,
+    secrets: &Path,
+    prefix: &str,
+) -> anyhow::Result<Running> {
+    let name = &service.name;
+    let native = &hosts[&(name.clone(), CONTAINER_PORT)];
+    let dir = work.join(name);
+    std::fs::create_dir_all(&dir)?;
+    let mut env: BTreeMap<String, String> = image_env.clone();
+    for (key, value) in &service.environment {
+        let value = match value.strip_prefix("/run/secrets/") {
+            Some(file) => secrets.join(file).display().to_string(),
+            None => map_hosts(value, hosts),
+        };
+        env.insert(key.clone(), value);
+    }
+    env.insert("FAIRDEAL_LISTEN_ADDR".into(), native.clone());
+    env.insert("FAIRDEAL_SUBJECT_PREFIX".into(), prefix.to_owned());
+    let log = dir.join("output.log");
+    let out = std::fs::File::create(&log)?;
+    let mut command = Command::new(bin_dir.join(&service.command[0]));
+    command
+        .args(&service.command[1..])
+        .env_clear()
+        .envs(&env)
+        .current_dir(&dir)
+        .stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out)
+        .kill_on_drop(true);
+    let mut running = Running {
+        name: name.clone(),
+        child: command
+            .spawn()
+            .with_context(|| format!("starting {}", service.command[0]))?,
+        log,
+    };
+    let url = format!("http://{native}");
+    tokio::select! {
+        served = fairdeal_testkit::wait_until_serving(&url, "") => {
+            if let Err(error) = served {
+                bail!("{name} does not serve: {error}\n{}", running.tail());
+            }
+        }
+        exited = running.child.wait() => {
+            bail!("{name} exited at start ({:?}):\n{}", exited, running.tail());
+        }
+    }
+    // The compose health check, as compose runs it (its own port from the environment).
+    let probe = Command::new(bin_dir.join("fairdeal-health-probe"))
+        .env_clear()
+        .env("FAIRDEAL_LISTEN_ADDR", native)
+        .output()
+        .await?;
+    ensure!(
+        probe.status.success(),
+        "{name}: fairdeal-health-probe failed: {}",
+        String::from_utf8_lossy(&probe.stderr)
+    );
+    Ok(running)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compose_services_run_natively_and_play_a_bot_table() {
+    let docker = dockerfile();
+    let compose = compose_file();
+    let bin_dir = binaries(&docker.services).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let secrets = work.path().join("secrets");
+    let mail = work.path().join("mail");
+    std::fs::create_dir_all(&secrets).unwrap();
+    std::fs::create_dir_all(&mail).unwrap();
+    let database = fairdeal_testkit::TestDatabase::create().await.unwrap();
+    write_secrets(&secrets, database.url()).unwrap();
+
+    let smtp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let smtp_addr = smtp.local_addr().unwrap();
+    let catcher = tokio::spawn(smtp::serve(smtp, mail.clone()));
+
+    // The compose host names, natively.
+    let host_port = |url: String| {
+        let (host, port) = url_host_port(&url).unwrap();
+        format!("{host}:{port}")
+    };
+    let mut hosts: BTreeMap<(String, u16), String> = BTreeMap::new();
+    hosts.insert(
+        ("nats".into(), 4222),
+        host_port(fairdeal_testkit::nats_url()),
+    );
+    hosts.insert(
+        ("redis".into(), 6379),
+        host_port(fairdeal_testkit::redis_url()),
+    );
+    hosts.insert(("mailcatcher".into(), 1025), smtp_addr.to_string());
+    // Nothing listens there: trace exports fail and are logged, as with no collector.
+    hosts.insert(
+        ("otel-collector".into(), 4317),
+        format!("127.0.0.1:{}", free_port()),
+    );
+    let fairdeal: Vec<&Service> = compose
+        .start_order()
+        .unwrap()
+        .into_iter()
+        .filter(|s| {
+            s.command
+                .first()
+                .is_some_and(|c| c.starts_with("fairdeal-"))
+        })
+        .collect();
+    for service in &fairdeal {
+        hosts.insert(
+            (service.name.clone(), CONTAINER_PORT),
+            format!("127.0.0.1:{}", free_port()),
+        );
+    }
+    let prefix = fairdeal_testkit::subject_prefix("deploy");
+    let mut running = Vec::new();
+    for service in &fairdeal {
+        let started = Instant::now();
+        let process = start(
+            service,
+            &bin_dir,
+            &docker.env,
+            &hosts,
+            work.path(),
+            &secrets,
+            &prefix,
+        )
+        .await
+        .unwrap_or_else(|error| panic!("{error:#}"));
+        println!(
+            "{}: serving natively at {} after {} ms, health probe passed",
+            service.name,
+            hosts[&(service.name.clone(), CONTAINER_PORT)],
+            started.elapsed().as_millis()
+        );
+        running.push(process);
+    }
+    let url = |name: &str| format!("http://{}", hosts[&(name.to_owned(), CONTAINER_PORT)]);
+    let result = async {
+        let token = play::player_token(&url("auth"), &mail).await?;
+        play::play_bot_table(&url("tables"), &token).await
+    }
+    .await;
+    if let Err(error) = &result {
+        for process in &running {
+            println!("--- {} (last lines)\n{}", process.name, process.tail());
+        }
+        panic!("{error:#}");
+    }
+    let played = result.unwrap();
+    assert!(
+        played.seed_revealed,
+        "the server seed is revealed after the game"
+    );
+    for mut process in running {
+        process.child.kill().await.unwrap();
+    }
+    catcher.abort();
+    database.drop().await.unwrap();
+}
+
+#[tokio::test]
+#[ignore = "needs a running compose stack: cargo xtask deploy-check"]
+async fn compose_stack_plays_a_bot_table() {
+    let urls: BTreeMap<String, String> = std::env::var("FAIRDEAL_DEPLOY_URLS")
+        .expect("FAIRDEAL_DEPLOY_URLS (auth=http://...,tables=http://...)")
+        .split(',')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    let mail = PathBuf::from(
+        std::env::var_os("FAIRDEAL_DEPLOY_MAIL_DIR").expect("FAIRDEAL_DEPLOY_MAIL_DIR"),
+    );
+    for (name, url) in &urls {
+        fairdeal_testkit::wait_until_serving(url, "")
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    let token = play::player_token(&urls["auth"], &mail)
+        .await
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    let played = play::play_bot_table(&urls["tables"], &token)
+        .await
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    assert!(
+        played.seed_revealed,
+        "the server seed is revealed after the game"
+    );
+}
