@@ -150,9 +150,10 @@ impl Mount {
             + 'static,
         S::Future: Send + 'static,
     {
-        self.routes.push(Box::new(move |routes: &mut RoutesBuilder| {
-            routes.add_service(service);
-        }));
+        self.routes
+            .push(Box::new(move |routes: &mut RoutesBuilder| {
+                routes.add_service(service);
+            }));
         self.service_names.push(S::NAME);
         self
     }

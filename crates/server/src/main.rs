@@ -12,7 +12,11 @@ use fairdeal_server::serve::{self, Target};
 use fairdeal_server::{Platform, UpOptions, examples};
 
 #[derive(Debug, Parser)]
-#[command(name = "fairdeal-server", version, about = "The fairdeal platform: every service in one binary")]
+#[command(
+    name = "fairdeal-server",
+    version,
+    about = "The fairdeal platform: every service in one binary"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -48,7 +52,12 @@ enum ServeTarget {
 #[derive(Debug, Clone, clap::Args)]
 struct UpArgs {
     /// Where the database, the keys and the mails are kept (created 0700 on first start).
-    #[arg(long, value_name = "DIR", default_value = "fairdeal-data", env = "FAIRDEAL_DATA_DIR")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "fairdeal-data",
+        env = "FAIRDEAL_DATA_DIR"
+    )]
     data_dir: PathBuf,
     /// The one address every gRPC service is served on.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:50051")]

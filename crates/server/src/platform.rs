@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::pin::Pin;
 
 use anyhow::Context as _;
-use fairdeal_db::{Db, DatabaseUrl, Migrations, Schema};
+use fairdeal_db::{DatabaseUrl, Db, Migrations, Schema};
 use fairdeal_kit::config::{Config, Loaded, Section};
 use fairdeal_kit::{Mount, ServeError, Shutdown};
 use fairdeal_platform::{StartError, Storage};

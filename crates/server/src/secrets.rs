@@ -93,7 +93,10 @@ impl Secrets {
         self.service_secrets
             .iter()
             .map(|(name, secret)| {
-                format!("{name}:{}", hex::encode(sha2::Sha256::digest(secret.as_bytes())))
+                format!(
+                    "{name}:{}",
+                    hex::encode(sha2::Sha256::digest(secret.as_bytes()))
+                )
             })
             .collect::<Vec<_>>()
             .join(",")

@@ -37,6 +37,8 @@ const WAIT: Duration = Duration::from_secs(60);
 const MAIL_POLL: Duration = Duration::from_millis(50);
 /// More moves than any match takes: a guard against a table that never ends.
 const MAX_MOVES: u32 = 20_000;
+/// Hands shown in full (the four hands, every trick); later ones get a line or two each.
+const DETAILED_HANDS: u32 = 1;
 
 /// Where the demo writes its lines (stdout, or a buffer in tests).
 #[derive(Clone)]
@@ -273,7 +275,10 @@ pub fn code_in_mail(dir: &Path, to: &str, word: &str) -> Option<(String, String)
                         .bytes()
                         .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
             })?;
-            Some((entry.file_name().to_string_lossy().into_owned(), code.to_owned()))
+            Some((
+                entry.file_name().to_string_lossy().into_owned(),
+                code.to_owned(),
+            ))
         })
         .collect();
     // Mail file names are UUIDv7s: the greatest is the newest.
@@ -375,9 +380,7 @@ async fn open_table(demo: &mut Demo) -> anyhow::Result<()> {
         seated_version = sat.version;
         let mut line = format!(
             "  {} sits {} (sees short code {})",
-            player.username,
-            SEAT_NAMES[player.seat as usize],
-            sat.short_code
+            player.username, SEAT_NAMES[player.seat as usize], sat.short_code
         );
         if player.seat < 3 {
             let contribution = format!("{}'s luck {}", player.username, random_hex(4)?);
@@ -392,7 +395,9 @@ async fn open_table(demo: &mut Demo) -> anyhow::Result<()> {
                 .await?
                 .into_inner();
             seated_version = done.version;
-            line.push_str(&format!(" and contributes {contribution:?} to the client seed"));
+            line.push_str(&format!(
+                " and contributes {contribution:?} to the client seed"
+            ));
         }
         demo.out.line(line);
     }
@@ -415,6 +420,10 @@ struct Progress {
     trick: Vec<String>,
     /// Whether a hand started since the caller last asked.
     new_hand: Option<u32>,
+    /// The current hand's number.
+    hand: u32,
+    /// Tricks won by each team in the current hand.
+    tricks_won: [u32; 2],
     /// The game's end, once seen.
     finished: Option<pb::GameFinished>,
     /// The revealed seeds, once seen.
@@ -472,6 +481,8 @@ impl Progress {
                 ));
                 self.auction.clear();
                 self.trick.clear();
+                self.tricks_won = [0, 0];
+                self.hand = h.hand;
                 self.new_hand = Some(h.hand);
             }
             E::BidPlaced(b) => self.auction.push(format!(
@@ -495,13 +506,18 @@ impl Progress {
                 .trick
                 .push(format!("{} {}", seat_letter(c.seat), c.card)),
             E::TrickWon(t) => {
-                out.line(format!(
-                    "    trick {:>2}: {:<24} -> {} takes {} points",
-                    t.trick,
-                    self.trick.join("  "),
-                    seat_letter(t.seat),
-                    t.points
-                ));
+                if self.hand < DETAILED_HANDS {
+                    out.line(format!(
+                        "    trick {:>2}: {:<24} -> {} takes {} points",
+                        t.trick,
+                        self.trick.join("  "),
+                        seat_letter(t.seat),
+                        t.points
+                    ));
+                }
+                if let Some(won) = self.tricks_won.get_mut((t.seat % 2) as usize) {
+                    *won += 1;
+                }
                 self.trick.clear();
             }
             E::HandScored(s) => {
@@ -512,9 +528,11 @@ impl Progress {
                 };
                 let of = |v: &[i32], i: usize| v.get(i).copied().unwrap_or_default();
                 out.line(format!(
-                    "    contract {} {} {verdict}: N-S {:+} E-W {:+}; scores N-S {} : E-W {}",
+                    "    contract {} {} {verdict} (tricks N-S {} : E-W {}): N-S {:+} E-W {:+}; scores N-S {} : E-W {}",
                     seat_letter(s.declarer),
                     moves::bid_text(s.bid.as_ref()),
+                    self.tricks_won[0],
+                    self.tricks_won[1],
                     of(&s.deltas, 0),
                     of(&s.deltas, 1),
                     of(&s.scores, 0),
@@ -616,7 +634,8 @@ async fn play(demo: &mut Demo) -> anyhow::Result<()> {
     }
     demo.revealed = Some(progress.until_revealed(&mut watch, &demo.out).await?);
     demo.finished = Some(progress.finished.context("no GameFinished seen")?);
-    demo.out.line(format!("  {moves} moves by the four clients"));
+    demo.out
+        .line(format!("  {moves} moves by the four clients"));
     Ok(())
 }
 
@@ -628,11 +647,13 @@ async fn show_hands(demo: &mut Demo, hand: u32) -> anyhow::Result<()> {
         if game.hand != Some(hand) {
             continue;
         }
-        demo.out.line(format!(
-            "    {}: {}",
-            seat_letter(seat),
-            game.my_hand.join(" ")
-        ));
+        if hand < DETAILED_HANDS {
+            demo.out.line(format!(
+                "    {}: {}",
+                seat_letter(seat),
+                game.my_hand.join(" ")
+            ));
+        }
         demo.shown.insert((seat, hand), game.my_hand);
     }
     Ok(())
@@ -714,10 +735,12 @@ async fn check_seeds(demo: &mut Demo) -> anyhow::Result<()> {
         if *seats != 4 {
             bail!("hand {hand}: {seats} seats' cards checked, not 4");
         }
-        demo.out.line(format!(
-            "  hand {hand}: the four hands re-derived from server seed, client seed and salt \"{hand}\" match the deal and what each seat saw"
-        ));
     }
+    demo.out.line(
+        "  each hand h re-derived from (server seed, client seed, salt \"h\") with fairdeal-fairness",
+    );
+    demo.out
+        .line("  equals the cards dealt to every seat and the hand each seat's own view showed");
     demo.deals_verified = u32::try_from(matched.len())?;
     demo.out.line(format!(
         "  fairness check passed: {} deals re-derived with fairdeal-fairness",

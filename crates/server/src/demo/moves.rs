@@ -6,8 +6,8 @@ use anyhow::{Context as _, anyhow};
 use fairdeal_games::game::{AuctionCall, PlayedCard, Trick};
 use fairdeal_games::view::SeatBid;
 use fairdeal_games::{
-    Bid, Bot as _, Call, Card, Command, HeuristicBot, Phase, PublicView, Purchase, Seat,
-    SeatView, Suit, TableOptions,
+    Bid, Bot as _, Call, Card, Command, HeuristicBot, Phase, PublicView, Purchase, Seat, SeatView,
+    Suit, TableOptions,
 };
 use fairdeal_proto::fairdeal::tables::v1 as pb;
 use pb::act_request::Action;
@@ -72,14 +72,18 @@ pub fn suit_name(value: i32) -> &'static str {
 }
 
 fn command(legal: &pb::LegalAction) -> anyhow::Result<Command> {
-    Ok(match legal.action.as_ref().context("a legal action without action")? {
-        Legal::Bid(b) => Command::Bid {
-            bid: bid(Some(b))?,
+    Ok(
+        match legal
+            .action
+            .as_ref()
+            .context("a legal action without action")?
+        {
+            Legal::Bid(b) => Command::Bid { bid: bid(Some(b))? },
+            Legal::Pass(_) => Command::Pass,
+            Legal::NameTrump(s) => Command::NameTrump { suit: suit(*s)? },
+            Legal::PlayCard(c) => Command::PlayCard { card: card(c)? },
         },
-        Legal::Pass(_) => Command::Pass,
-        Legal::NameTrump(s) => Command::NameTrump { suit: suit(*s)? },
-        Legal::PlayCard(c) => Command::PlayCard { card: card(c)? },
-    })
+    )
 }
 
 /// The wire action of a seat's command.
@@ -151,7 +155,11 @@ pub fn seat_view(view: &pb::TableView) -> anyhow::Result<Option<SeatView>> {
     let count = |i: usize| counts.get(i).map_or(0, |n| *n as usize);
     Ok(Some(SeatView {
         seat: seat(me)?,
-        hand: game.my_hand.iter().map(|c| card(c)).collect::<Result<_, _>>()?,
+        hand: game
+            .my_hand
+            .iter()
+            .map(|c| card(c))
+            .collect::<Result<_, _>>()?,
         legal: game.legal.iter().map(command).collect::<Result<_, _>>()?,
         table: PublicView {
             version: view.version,
