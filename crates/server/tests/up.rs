@@ -2,6 +2,8 @@
 //! check, the printed grpcurl examples, then a restart on the same directory that keeps
 //! every account, key and table.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+// The test says on stderr whether grpcurl ran the examples or the Rust client did.
+#![allow(clippy::print_stderr)]
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
