@@ -65,7 +65,7 @@ struct UpArgs {
     /// Serve only: no demo table.
     #[arg(long)]
     no_demo: bool,
-    /// Log filter (`tracing` syntax); logs go to standard error.
+    /// Filter of the log lines printed among the demo's (`tracing` syntax).
     #[arg(long, value_name = "FILTER", default_value = "warn")]
     log: String,
 }
