@@ -477,9 +477,32 @@ mod erased {
 /// Loads the configuration or ends the process: prints `--help`, `--version` or
 /// `--dump-config` output and exits 0, or prints the error and exits 2. The one place that
 /// may print, because nothing else (logging included) is set up yet. Meant for `main`.
-#[allow(clippy::print_stdout, clippy::print_stderr)]
 pub fn load_or_exit<S: Section>(service_name: &str) -> Config<S> {
-    match Config::<S>::load(service_name) {
+    exit_unless_run(Config::<S>::load(service_name))
+}
+
+/// [`load_or_exit`] with explicit arguments (the first is the program name) and the
+/// process's environment: how one binary serving several services (`fairdeal-server serve
+/// --target tables ...`) hands a service exactly the command line its own binary takes.
+pub fn load_args_or_exit<S, I, T>(service_name: &str, args: I) -> Config<S>
+where
+    S: Section,
+    I: IntoIterator<Item = T>,
+    T: Into<OsString>,
+{
+    exit_unless_run(Config::<S>::load_from(
+        service_name,
+        args,
+        std::env::vars_os()
+            .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?))),
+    ))
+}
+
+/// The configuration to run with; prints the dump, the usage or the error and exits
+/// otherwise.
+#[allow(clippy::print_stdout, clippy::print_stderr)]
+fn exit_unless_run<S: Section>(loaded: Result<Loaded<S>, ConfigError>) -> Config<S> {
+    match loaded {
         Ok(Loaded::Run(config)) => config,
         Ok(Loaded::DumpConfig(text)) => {
             print!("{text}");

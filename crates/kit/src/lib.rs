@@ -14,7 +14,8 @@
 //! - [`propagation`]: W3C trace context across gRPC metadata, event envelopes and NATS
 //!   headers.
 //! - [`server`]: the gRPC server (`Application::builder(..).build().await?` binds, then
-//!   `run_until_stopped()`), with health, reflection, request spans and graceful drain.
+//!   `run_until_stopped()`), with health, reflection, request spans and graceful drain;
+//!   a service's routes are a [`Mount`], so one server can carry several services.
 //! - [`shutdown`]: the shutdown handle and task tracker background tasks hang on.
 //! - [`status`]: the one mapping from service errors to `tonic::Status`.
 //!
@@ -43,6 +44,6 @@ pub mod status;
 pub mod telemetry;
 
 pub use config::{CommonConfig, Config, ConfigError, Section};
-pub use server::{Application, ApplicationBuilder, ServeError};
+pub use server::{Application, ApplicationBuilder, Mount, ServeError};
 pub use shutdown::Shutdown;
 pub use status::ServiceError;

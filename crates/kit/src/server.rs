@@ -12,7 +12,24 @@
 //! ```
 //!
 //! Binding in [`ApplicationBuilder::build`] (not in `run_until_stopped`) lets a test ask for
-//! port 0 and read the real address from [`Application::local_addr`] before serving.
+//! port 0 and read the real address from [`Application::local_addr`] before serving. A
+//! caller that must know the port before it assembles its services (the all-in-one process
+//! points its services at their own server) binds first with [`bind`] and hands the
+//! listener over with [`ApplicationBuilder::listener`].
+//!
+//! A service's routes are a [`Mount`]: its startup builds one (services plus the descriptor
+//! sets reflection serves) and either serves it alone (`builder(..).mount(m)`) or hands it
+//! to a process that mounts several services on one server, one port:
+//!
+//! ```ignore
+//! let shutdown = Shutdown::new();
+//! let app = Application::builder(&common)
+//!     .with_shutdown(shutdown.clone())
+//!     .mount(auth::startup::mount(&auth_config, storage.clone(), &shutdown).await?)
+//!     .mount(tables::startup::mount(&common, tables_parts, &shutdown).await?)
+//!     .build()
+//!     .await?;
+//! ```
 //!
 //! Every server gets, besides the caller's services:
 //! - `grpc.health.v1.Health`: SERVING for each added service and for `""` (the whole
@@ -74,6 +91,9 @@ pub enum ServeError {
     /// The server failed while serving.
     #[error("gRPC server failed: {0}")]
     Transport(#[from] tonic::transport::Error),
+    /// Two mounted services have the same gRPC name: one would shadow the other.
+    #[error("the gRPC service {0} is mounted twice")]
+    DuplicateService(&'static str),
     /// Shutdown did not finish within the grace period; leftovers were cancelled.
     #[error(
         "shutdown exceeded the grace period of {}: {} in-flight RPC(s) cancelled, {unfinished_tasks} background task(s) unfinished",
@@ -90,19 +110,101 @@ pub enum ServeError {
     },
 }
 
+/// Adds one service to the server's routes (kept until the routes are assembled).
+type AddRoute = Box<dyn FnOnce(&mut RoutesBuilder) + Send>;
+
+/// One service's (or several services') gRPC routes and the descriptor sets reflection
+/// serves for them, ready to be mounted on a server, alone or beside other services
+/// ([`ApplicationBuilder::mount`]).
+#[derive(Default)]
+pub struct Mount {
+    /// The services, added to the routes when the server is built.
+    routes: Vec<AddRoute>,
+    /// Their gRPC names, for health statuses and reflection.
+    service_names: Vec<&'static str>,
+    /// Encoded `FileDescriptorSet`s served by reflection.
+    descriptor_sets: Vec<&'static [u8]>,
+}
+
+impl std::fmt::Debug for Mount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mount")
+            .field("service_names", &self.service_names)
+            .field("descriptor_sets", &self.descriptor_sets.len())
+            .finish()
+    }
+}
+
+impl Mount {
+    /// No routes yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a tonic service (what `FooServer::new(handler)` returns). It is reported
+    /// SERVING under its gRPC name until shutdown.
+    pub fn add_service<S>(mut self, service: S) -> Self
+    where
+        S: tower::Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>
+            + NamedService
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        S::Future: Send + 'static,
+    {
+        self.routes
+            .push(Box::new(move |routes: &mut RoutesBuilder| {
+                routes.add_service(service);
+            }));
+        self.service_names.push(S::NAME);
+        self
+    }
+
+    /// Registers an encoded `FileDescriptorSet` (the proto crate's `FILE_DESCRIPTOR_SET`)
+    /// with reflection, so `grpcurl` can list and call the services without .proto files.
+    /// The same set given by several mounted services is registered once.
+    pub fn file_descriptor_set(mut self, encoded: &'static [u8]) -> Self {
+        if !self.descriptor_sets.contains(&encoded) {
+            self.descriptor_sets.push(encoded);
+        }
+        self
+    }
+
+    /// Adds `other`'s services and descriptor sets to these.
+    pub fn merge(mut self, other: Mount) -> Self {
+        self.routes.extend(other.routes);
+        self.service_names.extend(other.service_names);
+        for set in other.descriptor_sets {
+            self = self.file_descriptor_set(set);
+        }
+        self
+    }
+
+    /// The gRPC names of the services, in the order added.
+    pub fn service_names(&self) -> &[&'static str] {
+        &self.service_names
+    }
+}
+
+/// Binds `addr` (port 0 for any free port), for [`ApplicationBuilder::listener`].
+pub async fn bind(addr: SocketAddr) -> Result<TcpListener, ServeError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServeError::Bind { addr, source })
+}
+
 /// Collects services and options before the listener is bound.
 #[derive(Debug)]
 pub struct ApplicationBuilder {
     /// Address to bind (port 0 for any free port).
     listen_addr: SocketAddr,
+    /// A listener bound by the caller, used instead of binding `listen_addr`.
+    listener: Option<TcpListener>,
     /// Total time allowed for draining RPCs and background tasks.
     grace: Duration,
-    /// The caller's services.
-    routes: RoutesBuilder,
-    /// Their gRPC names, for health statuses.
-    service_names: Vec<&'static str>,
-    /// Encoded `FileDescriptorSet`s served by reflection.
-    descriptor_sets: Vec<&'static [u8]>,
+    /// The caller's services and their descriptor sets.
+    mount: Mount,
     /// The shutdown handle shared with the caller's tasks.
     shutdown: Shutdown,
     /// Whether SIGTERM/SIGINT trigger shutdown (off in tests that share a process).
@@ -134,15 +236,27 @@ impl ApplicationBuilder {
             + 'static,
         S::Future: Send + 'static,
     {
-        self.routes.add_service(service);
-        self.service_names.push(S::NAME);
+        self.mount = self.mount.add_service(service);
         self
     }
 
     /// Registers an encoded `FileDescriptorSet` (the proto crate's `FILE_DESCRIPTOR_SET`)
     /// with reflection, so `grpcurl` can list and call the services without .proto files.
     pub fn file_descriptor_set(mut self, encoded: &'static [u8]) -> Self {
-        self.descriptor_sets.push(encoded);
+        self.mount = self.mount.file_descriptor_set(encoded);
+        self
+    }
+
+    /// Mounts a service's routes (what its startup's `mount` returns); several services
+    /// mounted this way share the server, its port, health and reflection.
+    pub fn mount(mut self, mount: Mount) -> Self {
+        self.mount = self.mount.merge(mount);
+        self
+    }
+
+    /// Serves on `listener` (bound by [`bind`]) instead of binding the configured address.
+    pub fn listener(mut self, listener: TcpListener) -> Self {
+        self.listener = Some(listener);
         self
     }
 
@@ -155,20 +269,38 @@ impl ApplicationBuilder {
     /// Binds the listener and assembles health and reflection. Nothing is served until
     /// [`Application::run_until_stopped`].
     pub async fn build(self) -> Result<Application, ServeError> {
-        let listener = TcpListener::bind(self.listen_addr)
-            .await
-            .map_err(|source| ServeError::Bind {
-                addr: self.listen_addr,
-                source,
-            })?;
+        let Mount {
+            routes: add_routes,
+            service_names,
+            descriptor_sets,
+        } = self.mount;
+        // Background tasks the services started on this shutdown handle stop with a failed
+        // start, so a caller that gives up (a test, a retry) leaves nothing running.
+        let fail = |error: ServeError| {
+            self.shutdown.stop_background();
+            Err(error)
+        };
+        let duplicate = service_names
+            .iter()
+            .enumerate()
+            .find_map(|(i, name)| service_names[..i].contains(name).then_some(*name));
+        if let Some(name) = duplicate {
+            return fail(ServeError::DuplicateService(name));
+        }
+        let listener = match self.listener {
+            Some(listener) => listener,
+            None => match bind(self.listen_addr).await {
+                Ok(listener) => listener,
+                Err(error) => return fail(error),
+            },
+        };
         let local_addr = listener.local_addr().map_err(|source| ServeError::Bind {
             addr: self.listen_addr,
             source,
         })?;
 
         let (health, health_service) = tonic_health::server::health_reporter();
-        let mut health_names: Vec<String> = self
-            .service_names
+        let mut health_names: Vec<String> = service_names
             .iter()
             .map(|name| (*name).to_owned())
             .collect();
@@ -185,12 +317,12 @@ impl ApplicationBuilder {
                 .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
                 .with_service_name("grpc.health.v1.Health")
                 .with_service_name("grpc.reflection.v1.ServerReflection");
-            for set in &self.descriptor_sets {
+            for set in &descriptor_sets {
                 builder = builder.register_encoded_file_descriptor_set(set);
             }
             // A descriptor set may describe services of other binaries (the workspace's one
             // set holds every API): list only what this server answers.
-            for name in &self.service_names {
+            for name in &service_names {
                 builder = builder.with_service_name(*name);
             }
             builder
@@ -199,13 +331,16 @@ impl ApplicationBuilder {
         // The old v1alpha protocol is still what many grpcurl builds speak.
         let reflection_v1alpha = reflection().build_v1alpha()?;
 
-        let mut routes = self.routes;
+        let mut routes = RoutesBuilder::default();
+        for add in add_routes {
+            add(&mut routes);
+        }
         routes
             .add_service(health_service)
             .add_service(reflection_v1)
             .add_service(reflection_v1alpha);
 
-        tracing::info!(%local_addr, services = ?self.service_names, "gRPC server bound");
+        tracing::info!(%local_addr, services = ?service_names, "gRPC server bound");
         Ok(Application {
             metrics: RpcMetricsLayer::new(),
             listener,
@@ -248,10 +383,9 @@ impl Application {
     pub fn builder(common: &CommonConfig) -> ApplicationBuilder {
         ApplicationBuilder {
             listen_addr: common.listen_addr,
+            listener: None,
             grace: common.shutdown_grace,
-            routes: RoutesBuilder::default(),
-            service_names: Vec::new(),
-            descriptor_sets: Vec::new(),
+            mount: Mount::new(),
             shutdown: Shutdown::new(),
             handle_signals: true,
         }

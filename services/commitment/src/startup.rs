@@ -4,7 +4,7 @@
 
 use fairdeal_authn::{AuthLayer, Authenticator, CallerAuthSettings, spawn_key_refresh};
 use fairdeal_kit::config::{Config, ConfigError, Secret, Section};
-use fairdeal_kit::{CommonConfig, ServeError, Shutdown};
+use fairdeal_kit::{CommonConfig, Mount, ServeError, Shutdown};
 use fairdeal_platform::{Bus, StartError, Storage};
 use fairdeal_proto::fairdeal::commitment::v1::commitment_service_server::CommitmentServiceServer;
 use serde::Serialize;
@@ -67,9 +67,15 @@ pub struct Parts {
 impl Parts {
     /// The parts `config` names: opens and migrates the database.
     pub async fn from_config(config: &Config<CommitmentSettings>) -> Result<Self, StartError> {
+        let storage = Storage::open(&config.common, SCHEMA, &[&MIGRATIONS]).await?;
+        Self::over(config, storage)
+    }
+
+    /// The parts `config` names over an opened `storage` (migrated with [`MIGRATIONS`]; the
+    /// all-in-one process shares one between services).
+    pub fn over(config: &Config<CommitmentSettings>, storage: Storage) -> Result<Self, StartError> {
         let keys = config.service.key_ring()?;
         let authn = config.service.auth.authenticator(None)?;
-        let storage = Storage::open(&config.common, SCHEMA, &[&MIGRATIONS]).await?;
         Ok(Self {
             storage,
             keys,
@@ -93,6 +99,29 @@ pub async fn check_seed_keys(seeds: &SeedStore, keys: &KeyRing) -> Result<(), St
         })
 }
 
+/// Checks the stored seeds' keys, starts the service's background tasks on `shutdown` (key
+/// refresh, the relay) and returns its gRPC routes, to serve alone
+/// ([`Application::assemble`]) or beside other services on one server (the all-in-one
+/// process).
+pub async fn mount(
+    common: &CommonConfig,
+    parts: Parts,
+    shutdown: &Shutdown,
+) -> Result<Mount, StartError> {
+    let seeds = seed_store(parts.storage.db());
+    check_seed_keys(&seeds, &parts.keys).await?;
+    spawn_key_refresh(&parts.authn, shutdown);
+    Bus::start(common, &parts.storage, SERVICE, shutdown).await?;
+    let service = Commitments::new(parts.storage.events(), seeds, parts.keys);
+    let mut layer = AuthLayer::new(parts.authn);
+    for path in PUBLIC_METHODS {
+        layer = layer.allow_anonymous(path);
+    }
+    Ok(Mount::new()
+        .add_service(layer.wrap(CommitmentServiceServer::new(CommitmentApi::new(service))))
+        .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET))
+}
+
 /// The running commitment service.
 #[derive(Debug)]
 pub struct Application {
@@ -107,22 +136,13 @@ impl Application {
         Self::assemble(&config.common, parts).await
     }
 
-    /// Wires `parts` into a bound server: key refresh, the relay, the gRPC service.
+    /// Wires `parts` into a bound server of its own: [`mount`], then bind.
     pub async fn assemble(common: &CommonConfig, parts: Parts) -> Result<Self, StartError> {
-        let seeds = seed_store(parts.storage.db());
-        check_seed_keys(&seeds, &parts.keys).await?;
         let shutdown = Shutdown::new();
-        spawn_key_refresh(&parts.authn, &shutdown);
-        Bus::start(common, &parts.storage, SERVICE, &shutdown).await?;
-        let service = Commitments::new(parts.storage.events(), seeds, parts.keys);
-        let mut layer = AuthLayer::new(parts.authn);
-        for path in PUBLIC_METHODS {
-            layer = layer.allow_anonymous(path);
-        }
+        let routes = mount(common, parts, &shutdown).await?;
         let app = fairdeal_kit::Application::builder(common)
             .with_shutdown(shutdown)
-            .add_service(layer.wrap(CommitmentServiceServer::new(CommitmentApi::new(service))))
-            .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET)
+            .mount(routes)
             .build()
             .await?;
         Ok(Application { app })

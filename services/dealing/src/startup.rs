@@ -10,7 +10,7 @@ use fairdeal_authn::{
 };
 use fairdeal_kit::client::{self, Target};
 use fairdeal_kit::config::{Config, ConfigError, Section};
-use fairdeal_kit::{CommonConfig, ServeError, Shutdown};
+use fairdeal_kit::{CommonConfig, Mount, ServeError, Shutdown};
 use fairdeal_platform::{Bus, StartError, Storage};
 use fairdeal_proto::fairdeal::dealing::v1::dealing_service_server::DealingServiceServer;
 use serde::Serialize;
@@ -68,9 +68,16 @@ pub struct Parts {
 }
 
 impl Parts {
-    /// The parts `config` names: one channel to the auth service serves both this
-    /// service's token and the public keys; the database is opened and migrated.
+    /// The parts `config` names: the database is opened and migrated (see [`Parts::over`]).
     pub async fn from_config(config: &Config<DealingSettings>) -> Result<Self, StartError> {
+        let storage = Storage::open(&config.common, SCHEMA, &[]).await?;
+        Self::over(config, storage)
+    }
+
+    /// The parts `config` names over an opened `storage` (the all-in-one process shares one
+    /// between services). One channel to the auth service serves both this service's token
+    /// and the public keys.
+    pub fn over(config: &Config<DealingSettings>, storage: Storage) -> Result<Self, StartError> {
         let settings = &config.service;
         let auth = settings.auth.auth_channel()?;
         let tokens = settings
@@ -81,7 +88,6 @@ impl Parts {
         // until it is up.
         let commitment = client::channel("commitment_url", &settings.commitment_url)
             .map_err(|e| ConfigError::invalid(e.field, e.reason))?;
-        let storage = Storage::open(&config.common, SCHEMA, &[]).await?;
         Ok(Self {
             storage,
             commitment,
@@ -89,6 +95,26 @@ impl Parts {
             authn,
         })
     }
+}
+
+/// Starts the service's background tasks on `shutdown` (key refresh, the relay) and returns
+/// its gRPC routes, to serve alone ([`Application::assemble`]) or beside other services on
+/// one server (the all-in-one process).
+pub async fn mount(
+    common: &CommonConfig,
+    parts: Parts,
+    shutdown: &Shutdown,
+) -> Result<Mount, StartError> {
+    spawn_key_refresh(&parts.authn, shutdown);
+    Bus::start(common, &parts.storage, SERVICE, shutdown).await?;
+    let dealer = Dealer::new(parts.storage.events(), parts.commitment, parts.tokens);
+    let mut layer = AuthLayer::new(parts.authn);
+    for path in PUBLIC_METHODS {
+        layer = layer.allow_anonymous(path);
+    }
+    Ok(Mount::new()
+        .add_service(layer.wrap(DealingServiceServer::new(DealingApi::new(dealer))))
+        .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET))
 }
 
 /// The running dealing service.
@@ -105,20 +131,13 @@ impl Application {
         Self::assemble(&config.common, parts).await
     }
 
-    /// Wires `parts` into a bound server: key refresh, the relay, the gRPC service.
+    /// Wires `parts` into a bound server of its own: [`mount`], then bind.
     pub async fn assemble(common: &CommonConfig, parts: Parts) -> Result<Self, StartError> {
         let shutdown = Shutdown::new();
-        spawn_key_refresh(&parts.authn, &shutdown);
-        Bus::start(common, &parts.storage, SERVICE, &shutdown).await?;
-        let dealer = Dealer::new(parts.storage.events(), parts.commitment, parts.tokens);
-        let mut layer = AuthLayer::new(parts.authn);
-        for path in PUBLIC_METHODS {
-            layer = layer.allow_anonymous(path);
-        }
+        let routes = mount(common, parts, &shutdown).await?;
         let app = fairdeal_kit::Application::builder(common)
             .with_shutdown(shutdown)
-            .add_service(layer.wrap(DealingServiceServer::new(DealingApi::new(dealer))))
-            .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET)
+            .mount(routes)
             .build()
             .await?;
         Ok(Application { app })

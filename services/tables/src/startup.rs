@@ -10,7 +10,7 @@ use fairdeal_authn::{
 };
 use fairdeal_kit::client::{self, Target};
 use fairdeal_kit::config::{Config, ConfigError, Section};
-use fairdeal_kit::{CommonConfig, ServeError, Shutdown};
+use fairdeal_kit::{CommonConfig, Mount, ServeError, Shutdown};
 use fairdeal_platform::{Bus, StartError, Storage};
 use fairdeal_proto::fairdeal::tables::v1::tables_service_server::TablesServiceServer;
 use serde::Serialize;
@@ -79,6 +79,13 @@ pub struct Parts {
 impl Parts {
     /// The parts `config` names; the database is opened and migrated.
     pub async fn from_config(config: &Config<TablesSettings>) -> Result<Self, StartError> {
+        let storage = Storage::open(&config.common, SCHEMA, &[&MIGRATIONS]).await?;
+        Self::over(config, storage)
+    }
+
+    /// The parts `config` names over an opened `storage` (migrated with [`MIGRATIONS`]; the
+    /// all-in-one process shares one between services).
+    pub fn over(config: &Config<TablesSettings>, storage: Storage) -> Result<Self, StartError> {
         let settings = &config.service;
         let auth = settings.auth.auth_channel()?;
         let tokens = settings
@@ -91,7 +98,6 @@ impl Parts {
             .map_err(|e| ConfigError::invalid(e.field, e.reason))?;
         let dealing = client::channel("dealing_url", &settings.dealing_url)
             .map_err(|e| ConfigError::invalid(e.field, e.reason))?;
-        let storage = Storage::open(&config.common, SCHEMA, &[&MIGRATIONS]).await?;
         Ok(Self {
             storage,
             commitment,
@@ -101,6 +107,35 @@ impl Parts {
             clock: Arc::new(SystemClock),
         })
     }
+}
+
+/// Starts the service's background tasks on `shutdown` (key refresh, the relay, the lobby
+/// consumer, the turn clocks) and returns its gRPC routes, to serve alone
+/// ([`Application::assemble`]) or beside other services on one server (the all-in-one
+/// process).
+pub async fn mount(
+    common: &CommonConfig,
+    parts: Parts,
+    shutdown: &Shutdown,
+) -> Result<Mount, StartError> {
+    spawn_key_refresh(&parts.authn, shutdown);
+    let bus = Bus::start(common, &parts.storage, SERVICE, shutdown).await?;
+    bus.spawn_consumer(SERVICE, CONSUMER, Arc::new(LobbyProjection), shutdown)
+        .await?;
+    let tables = Tables::new(
+        &parts.storage,
+        parts.commitment,
+        parts.dealing,
+        parts.tokens,
+        parts.clock,
+        shutdown.clone(),
+    );
+    shutdown.spawn("turn-clocks", tables.clone().run_timers(shutdown.token()));
+    Ok(Mount::new()
+        .add_service(
+            AuthLayer::new(parts.authn).wrap(TablesServiceServer::new(TablesApi::new(tables))),
+        )
+        .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET))
 }
 
 /// The running tables service.
@@ -117,29 +152,13 @@ impl Application {
         Self::assemble(&config.common, parts).await
     }
 
-    /// Wires `parts` into a bound server: key refresh, the relay, the lobby consumer, the
-    /// turn clocks, the gRPC service.
+    /// Wires `parts` into a bound server of its own: [`mount`], then bind.
     pub async fn assemble(common: &CommonConfig, parts: Parts) -> Result<Self, StartError> {
         let shutdown = Shutdown::new();
-        spawn_key_refresh(&parts.authn, &shutdown);
-        let bus = Bus::start(common, &parts.storage, SERVICE, &shutdown).await?;
-        bus.spawn_consumer(SERVICE, CONSUMER, Arc::new(LobbyProjection), &shutdown)
-            .await?;
-        let tables = Tables::new(
-            &parts.storage,
-            parts.commitment,
-            parts.dealing,
-            parts.tokens,
-            parts.clock,
-            shutdown.clone(),
-        );
-        shutdown.spawn("turn-clocks", tables.clone().run_timers(shutdown.token()));
+        let routes = mount(common, parts, &shutdown).await?;
         let app = fairdeal_kit::Application::builder(common)
             .with_shutdown(shutdown)
-            .add_service(
-                AuthLayer::new(parts.authn).wrap(TablesServiceServer::new(TablesApi::new(tables))),
-            )
-            .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET)
+            .mount(routes)
             .build()
             .await?;
         Ok(Application { app })

@@ -169,3 +169,74 @@ async fn past_the_grace_period_rpcs_are_refused_and_the_server_reports_it() {
     }
     drop(app.gate);
 }
+
+fn slow() -> crate::support::Slow {
+    crate::support::Slow::new()
+}
+
+#[tokio::test]
+async fn mounts_share_one_listener_bound_beforehand() {
+    let mut common = fairdeal_kit::CommonConfig::with_defaults("kit-test").unwrap();
+    // Not used: the listener bound first wins.
+    common.listen_addr = "127.0.0.1:1".parse().unwrap();
+    let listener = fairdeal_kit::server::bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    let set = crate::support::slow_descriptor_set();
+    let routes = fairdeal_kit::Mount::new()
+        .add_service(slow())
+        .file_descriptor_set(set);
+    assert_eq!(routes.service_names(), [SLOW_SERVICE]);
+    let app = fairdeal_kit::Application::builder(&common)
+        .handle_signals(false)
+        .listener(listener)
+        .mount(routes)
+        // Another service's mount registering the same descriptor set: served once.
+        .mount(fairdeal_kit::Mount::new().file_descriptor_set(set))
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(app.local_addr(), addr);
+    let shutdown = app.shutdown();
+    let server = tokio::spawn(app.run_until_stopped());
+    let channel = tonic::transport::Channel::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let status = HealthClient::new(channel)
+        .check(check(SLOW_SERVICE))
+        .await
+        .unwrap()
+        .into_inner()
+        .status();
+    assert_eq!(status, ServingStatus::Serving);
+    shutdown.trigger();
+    server.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn a_service_mounted_twice_is_refused_and_the_mounts_tasks_stop() {
+    let mut common = fairdeal_kit::CommonConfig::with_defaults("kit-test").unwrap();
+    common.listen_addr = "127.0.0.1:0".parse().unwrap();
+    let shutdown = fairdeal_kit::Shutdown::new();
+    let token = shutdown.token();
+    shutdown.spawn("mounted-task", async move { token.cancelled().await });
+    let error = fairdeal_kit::Application::builder(&common)
+        .with_shutdown(shutdown.clone())
+        .handle_signals(false)
+        .mount(fairdeal_kit::Mount::new().add_service(slow()))
+        .mount(fairdeal_kit::Mount::new().add_service(slow()))
+        .build()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, ServeError::DuplicateService(SLOW_SERVICE)),
+        "{error}"
+    );
+    shutdown.tracker().close();
+    tokio::time::timeout(Duration::from_secs(5), shutdown.tracker().wait())
+        .await
+        .expect("the mount's background task stops with the failed build");
+}

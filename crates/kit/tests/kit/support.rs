@@ -33,6 +33,15 @@ pub(crate) struct Slow {
     gate: watch::Receiver<bool>,
 }
 
+impl Slow {
+    /// A `Slow` nobody waits on (for tests that only mount it).
+    pub(crate) fn new() -> Self {
+        let (started, _) = mpsc::unbounded_channel();
+        let (_, gate) = watch::channel(false);
+        Self { started, gate }
+    }
+}
+
 impl NamedService for Slow {
     const NAME: &'static str = SLOW_SERVICE;
 }

@@ -1,0 +1,164 @@
+//! `fairdeal-server`: the whole platform in one process (`up`), or one service of it
+//! (`serve --target <service>`). See the library's documentation.
+#![forbid(unsafe_code)]
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use fairdeal_server::demo::{Demo, Output, STEPS};
+use fairdeal_server::serve::{self, Target};
+use fairdeal_server::{Platform, UpOptions, examples};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "fairdeal-server",
+    version,
+    about = "The fairdeal platform: every service in one binary"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Every service in one process on the embedded default (SQLite under the data
+    /// directory, the in-process bus), on one port, with a demo table of bots.
+    Up(UpArgs),
+    /// One service, with exactly the flags, `FAIRDEAL_*` environment and `--config` file its
+    /// own binary `fairdeal-<service>` takes (`serve --target tables -- --help` lists them);
+    /// `--target all` is `up --no-demo` and takes `up`'s flags.
+    Serve {
+        /// The service to run.
+        #[arg(long, value_enum)]
+        target: ServeTarget,
+        /// The service's own flags.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ServeTarget {
+    Auth,
+    Commitment,
+    Dealing,
+    Tables,
+    All,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+struct UpArgs {
+    /// Where the database, the keys and the mails are kept (created 0700 on first start).
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "fairdeal-data",
+        env = "FAIRDEAL_DATA_DIR"
+    )]
+    data_dir: PathBuf,
+    /// The one address every gRPC service is served on.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:50051")]
+    listen: SocketAddr,
+    /// Serve only: no demo table.
+    #[arg(long)]
+    no_demo: bool,
+    /// Filter of the log lines printed among the demo's (`tracing` syntax).
+    #[arg(long, value_name = "FILTER", default_value = "warn")]
+    log: String,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Up(args) => up(args).await,
+        Command::Serve { target, args } => {
+            let target = match target {
+                ServeTarget::All => {
+                    let mut all = vec!["fairdeal-server serve --target all".to_owned()];
+                    all.extend(args);
+                    let mut up_args = UpCli::parse_from(all).up;
+                    up_args.no_demo = true;
+                    return up(up_args).await;
+                }
+                ServeTarget::Auth => Target::Auth,
+                ServeTarget::Commitment => Target::Commitment,
+                ServeTarget::Dealing => Target::Dealing,
+                ServeTarget::Tables => Target::Tables,
+            };
+            let mut all = vec![format!("fairdeal-{}", target.name())];
+            all.extend(args);
+            serve::run(target, all).await
+        }
+    }
+}
+
+/// `up`'s flags on their own (for `serve --target all`).
+#[derive(Debug, Parser)]
+struct UpCli {
+    #[command(flatten)]
+    up: UpArgs,
+}
+
+async fn up(args: UpArgs) -> anyhow::Result<()> {
+    let mut common = fairdeal_kit::CommonConfig::with_defaults("fairdeal")?;
+    common.log = Some(args.log.clone());
+    common.log_format = fairdeal_kit::config::LogFormat::Pretty;
+    let _telemetry = fairdeal_kit::telemetry::init(&common).context("telemetry")?;
+
+    let platform = Platform::start(&UpOptions {
+        data_dir: args.data_dir.clone(),
+        listen: args.listen,
+        handle_signals: true,
+    })
+    .await
+    .context("starting the platform")?;
+    let out = Output::stdout();
+    banner(&platform, &out);
+
+    if !args.no_demo {
+        let url = platform.url().to_owned();
+        let mailbox = platform.mailbox_dir();
+        let demo_out = out.clone();
+        tokio::spawn(async move {
+            let result = async {
+                let mut demo = Demo::connect(&url, &mailbox, demo_out.clone()).await?;
+                demo.run(STEPS).await
+            }
+            .await;
+            demo_out.line("");
+            match result {
+                Ok(()) => demo_out.line(format!(
+                    "Demo finished. The platform keeps serving at {url} (Ctrl-C stops it)."
+                )),
+                Err(error) => demo_out.line(format!("Demo failed: {error:#}")),
+            }
+        });
+    }
+    platform.run_until_stopped().await.context("serving")?;
+    Ok(())
+}
+
+fn banner(platform: &Platform, out: &Output) {
+    let addr = fairdeal_server::platform::reachable(platform.local_addr()).to_string();
+    out.line(format!(
+        "fairdeal is up at {} with {} (data in {})",
+        platform.url(),
+        fairdeal_server::SERVICES
+            .iter()
+            .map(|s| s.name)
+            .collect::<Vec<_>>()
+            .join(", "),
+        platform.data_dir().display()
+    ));
+    out.line("Try it with grpcurl (https://github.com/fullstorydev/grpcurl), in one shell:");
+    for example in examples::grpcurl(&addr, platform.data_dir()) {
+        out.line(format!("  # {}", example.what));
+        out.line(format!("  {}", example.command));
+    }
+    out.line("  # then a move, with the version and a legal move from your view:");
+    out.line(format!("  {}", examples::act_hint(&addr)));
+}

@@ -1,0 +1,302 @@
+//! `up` as a user runs it: the platform on a fresh data directory, the demo to the seed
+//! check, the printed grpcurl examples, then a restart on the same directory that keeps
+//! every account, key and table.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+// The test says on stderr whether grpcurl ran the examples or the Rust client did.
+#![allow(clippy::print_stderr)]
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::Path;
+use std::process::Command;
+
+use fairdeal_proto::fairdeal::auth::v1 as apb;
+use fairdeal_proto::fairdeal::tables::v1 as pb;
+use fairdeal_server::demo::{Demo, Output, STEPS, authed, wait_for_mail};
+use fairdeal_server::examples::{self, EMAIL, PASSWORD, USERNAME};
+use fairdeal_server::platform::reachable;
+use fairdeal_server::{Platform, UpOptions};
+
+fn options(dir: &Path) -> UpOptions {
+    UpOptions {
+        data_dir: dir.join("data"),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        handle_signals: false,
+    }
+}
+
+/// Starts the platform and serves it in the background.
+async fn start(
+    dir: &Path,
+) -> (
+    String,
+    std::path::PathBuf,
+    std::net::SocketAddr,
+    fairdeal_kit::Shutdown,
+    tokio::task::JoinHandle<Result<(), fairdeal_kit::ServeError>>,
+) {
+    let platform = Platform::start(&options(dir)).await.unwrap();
+    let url = platform.url().to_owned();
+    let data_dir = platform.data_dir().to_owned();
+    let addr = reachable(platform.local_addr());
+    let shutdown = platform.shutdown();
+    let server = tokio::spawn(platform.run_until_stopped());
+    fairdeal_testkit_like_wait(&url).await;
+    (url, data_dir, addr, shutdown, server)
+}
+
+/// Waits until the whole server answers SERVING on the health protocol.
+async fn fairdeal_testkit_like_wait(url: &str) {
+    use tonic_health::pb::health_client::HealthClient;
+    let channel = tonic::transport::Channel::from_shared(url.to_owned())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let status = HealthClient::new(channel)
+        .check(tonic_health::pb::HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .status;
+    assert_eq!(
+        status,
+        tonic_health::pb::health_check_response::ServingStatus::Serving as i32
+    );
+}
+
+/// The grpcurl binary: `$GRPCURL`, else `grpcurl` on the PATH.
+fn grpcurl() -> Option<String> {
+    let candidate = std::env::var("GRPCURL").unwrap_or_else(|_| "grpcurl".to_owned());
+    Command::new(&candidate)
+        .arg("-version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|_| candidate)
+}
+
+/// Runs shell `lines` (grpcurl named `grpcurl` through an alias function when `$GRPCURL` is
+/// elsewhere) and returns their standard output.
+fn shell(grpcurl: &str, lines: &[String]) -> String {
+    let script = format!(
+        "set -e\ngrpcurl() {{ \"{grpcurl}\" \"$@\"; }}\n{}\n",
+        lines.join("\n")
+    );
+    let output = Command::new("sh").arg("-c").arg(&script).output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "script failed:\n{script}\nstdout:\n{stdout}\nstderr:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+/// The printed examples, run as printed when grpcurl is installed; otherwise the same calls
+/// with the same values through the Rust client.
+async fn examples_work(url: &str, addr: &str, data_dir: &Path) {
+    let examples = examples::grpcurl(addr, data_dir);
+    let commands: Vec<String> = examples.iter().map(|e| e.command.clone()).collect();
+    let mailbox = data_dir.join(fairdeal_server::platform::MAILBOX_DIR);
+    if let Some(grpcurl) = grpcurl() {
+        // Up to Register; the mail is sent in the background, so wait for it as a user would.
+        let first = shell(&grpcurl, &commands[..3]);
+        assert!(
+            first.contains("fairdeal.tables.v1.TablesService"),
+            "{first}"
+        );
+        assert!(first.contains("SERVING"), "{first}");
+        assert!(first.contains("userId"), "{first}");
+        wait_for_mail(&mailbox, EMAIL, "Confirm").await.unwrap();
+        let mut rest = commands[3..].to_vec();
+        rest.push(r#"test -n "$CODE" && test -n "$TOKEN" && test -n "$TABLE""#.to_owned());
+        let out = shell(&grpcurl, &rest);
+        assert!(out.contains("\"mySeat\""), "{out}");
+        assert!(out.contains("\"myHand\""), "{out}");
+        eprintln!("the printed grpcurl examples ran with {grpcurl}");
+        return;
+    }
+    eprintln!("grpcurl not installed: the examples' calls run through the Rust client");
+    let channel = tonic::transport::Channel::from_shared(url.to_owned())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut auth = apb::auth_service_client::AuthServiceClient::new(channel.clone());
+    auth.register(apb::RegisterRequest {
+        username: USERNAME.into(),
+        email: EMAIL.into(),
+        password: PASSWORD.into(),
+    })
+    .await
+    .unwrap();
+    let (_, code) = wait_for_mail(&mailbox, EMAIL, "Confirm").await.unwrap();
+    auth.confirm_email(apb::ConfirmEmailRequest { token: code })
+        .await
+        .unwrap();
+    let token = auth
+        .login(apb::LoginRequest {
+            username: USERNAME.into(),
+            password: PASSWORD.into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .tokens
+        .unwrap()
+        .access_token;
+    let mut tables = pb::tables_service_client::TablesServiceClient::new(channel);
+    tables
+        .list_tables(authed(&token, pb::ListTablesRequest::default()).unwrap())
+        .await
+        .unwrap();
+    let created = tables
+        .create_table(
+            authed(
+                &token,
+                pb::CreateTableRequest {
+                    bot_seats: vec![1, 2, 3],
+                    ..Default::default()
+                },
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap()
+        .into_inner();
+    tables
+        .sit(
+            authed(
+                &token,
+                pb::SitRequest {
+                    table_id: created.table_id.clone(),
+                    seat: 0,
+                },
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let view = tables
+        .get_table(
+            authed(
+                &token,
+                pb::GetTableRequest {
+                    table_id: created.table_id,
+                },
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap()
+        .into_inner()
+        .table
+        .unwrap();
+    let game = view.game.unwrap();
+    assert_eq!(game.my_seat, Some(0));
+    assert!(!game.my_hand.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn up_plays_the_demo_serves_the_examples_and_keeps_state_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, data_dir, addr, shutdown, server) = start(dir.path()).await;
+
+    // Keys and database are the owner's only.
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&data_dir), 0o700);
+    assert_eq!(mode(&data_dir.join("secrets.toml")), 0o600);
+    assert_eq!(mode(&data_dir.join("fairdeal.db")), 0o600);
+    let secrets = std::fs::read_to_string(data_dir.join("secrets.toml")).unwrap();
+
+    // The demo, as `up` runs it, to the end of its last step.
+    let (out, printed) = Output::buffer();
+    let mut demo = Demo::connect(&url, &data_dir.join("mailbox"), out)
+        .await
+        .unwrap();
+    demo.run(STEPS).await.unwrap();
+    let printed = String::from_utf8(printed.lock().unwrap().clone()).unwrap();
+    let finished = demo.finished.clone().unwrap();
+    assert_eq!(finished.reason, pb::FinishReason::Completed as i32);
+    assert_eq!(demo.deals_verified, finished.hands_played);
+    assert!(demo.deals_verified >= 1);
+    assert_eq!(demo.shown.len() as u32, 4 * finished.hands_played);
+    for (seat, player) in finished.players.iter().enumerate() {
+        assert_eq!(player.player_id, demo.players[seat].user_id);
+    }
+    for expected in [
+        "registered, confirmed with the code mailed to mailbox/",
+        "contract",
+        "trick  0:",
+        "game over after",
+        "server seed revealed",
+        "fairness check passed",
+    ] {
+        assert!(
+            printed.contains(expected),
+            "missing {expected:?} in:\n{printed}"
+        );
+    }
+    // No seat's hand is printed before the game but by the demo's own clients, and no
+    // password ever.
+    for player in &demo.players {
+        assert!(!printed.contains(&player.password));
+    }
+
+    examples_work(&url, &addr.to_string(), &data_dir).await;
+
+    let table_id = demo.table.clone().unwrap().id;
+    let revealed = demo.revealed.clone().unwrap();
+    let north = demo.players[0].clone();
+    shutdown.trigger();
+    server.await.unwrap().unwrap();
+
+    // Restart on the same directory: same keys, accounts and tables.
+    let (url, data_dir2, _, shutdown, server) = start(dir.path()).await;
+    assert_eq!(data_dir2, data_dir);
+    assert_eq!(
+        std::fs::read_to_string(data_dir.join("secrets.toml")).unwrap(),
+        secrets
+    );
+    let channel = tonic::transport::Channel::from_shared(url)
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let token = apb::auth_service_client::AuthServiceClient::new(channel.clone())
+        .login(apb::LoginRequest {
+            username: north.username.clone(),
+            password: north.password.clone().into_bytes(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .tokens
+        .unwrap()
+        .access_token;
+    // The token signed before the restart still verifies (the signing key was kept).
+    let mut tables = pb::tables_service_client::TablesServiceClient::new(channel);
+    for token in [&token, &north.access_token] {
+        let view = tables
+            .get_table(
+                authed(
+                    token,
+                    pb::GetTableRequest {
+                        table_id: table_id.clone(),
+                    },
+                )
+                .unwrap(),
+            )
+            .await
+            .unwrap()
+            .into_inner()
+            .table
+            .unwrap();
+        assert_eq!(view.status, pb::TableStatus::Finished as i32);
+        assert_eq!(view.server_seed, revealed.server_seed);
+    }
+    shutdown.trigger();
+    server.await.unwrap().unwrap();
+}
