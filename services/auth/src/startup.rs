@@ -146,6 +146,7 @@ impl Application {
             },
             mail_wake: dispatcher.waker(),
             services: Arc::new(settings.service_credentials()?),
+            moderators: Arc::new(settings.moderator_keys()),
             mail_quota,
             mail_limits: settings.mail_limits(),
             mail_requests,
