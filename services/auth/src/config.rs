@@ -216,7 +216,10 @@ impl Section for AuthSettings {
             if crate::domain::Username::parse(name).is_err() {
                 return Err(ConfigError::invalid(
                     "moderators",
-                    format!("\"{}\" is not a valid username", fairdeal_kit::status::shown(name)),
+                    format!(
+                        "\"{}\" is not a valid username",
+                        fairdeal_kit::status::shown(name)
+                    ),
                 ));
             }
         }

@@ -120,7 +120,9 @@ impl MessageText {
             return Err(TextError::Empty);
         }
         if text.chars().count() > MAX_TEXT_CHARS {
-            return Err(TextError::TooLong { max: MAX_TEXT_CHARS });
+            return Err(TextError::TooLong {
+                max: MAX_TEXT_CHARS,
+            });
         }
         Ok(Self(text.to_owned()))
     }

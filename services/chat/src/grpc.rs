@@ -60,7 +60,8 @@ fn uuid(field: &'static str, value: &str) -> Result<Uuid, Status> {
     if value.len() > 36 {
         return Err(invalid(field, "is not a UUID (36 characters)"));
     }
-    Uuid::try_parse(value).map_err(|_| invalid(field, format!("\"{}\" is not a UUID", shown(value))))
+    Uuid::try_parse(value)
+        .map_err(|_| invalid(field, format!("\"{}\" is not a UUID", shown(value))))
 }
 
 /// The wire status of a use case's failure; a rate limit carries `retry-after`.
@@ -128,7 +129,12 @@ impl ChatService for ChatApi {
         let limit = match r.limit {
             0 => DEFAULT_PAGE,
             n @ 1..=MAX_PAGE => n,
-            n => return Err(invalid("limit", format!("{n} is out of range (1..={MAX_PAGE})"))),
+            n => {
+                return Err(invalid(
+                    "limit",
+                    format!("{n} is out of range (1..={MAX_PAGE})"),
+                ));
+            }
         };
         let (messages, more) = self
             .chat

@@ -34,8 +34,12 @@ pub trait Presence: Send + Sync + fmt::Debug {
         expires_ms: i64,
     ) -> Result<(), LimiterError>;
     /// Removes the connection.
-    async fn leave(&self, channel: Channel, user: Uuid, connection: Uuid)
-    -> Result<(), LimiterError>;
+    async fn leave(
+        &self,
+        channel: Channel,
+        user: Uuid,
+        connection: Uuid,
+    ) -> Result<(), LimiterError>;
     /// Whether `user` has a connection to `channel` that has not expired at `now_ms`.
     async fn is_connected(
         &self,
@@ -219,15 +223,41 @@ mod tests {
     async fn memory_presence_expires_and_leaves() {
         let presence = MemoryPresence::default();
         let (user, a, b) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
-        assert!(!presence.is_connected(Channel::Lobby, user, 0).await.unwrap());
+        assert!(
+            !presence
+                .is_connected(Channel::Lobby, user, 0)
+                .await
+                .unwrap()
+        );
         presence.touch(Channel::Lobby, user, a, 100).await.unwrap();
         presence.touch(Channel::Lobby, user, b, 50).await.unwrap();
-        assert!(presence.is_connected(Channel::Lobby, user, 60).await.unwrap());
-        assert!(!presence.is_connected(Channel::Lobby, user, 100).await.unwrap());
+        assert!(
+            presence
+                .is_connected(Channel::Lobby, user, 60)
+                .await
+                .unwrap()
+        );
+        assert!(
+            !presence
+                .is_connected(Channel::Lobby, user, 100)
+                .await
+                .unwrap()
+        );
         let table = Channel::Table(Uuid::now_v7());
         assert!(!presence.is_connected(table, user, 0).await.unwrap());
         presence.leave(Channel::Lobby, user, a).await.unwrap();
-        assert!(!presence.is_connected(Channel::Lobby, user, 10).await.unwrap());
+        assert!(
+            presence
+                .is_connected(Channel::Lobby, user, 10)
+                .await
+                .unwrap()
+        );
+        assert!(
+            !presence
+                .is_connected(Channel::Lobby, user, 60)
+                .await
+                .unwrap()
+        );
         presence.leave(Channel::Lobby, user, b).await.unwrap();
         assert!(presence.connections.lock().unwrap().is_empty());
     }

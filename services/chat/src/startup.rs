@@ -58,12 +58,18 @@ pub struct ChatSettings {
 impl Section for ChatSettings {
     fn validate(&self) -> Result<(), ConfigError> {
         if !(1..=1000).contains(&self.rate_limit_messages) {
-            return Err(ConfigError::invalid("rate_limit_messages", "must be 1 to 1000"));
+            return Err(ConfigError::invalid(
+                "rate_limit_messages",
+                "must be 1 to 1000",
+            ));
         }
         if self.rate_limit_window < Duration::from_secs(1)
             || self.rate_limit_window > Duration::from_secs(86_400)
         {
-            return Err(ConfigError::invalid("rate_limit_window", "must be 1s to 1day"));
+            return Err(ConfigError::invalid(
+                "rate_limit_window",
+                "must be 1s to 1day",
+            ));
         }
         if self.presence_ttl < Duration::from_secs(3)
             || self.presence_ttl > Duration::from_secs(3600)
@@ -126,8 +132,12 @@ impl Parts {
         let authn = settings.auth.authenticator(auth)?;
         let storage = Storage::open(&config.common, SCHEMA, &[&MIGRATIONS]).await?;
         let limits = settings.limits();
-        let (presence, quota) =
-            limiters(config.common.redis_url.as_ref().map(|u| u.expose_secret()), &config.common.subject_prefix, limits).await?;
+        let (presence, quota) = limiters(
+            config.common.redis_url.as_ref().map(|u| u.expose_secret()),
+            &config.common.subject_prefix,
+            limits,
+        )
+        .await?;
         Ok(Self {
             storage,
             authn,
@@ -161,7 +171,8 @@ pub async fn limiters(
     };
     // Keys outlive their last refresh by two TTLs: only a dead replica's connections
     // wait that long to be collected; presence itself is decided by the expiry scores.
-    let key_ttl = i64::try_from(limits.presence_ttl.as_millis().saturating_mul(2)).unwrap_or(i64::MAX);
+    let key_ttl =
+        i64::try_from(limits.presence_ttl.as_millis().saturating_mul(2)).unwrap_or(i64::MAX);
     let presence = RedisPresence::connect(url, &namespace, key_ttl)
         .await
         .map_err(redis_down)?;
@@ -213,7 +224,9 @@ impl Application {
         });
         let app = fairdeal_kit::Application::builder(common)
             .with_shutdown(shutdown)
-            .add_service(AuthLayer::new(parts.authn).wrap(ChatServiceServer::new(ChatApi::new(chat))))
+            .add_service(
+                AuthLayer::new(parts.authn).wrap(ChatServiceServer::new(ChatApi::new(chat))),
+            )
             .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET)
             .build()
             .await?;

@@ -446,4 +446,3 @@ fn trace_context() -> std::collections::BTreeMap<String, String> {
     fairdeal_kit::propagation::inject_current(&mut trace);
     trace
 }
-

@@ -22,8 +22,8 @@ use uuid::Uuid;
 
 use crate::domain::{LockoutPolicy, RetryAfter};
 
-pub use memory::MemoryLimiter;
 pub use fairdeal_platform::quota::{LimiterError, MemoryQuota, RedisQuota, RequestQuota};
+pub use memory::MemoryLimiter;
 pub use redis::RedisLimiter;
 
 /// What is being limited.

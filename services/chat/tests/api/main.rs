@@ -1,0 +1,9 @@
+//! End-to-end tests of the chat service on both backends: the embedded default (SQLite,
+//! in-process bus, memory presence and limits) and PostgreSQL + NATS JetStream + Redis.
+
+mod access;
+mod crash;
+mod harness;
+mod limits;
+mod messaging;
+mod moderation;
