@@ -190,7 +190,8 @@ impl TestChat {
         }
     }
 
-    fn client(&self) -> ChatServiceClient<Channel> {
+    /// A client on a connection of its own.
+    pub(crate) fn client(&self) -> ChatServiceClient<Channel> {
         let channel =
             fairdeal_kit::client::channel("url", &format!("http://127.0.0.1:{}", self.port))
                 .unwrap();
@@ -204,6 +205,16 @@ impl TestChat {
             id,
             token: self.signing.sign(&Claims::player(id, now(), 3600)).unwrap(),
             client: self.client(),
+        }
+    }
+
+    /// A new player calling through `client` (users may share a connection).
+    pub(crate) fn player_on(&self, client: &ChatServiceClient<Channel>) -> User {
+        let id = Uuid::now_v7();
+        User {
+            id,
+            token: self.signing.sign(&Claims::player(id, now(), 3600)).unwrap(),
+            client: client.clone(),
         }
     }
 
