@@ -305,21 +305,16 @@ impl TestChat {
         .await;
     }
 
-    /// Events stored in the chat's log (all streams).
-    pub(crate) async fn chat_events(&self) -> usize {
+    /// Events stored in the chat's streams `streams` (e.g. `chat-lobby`,
+    /// `chatmute-<uuid>`). Read per stream: the log's global reads (`read_all`) lag on
+    /// PostgreSQL while any older transaction is open, the streams' versions do not.
+    pub(crate) async fn chat_events(&self, streams: &[String]) -> u64 {
         let mut count = 0;
-        let mut from = 1;
-        loop {
-            let page = self.storage.events().read_all(from, 1000).await.unwrap();
-            count += page
-                .iter()
-                .filter(|e| e.stream_id.as_str().starts_with("chat"))
-                .count();
-            match page.last() {
-                Some(last) if page.len() == 1000 => from = last.position + 1,
-                _ => return count,
-            }
+        for stream in streams {
+            let stream = StreamId::parse(stream.as_str()).unwrap();
+            count += self.storage.events().stream_version(&stream).await.unwrap();
         }
+        count
     }
 }
 

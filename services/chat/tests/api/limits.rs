@@ -87,7 +87,8 @@ async fn bad_input_is_refused_and_changes_nothing() {
         let alice = chat.player();
         let moderator = chat.moderator();
         let _sub = alice.subscribe("lobby").await.unwrap();
-        let before = chat.chat_events().await;
+        let streams = ["chat-lobby".to_owned(), format!("chatmute-{}", alice.id)];
+        let before = chat.chat_events(&streams).await;
         let long = "x".repeat(501);
         let cases: Vec<(&str, String, &str)> = vec![
             ("lobby", long.clone(), "text"),
@@ -113,7 +114,7 @@ async fn bad_input_is_refused_and_changes_nothing() {
         // 500 characters after trimming pass.
         let max = format!("  {}  ", "é".repeat(500));
         alice.post("lobby", &max).await.unwrap();
-        let after_ok = chat.chat_events().await;
+        let after_ok = chat.chat_events(&streams).await;
         assert_eq!(after_ok, before + 1);
         for (status, field) in [
             (alice.subscribe("nope").await.err().unwrap(), "channel"),
@@ -165,7 +166,7 @@ async fn bad_input_is_refused_and_changes_nothing() {
             "{}",
             status.message()
         );
-        assert_eq!(chat.chat_events().await, after_ok);
+        assert_eq!(chat.chat_events(&streams).await, after_ok);
         chat.finish().await;
     }
 }

@@ -46,9 +46,10 @@ async fn moderation(db: Db) {
     assert!(removed.text.is_empty());
     assert_eq!(removed.message_id, bad.message_id);
     // Again: the same answer, nothing appended.
-    let events = chat.chat_events().await;
+    let streams = ["chat-lobby".to_owned()];
+    let events = chat.chat_events(&streams).await;
     moderator.remove("lobby", &bad.message_id).await.unwrap();
-    assert_eq!(chat.chat_events().await, events);
+    assert_eq!(chat.chat_events(&streams).await, events);
     // Unknown message, or another channel's.
     let unknown = moderator
         .remove("lobby", &Uuid::now_v7().to_string())
