@@ -57,6 +57,8 @@ pub(crate) struct Platform {
     callers: Vec<(&'static str, String)>,
     /// Each service's event store, read-only use.
     stores: Vec<(&'static str, AnyEventStore)>,
+    /// Each service's database, to count its committed events.
+    dbs: Vec<(&'static str, Db)>,
     /// The NATS subject prefix (PostgreSQL backend).
     prefix: Option<String>,
     shutdowns: Vec<fairdeal_kit::Shutdown>,
@@ -270,6 +272,7 @@ impl Platform {
         ];
 
         let mut stores = Vec::new();
+        let mut dbs = Vec::new();
         for service in SERVICES {
             let (_, url) = storage(&format!("{service}.db"));
             let url: DatabaseUrl = url.parse().unwrap();
@@ -277,11 +280,13 @@ impl Platform {
                 .await
                 .unwrap();
             stores.push((service, AnyEventStore::open(&db).await.unwrap()));
+            dbs.push((service, db));
         }
         Platform {
             channels,
             callers,
             stores,
+            dbs,
             prefix,
             shutdowns,
             _dir: dir,
@@ -311,6 +316,31 @@ impl Platform {
             heads.push((*service, store.head_position().await.unwrap()));
         }
         heads
+    }
+
+    /// Each store's number of committed events. Unlike the head position (which, on
+    /// PostgreSQL, stops below any transaction still open in the database so that readers
+    /// never skip a position), a count changes exactly when an event commits: an earlier
+    /// call's event that becomes visible later is not blamed on the call in between.
+    pub(crate) async fn counts(&self) -> Vec<(&'static str, i64)> {
+        let mut counts = Vec::new();
+        for (service, db) in &self.dbs {
+            let count: i64 = match db {
+                Db::Postgres { pool, schema } => sqlx::query_scalar(&format!(
+                    "SELECT count(*) FROM \"{}\".events",
+                    schema.as_str()
+                ))
+                .fetch_one(pool)
+                .await
+                .unwrap(),
+                Db::Sqlite { pool } => sqlx::query_scalar("SELECT count(*) FROM events")
+                    .fetch_one(pool)
+                    .await
+                    .unwrap(),
+            };
+            counts.push((*service, count));
+        }
+        counts
     }
 
     /// A table is committed to, contributed to and dealt from; then, on NATS, every event of
@@ -465,6 +495,9 @@ impl Platform {
             shutdown.wait_for_tasks().await;
         }
         drop(self.stores);
+        for (_, db) in &self.dbs {
+            db.close().await;
+        }
         if let Some(database) = self.database {
             database.drop().await.unwrap();
         }
