@@ -24,12 +24,10 @@
 //! - `rating`: every `RatingChanged` recomputed (SPEC 6, crates/rating, bit for bit) from
 //!   the game's result and the players' ratings before it.
 //!
-//! Output: one JSON line per failed check (`{"check", "line", "detail"}`), then a summary
+//! `fairdeal audit` prints one JSON line per failed check (`{"check", "line", "detail"}`), then a summary
 //! line (what was checked, counts). Exit status 1 when anything failed.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::Write;
-use std::path::PathBuf;
 
 use fairdeal_event::{Envelope, GENESIS_PREV_HASH, compute_hash};
 use fairdeal_fairness::client_seed::{contributions_hash, table_client_seed};
@@ -48,25 +46,9 @@ use fairdeal_tlog::{Checkpoint, Note, NoteVerifier, leaf_hash};
 use prost::{Message, Name};
 use serde::Serialize;
 
-use crate::deal::write_json_line;
-use crate::error::CliError;
-
-/// Arguments of `fairdeal audit`.
-#[derive(Debug, clap::Args)]
-pub(crate) struct AuditArgs {
-    /// The game export (NDJSON) the ledger's ExportGame wrote.
-    file: PathBuf,
-    /// The log's public key, `<name>+<key id hex>+<base64>` (the ledger publishes it).
-    #[arg(long, value_name = "KEY")]
-    log_key: String,
-    /// A checkpoint (signed note) kept from before: the export's tree must extend it (export
-    /// with its size in `previous_tree_sizes`).
-    #[arg(long, value_name = "CHECKPOINT")]
-    previous: Option<PathBuf>,
-}
 
 /// The checks, in the order the summary lists them.
-pub(crate) const CHECKS: [&str; 14] = [
+pub const CHECKS: [&str; 14] = [
     "format",
     "checkpoint",
     "consistency",
@@ -85,42 +67,42 @@ pub(crate) const CHECKS: [&str; 14] = [
 
 /// One failed check.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct Failure {
+pub struct Failure {
     /// The check's name (one of [`CHECKS`]).
-    pub(crate) check: &'static str,
+    pub check: &'static str,
     /// The file's line (1-based); 0 for the file as a whole.
-    pub(crate) line: usize,
+    pub line: usize,
     /// What differs.
-    pub(crate) detail: String,
+    pub detail: String,
 }
 
 /// Checked and failed counts of one check.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub(crate) struct Count {
-    pub(crate) checked: u64,
-    pub(crate) failed: u64,
+pub struct Count {
+    pub checked: u64,
+    pub failed: u64,
 }
 
 /// Everything an audit found.
 #[derive(Debug, Default, Serialize)]
-pub(crate) struct Report {
+pub struct Report {
     /// Per check.
-    pub(crate) checks: BTreeMap<&'static str, Count>,
+    pub checks: BTreeMap<&'static str, Count>,
     /// Every failure, in the order found.
     #[serde(skip)]
-    pub(crate) failures: Vec<Failure>,
+    pub failures: Vec<Failure>,
     /// Events in the file.
-    pub(crate) events: u64,
+    pub events: u64,
     /// Streams in the file.
-    pub(crate) streams: u64,
+    pub streams: u64,
     /// Hands dealt.
-    pub(crate) hands: u64,
+    pub hands: u64,
     /// Moves replayed (bids, passes, trumps, cards).
-    pub(crate) moves: u64,
+    pub moves: u64,
     /// Rating changes recomputed.
-    pub(crate) ratings: u64,
+    pub ratings: u64,
     /// The checkpoint's tree size.
-    pub(crate) tree_size: u64,
+    pub tree_size: u64,
 }
 
 impl Report {
@@ -144,68 +126,8 @@ impl Report {
     }
 
     /// Whether `check` failed anywhere.
-    #[cfg(test)]
-    pub(crate) fn failed(&self, check: &str) -> bool {
+    pub fn failed(&self, check: &str) -> bool {
         self.failures.iter().any(|f| f.check == check)
-    }
-}
-
-/// The summary line.
-#[derive(Debug, Serialize)]
-struct Summary<'a> {
-    file: String,
-    ok: bool,
-    failed: usize,
-    #[serde(flatten)]
-    report: &'a Report,
-}
-
-/// The failure line.
-#[derive(Debug, Serialize)]
-struct FailureLine<'a> {
-    failed: &'a str,
-    line: usize,
-    detail: &'a str,
-}
-
-pub(crate) fn run(args: AuditArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    let verifier: NoteVerifier = args
-        .log_key
-        .parse()
-        .map_err(|e| CliError::arg("--log-key", e))?;
-    let text = std::fs::read_to_string(&args.file)
-        .map_err(|e| CliError::arg("FILE", format!("{}: {e}", args.file.display())))?;
-    let previous = match &args.previous {
-        None => None,
-        Some(path) => Some(
-            std::fs::read_to_string(path)
-                .map_err(|e| CliError::arg("--previous", format!("{}: {e}", path.display())))?,
-        ),
-    };
-    let report = audit(&text, &verifier, previous.as_deref());
-    for f in &report.failures {
-        write_json_line(
-            out,
-            &FailureLine {
-                failed: f.check,
-                line: f.line,
-                detail: &f.detail,
-            },
-        )?;
-    }
-    write_json_line(
-        out,
-        &Summary {
-            file: args.file.display().to_string(),
-            ok: report.failures.is_empty(),
-            failed: report.failures.len(),
-            report: &report,
-        },
-    )?;
-    if report.failures.is_empty() {
-        Ok(())
-    } else {
-        Err(CliError::AuditFailed(report.failures.len()))
     }
 }
 
@@ -230,7 +152,7 @@ impl Ev {
 }
 
 /// Audits an export's text against the log key and an optional previous checkpoint.
-pub(crate) fn audit(text: &str, verifier: &NoteVerifier, previous: Option<&str>) -> Report {
+pub fn audit(text: &str, verifier: &NoteVerifier, previous: Option<&str>) -> Report {
     let mut report = Report::default();
     for check in CHECKS {
         report.checks.insert(check, Count::default());
@@ -728,7 +650,7 @@ impl<'a> GameAudit<'a> {
         let hands = self.hands(report);
 
         // Commitment.
-        let mut expect = |report: &mut Report, line: usize, what: &str, recorded: &str, wanted: &str| {
+        let expect = |report: &mut Report, line: usize, what: &str, recorded: &str, wanted: &str| {
             report.check(
                 "commitment",
                 line,
@@ -746,8 +668,8 @@ impl<'a> GameAudit<'a> {
         }
         let reveals_t = Self::all::<tpb::TableSeedRevealed>(report, "commitment", &self.table);
         let reveals_c = Self::all::<cpb::TableSeedRevealed>(report, "commitment", &self.others);
-        if reveals_t.is_empty() && reveals_c.is_empty() {
-            report.fail("commitment", 0, "no TableSeedRevealed event: the seed is not revealed");
+        if reveals_t.is_empty() {
+            report.fail("commitment", 0, "the table stream holds no TableSeedRevealed: the seed is not revealed");
         }
         for (line, m) in &reveals_t {
             expect(report, *line, "TableSeedRevealed.server_seed", &m.server_seed, seed);
@@ -849,7 +771,7 @@ impl<'a> GameAudit<'a> {
         }
         let client_seed = table_client_seed(&contributions, delayed.as_deref());
         let hash = contributions_hash(&contributions);
-        let mut expect = |report: &mut Report, line: usize, what: &str, recorded: &str, wanted: &str| {
+        let expect = |report: &mut Report, line: usize, what: &str, recorded: &str, wanted: &str| {
             report.check(
                 "client_seed",
                 line,
@@ -1015,6 +937,15 @@ impl<'a> GameAudit<'a> {
                 None
             }
             Err(VerifyError::Mismatch { index, expected }) => {
+                // The first event that differs from what the rules produce (the command's
+                // own event, or one that follows it: a trick, a score, the match).
+                let offset = expected
+                    .iter()
+                    .zip(log.get(index..).unwrap_or_default())
+                    .position(|(wanted, logged)| wanted != logged)
+                    .unwrap_or(0);
+                let index = index + offset;
+                let expected = expected.get(offset..).unwrap_or_default();
                 let recorded = log.get(index);
                 let check = match recorded {
                     Some(Event::HandScored(_)) => "score",
@@ -1169,3 +1100,7 @@ impl<'a> GameAudit<'a> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[path = "audit_tests.rs"]
+mod tests;
