@@ -16,6 +16,8 @@
 //! Databases, subject prefixes and the servers' URLs come from `fairdeal-testkit`.
 #![forbid(unsafe_code)]
 
+pub mod platform;
+
 use std::sync::OnceLock;
 
 use opentelemetry::trace::TraceId;

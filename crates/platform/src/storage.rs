@@ -56,25 +56,35 @@ impl Storage {
                 component: bus,
                 source,
             })?;
+        let signal = AppendSignal::new();
+        let events: Arc<dyn EventStore> = Arc::new(NotifyingEventStore::new(
+            backend.clone().into_dyn(),
+            signal.clone(),
+        ));
+        let storage = Self {
+            db,
+            backend,
+            events,
+            signal,
+        };
+        storage.migrate(migrations).await?;
+        Ok(storage)
+    }
+
+    /// Runs `migrations` (another service's) on this storage's database. The all-in-one
+    /// process opens one storage and hands a clone to every service, so that they share the
+    /// log and its append signal: each service's tables are migrated this way.
+    pub async fn migrate(&self, migrations: &[&Migrations]) -> Result<(), StartError> {
         for migrations in migrations {
-            db.migrate(migrations)
+            self.db
+                .migrate(migrations)
                 .await
                 .map_err(|source| StartError::Migrate {
                     component: migrations.name,
                     source,
                 })?;
         }
-        let signal = AppendSignal::new();
-        let events: Arc<dyn EventStore> = Arc::new(NotifyingEventStore::new(
-            backend.clone().into_dyn(),
-            signal.clone(),
-        ));
-        Ok(Self {
-            db,
-            backend,
-            events,
-            signal,
-        })
+        Ok(())
     }
 
     /// The database, for the service's own tables.
