@@ -30,10 +30,10 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use fairdeal_event::{Envelope, GENESIS_PREV_HASH, compute_hash};
+use fairdeal_fairness::Deck;
 use fairdeal_fairness::client_seed::{contributions_hash, table_client_seed};
 use fairdeal_fairness::commitment::Commitment;
 use fairdeal_fairness::deal::Deal;
-use fairdeal_fairness::Deck;
 use fairdeal_games::{Bid, Card, Command, Event, Game, HandScore, MatchEnd, Seat, Suit, Team};
 use fairdeal_games::{Purchase, TableOptions, VerifyError};
 use fairdeal_proto::fairdeal::commitment::v1 as cpb;
@@ -45,7 +45,6 @@ use fairdeal_tlog::export::{EventLine, Header, Line, decode_bytes, decode_hashes
 use fairdeal_tlog::{Checkpoint, Note, NoteVerifier, leaf_hash};
 use prost::{Message, Name};
 use serde::Serialize;
-
 
 /// The checks, in the order the summary lists them.
 pub const CHECKS: [&str; 14] = [
@@ -161,7 +160,11 @@ pub fn audit(text: &str, verifier: &NoteVerifier, previous: Option<&str>) -> Rep
     let mut header: Option<(usize, Header)> = None;
     let mut consistency = Vec::new();
     let mut event_lines = Vec::new();
-    let lines: Vec<&str> = text.strip_suffix('\n').unwrap_or(text).split('\n').collect();
+    let lines: Vec<&str> = text
+        .strip_suffix('\n')
+        .unwrap_or(text)
+        .split('\n')
+        .collect();
     for (i, raw) in lines.iter().enumerate() {
         let n = i + 1;
         match serde_json::from_str::<Line>(raw) {
@@ -192,7 +195,11 @@ pub fn audit(text: &str, verifier: &NoteVerifier, previous: Option<&str>) -> Rep
         report.fail(
             "format",
             1,
-            format!("format {:?}, expected {:?}", header.format, fairdeal_tlog::export::FORMAT),
+            format!(
+                "format {:?}, expected {:?}",
+                header.format,
+                fairdeal_tlog::export::FORMAT
+            ),
         );
     }
 
@@ -214,7 +221,13 @@ pub fn audit(text: &str, verifier: &NoteVerifier, previous: Option<&str>) -> Rep
         }
     };
     report.tree_size = checkpoint.as_ref().map_or(0, Checkpoint::size);
-    check_consistency(&mut report, checkpoint.as_ref(), &consistency, verifier, previous);
+    check_consistency(
+        &mut report,
+        checkpoint.as_ref(),
+        &consistency,
+        verifier,
+        previous,
+    );
 
     // Events: envelope, inclusion, order.
     let mut events = Vec::with_capacity(event_lines.len());
@@ -240,7 +253,11 @@ pub fn audit(text: &str, verifier: &NoteVerifier, previous: Option<&str>) -> Rep
         last_index = Some(line.leaf_index);
     }
     if checkpoint.is_none() && !event_lines.is_empty() {
-        report.fail("inclusion", 1, "no readable checkpoint to prove the events against");
+        report.fail(
+            "inclusion",
+            1,
+            "no readable checkpoint to prove the events against",
+        );
     }
     report.events = events.len() as u64;
 
@@ -268,12 +285,20 @@ fn check_consistency(
     ) {
         Ok(c) => c,
         Err(e) => {
-            report.fail("consistency", 0, format!("--previous is not a checkpoint of this log: {e}"));
+            report.fail(
+                "consistency",
+                0,
+                format!("--previous is not a checkpoint of this log: {e}"),
+            );
             return;
         }
     };
     let Some(checkpoint) = checkpoint else {
-        report.fail("consistency", 1, "no readable checkpoint to compare with --previous");
+        report.fail(
+            "consistency",
+            1,
+            "no readable checkpoint to compare with --previous",
+        );
         return;
     };
     if older.size() > checkpoint.size() {
@@ -301,9 +326,12 @@ fn check_consistency(
         return;
     };
     let result = decode_hashes(&line.proof).and_then(|proof| {
-        checkpoint
-            .verify_extends(&older, &proof)
-            .map_err(|e| format!("the tree of size {} does not extend --previous: {e}", checkpoint.size()))
+        checkpoint.verify_extends(&older, &proof).map_err(|e| {
+            format!(
+                "the tree of size {} does not extend --previous: {e}",
+                checkpoint.size()
+            )
+        })
     });
     report.check("consistency", *n, result);
 }
@@ -345,13 +373,22 @@ fn check_event_line(
     };
     let mut differs = Vec::new();
     if env.stream_id != line.stream_id {
-        differs.push(format!("stream_id {:?} (envelope {:?})", line.stream_id, env.stream_id));
+        differs.push(format!(
+            "stream_id {:?} (envelope {:?})",
+            line.stream_id, env.stream_id
+        ));
     }
     if env.stream_version != line.version {
-        differs.push(format!("version {} (envelope {})", line.version, env.stream_version));
+        differs.push(format!(
+            "version {} (envelope {})",
+            line.version, env.stream_version
+        ));
     }
     if env.event_type != line.event_type {
-        differs.push(format!("event_type {:?} (envelope {:?})", line.event_type, env.event_type));
+        differs.push(format!(
+            "event_type {:?} (envelope {:?})",
+            line.event_type, env.event_type
+        ));
     }
     report.check(
         "envelope",
@@ -359,7 +396,10 @@ fn check_event_line(
         if differs.is_empty() {
             Ok(())
         } else {
-            Err(format!("the line's {} differs from its envelope", differs.join(", ")))
+            Err(format!(
+                "the line's {} differs from its envelope",
+                differs.join(", ")
+            ))
         },
     );
     Some(Ev { line: n, env })
@@ -369,7 +409,10 @@ fn check_event_line(
 fn check_chains(report: &mut Report, events: &[Ev], table_id: &str) {
     let mut streams: BTreeMap<&str, Vec<&Ev>> = BTreeMap::new();
     for ev in events {
-        streams.entry(ev.env.stream_id.as_str()).or_default().push(ev);
+        streams
+            .entry(ev.env.stream_id.as_str())
+            .or_default()
+            .push(ev);
     }
     report.streams = streams.len() as u64;
     let own_suffix = format!("-{table_id}");
@@ -381,7 +424,8 @@ fn check_chains(report: &mut Report, events: &[Ev], table_id: &str) {
             let env = &ev.env;
             let mut problems = Vec::new();
             if compute_hash(env).as_slice() != env.hash.as_slice() {
-                problems.push("its hash is not SHA-256(prev_hash || its canonical bytes)".to_owned());
+                problems
+                    .push("its hash is not SHA-256(prev_hash || its canonical bytes)".to_owned());
             }
             match prev {
                 None if whole => {
@@ -421,7 +465,11 @@ fn check_chains(report: &mut Report, events: &[Ev], table_id: &str) {
                 if problems.is_empty() {
                     Ok(())
                 } else {
-                    Err(format!("{stream} version {}: {}", env.stream_version, problems.join("; ")))
+                    Err(format!(
+                        "{stream} version {}: {}",
+                        env.stream_version,
+                        problems.join("; ")
+                    ))
                 },
             );
             prev = Some(env);
@@ -533,7 +581,13 @@ fn engine_event(ev: &Ev) -> Option<Result<Event, String>> {
             })
         })
     })
-    .or_else(|| from::<tpb::PlayerPassed>(ev, |m| Ok(Event::PlayerPassed { seat: seat(m.seat)? })))
+    .or_else(|| {
+        from::<tpb::PlayerPassed>(ev, |m| {
+            Ok(Event::PlayerPassed {
+                seat: seat(m.seat)?,
+            })
+        })
+    })
     .or_else(|| {
         from::<tpb::AuctionWon>(ev, |m| {
             Ok(Event::AuctionWon {
@@ -554,7 +608,10 @@ fn engine_event(ev: &Ev) -> Option<Result<Event, String>> {
         from::<tpb::CardPlayed>(ev, |m| {
             Ok(Event::CardPlayed {
                 seat: seat(m.seat)?,
-                card: m.card.parse::<Card>().map_err(|_| format!("card {:?} unknown", m.card))?,
+                card: m
+                    .card
+                    .parse::<Card>()
+                    .map_err(|_| format!("card {:?} unknown", m.card))?,
             })
         })
     })
@@ -562,7 +619,8 @@ fn engine_event(ev: &Ev) -> Option<Result<Event, String>> {
         from::<tpb::TrickWon>(ev, |m| {
             Ok(Event::TrickWon {
                 seat: seat(m.seat)?,
-                trick: u8::try_from(m.trick).map_err(|_| format!("trick {} out of range", m.trick))?,
+                trick: u8::try_from(m.trick)
+                    .map_err(|_| format!("trick {} out of range", m.trick))?,
                 points: u8::try_from(m.points)
                     .map_err(|_| format!("points {} out of range", m.points))?,
             })
@@ -642,7 +700,11 @@ impl<'a> GameAudit<'a> {
     fn run(&self, report: &mut Report) {
         let created = Self::all::<tpb::TableCreated>(report, "replay", &self.table);
         let Some((created_line, created)) = created.into_iter().next() else {
-            report.fail("replay", 0, format!("no TableCreated for table {}", self.header.table_id));
+            report.fail(
+                "replay",
+                0,
+                format!("no TableCreated for table {}", self.header.table_id),
+            );
             return;
         };
         let seed = self.header.server_seed.as_str();
@@ -650,41 +712,95 @@ impl<'a> GameAudit<'a> {
         let hands = self.hands(report);
 
         // Commitment.
-        let expect = |report: &mut Report, line: usize, what: &str, recorded: &str, wanted: &str| {
-            report.check(
-                "commitment",
-                line,
-                if recorded == wanted {
-                    Ok(())
-                } else {
-                    Err(format!("{what} is {recorded:?}, expected {wanted:?}"))
-                },
-            );
-        };
-        expect(report, created_line, "TableCreated.commitment (SHA-256 of the revealed seed)", &created.commitment, &commitment);
-        let published = Self::all::<cpb::TableCommitmentPublished>(report, "commitment", &self.others);
+        let expect =
+            |report: &mut Report, line: usize, what: &str, recorded: &str, wanted: &str| {
+                report.check(
+                    "commitment",
+                    line,
+                    if recorded == wanted {
+                        Ok(())
+                    } else {
+                        Err(format!("{what} is {recorded:?}, expected {wanted:?}"))
+                    },
+                );
+            };
+        expect(
+            report,
+            created_line,
+            "TableCreated.commitment (SHA-256 of the revealed seed)",
+            &created.commitment,
+            &commitment,
+        );
+        let published =
+            Self::all::<cpb::TableCommitmentPublished>(report, "commitment", &self.others);
         for (line, m) in &published {
-            expect(report, *line, "TableCommitmentPublished.commitment", &m.commitment, &commitment);
+            expect(
+                report,
+                *line,
+                "TableCommitmentPublished.commitment",
+                &m.commitment,
+                &commitment,
+            );
         }
         let reveals_t = Self::all::<tpb::TableSeedRevealed>(report, "commitment", &self.table);
         let reveals_c = Self::all::<cpb::TableSeedRevealed>(report, "commitment", &self.others);
         if reveals_t.is_empty() {
-            report.fail("commitment", 0, "the table stream holds no TableSeedRevealed: the seed is not revealed");
+            report.fail(
+                "commitment",
+                0,
+                "the table stream holds no TableSeedRevealed: the seed is not revealed",
+            );
         }
         for (line, m) in &reveals_t {
-            expect(report, *line, "TableSeedRevealed.server_seed", &m.server_seed, seed);
-            expect(report, *line, "TableSeedRevealed.commitment", &m.commitment, &commitment);
+            expect(
+                report,
+                *line,
+                "TableSeedRevealed.server_seed",
+                &m.server_seed,
+                seed,
+            );
+            expect(
+                report,
+                *line,
+                "TableSeedRevealed.commitment",
+                &m.commitment,
+                &commitment,
+            );
         }
         for (line, m) in &reveals_c {
-            expect(report, *line, "TableSeedRevealed.server_seed", &m.server_seed, seed);
-            expect(report, *line, "TableSeedRevealed.commitment", &m.commitment, &commitment);
+            expect(
+                report,
+                *line,
+                "TableSeedRevealed.server_seed",
+                &m.server_seed,
+                seed,
+            );
+            expect(
+                report,
+                *line,
+                "TableSeedRevealed.commitment",
+                &m.commitment,
+                &commitment,
+            );
         }
         for h in &hands {
-            expect(report, h.line, "HandStarted.commitment", &h.started.commitment, &commitment);
+            expect(
+                report,
+                h.line,
+                "HandStarted.commitment",
+                &h.started.commitment,
+                &commitment,
+            );
         }
         let dealt = Self::all::<dpb::HandDealt>(report, "deal", &self.others);
         for (line, m) in &dealt {
-            expect(report, *line, "HandDealt.commitment", &m.commitment, &commitment);
+            expect(
+                report,
+                *line,
+                "HandDealt.commitment",
+                &m.commitment,
+                &commitment,
+            );
         }
 
         // Client seed.
@@ -719,10 +835,18 @@ impl<'a> GameAudit<'a> {
                     (Ok(d), Some(h)) if d.hand == h.started.hand => {
                         match h.dealt.get_mut(d.position as usize) {
                             Some(slot @ None) => *slot = Some((ev.line, d)),
-                            _ => report.fail("deal", ev.line, format!("position {} dealt twice or out of range", d.position)),
+                            _ => report.fail(
+                                "deal",
+                                ev.line,
+                                format!("position {} dealt twice or out of range", d.position),
+                            ),
                         }
                     }
-                    (Ok(d), _) => report.fail("deal", ev.line, format!("CardsDealt of hand {} outside its hand", d.hand)),
+                    (Ok(d), _) => report.fail(
+                        "deal",
+                        ev.line,
+                        format!("CardsDealt of hand {} outside its hand", d.hand),
+                    ),
                     (Err(e), _) => report.fail("deal", ev.line, e),
                 }
             }
@@ -743,7 +867,11 @@ impl<'a> GameAudit<'a> {
         let mut contributions: BTreeMap<u32, String> = BTreeMap::new();
         for (line, m) in Self::all::<cpb::SeedContributed>(report, "client_seed", &self.others) {
             if contributions.insert(m.seat, m.contribution).is_some() {
-                report.fail("client_seed", line, format!("seat {} contributed twice", m.seat));
+                report.fail(
+                    "client_seed",
+                    line,
+                    format!("seat {} contributed twice", m.seat),
+                );
             }
         }
         // The table records the same contributions.
@@ -753,8 +881,14 @@ impl<'a> GameAudit<'a> {
                 line,
                 match contributions.get(&m.seat) {
                     Some(c) if *c == m.contribution => Ok(()),
-                    Some(c) => Err(format!("seat {}'s contribution is {:?} here, {c:?} at the commitment service", m.seat, m.contribution)),
-                    None => Err(format!("seat {}'s contribution is not recorded by the commitment service", m.seat)),
+                    Some(c) => Err(format!(
+                        "seat {}'s contribution is {:?} here, {c:?} at the commitment service",
+                        m.seat, m.contribution
+                    )),
+                    None => Err(format!(
+                        "seat {}'s contribution is not recorded by the commitment service",
+                        m.seat
+                    )),
                 },
             );
         }
@@ -767,37 +901,77 @@ impl<'a> GameAudit<'a> {
             && !p.delayed_source.is_empty()
             && delayed.is_none()
         {
-            report.fail("client_seed", *line, format!("the commitment names delayed source {:?} but no value was bound", p.delayed_source));
+            report.fail(
+                "client_seed",
+                *line,
+                format!(
+                    "the commitment names delayed source {:?} but no value was bound",
+                    p.delayed_source
+                ),
+            );
         }
         let client_seed = table_client_seed(&contributions, delayed.as_deref());
         let hash = contributions_hash(&contributions);
-        let expect = |report: &mut Report, line: usize, what: &str, recorded: &str, wanted: &str| {
-            report.check(
-                "client_seed",
-                line,
-                if recorded == wanted {
-                    Ok(())
-                } else {
-                    Err(format!("{what} is {recorded:?}, the contributions give {wanted:?}"))
-                },
-            );
-        };
+        let expect =
+            |report: &mut Report, line: usize, what: &str, recorded: &str, wanted: &str| {
+                report.check(
+                    "client_seed",
+                    line,
+                    if recorded == wanted {
+                        Ok(())
+                    } else {
+                        Err(format!(
+                            "{what} is {recorded:?}, the contributions give {wanted:?}"
+                        ))
+                    },
+                );
+            };
         let fixed = Self::all::<cpb::ClientSeedFixed>(report, "client_seed", &self.others);
         if fixed.is_empty() && !hands.is_empty() {
             report.fail("client_seed", 0, "no ClientSeedFixed event");
         }
         for (line, m) in &fixed {
-            expect(report, *line, "ClientSeedFixed.client_seed", &m.client_seed, &client_seed);
-            expect(report, *line, "ClientSeedFixed.contributions_hash", &m.contributions_hash, &hash);
+            expect(
+                report,
+                *line,
+                "ClientSeedFixed.client_seed",
+                &m.client_seed,
+                &client_seed,
+            );
+            expect(
+                report,
+                *line,
+                "ClientSeedFixed.contributions_hash",
+                &m.contributions_hash,
+                &hash,
+            );
         }
         for h in hands {
-            expect(report, h.line, "HandStarted.client_seed", &h.started.client_seed, &client_seed);
+            expect(
+                report,
+                h.line,
+                "HandStarted.client_seed",
+                &h.started.client_seed,
+                &client_seed,
+            );
         }
         for (line, m) in dealt {
-            expect(report, *line, "HandDealt.client_seed", &m.client_seed, &client_seed);
+            expect(
+                report,
+                *line,
+                "HandDealt.client_seed",
+                &m.client_seed,
+                &client_seed,
+            );
         }
         for (line, m) in reveals {
-            expect(report, *line, "TableSeedRevealed.client_seed", &m.client_seed, &client_seed);
+            expect(
+                report,
+                *line,
+                "TableSeedRevealed.client_seed",
+                &m.client_seed,
+                &client_seed,
+            );
         }
         client_seed
     }
@@ -819,7 +993,10 @@ impl<'a> GameAudit<'a> {
             if h.started.salt == salt {
                 Ok(())
             } else {
-                Err(format!("hand {}'s salt is {:?}, expected {salt:?}", h.started.hand, h.started.salt))
+                Err(format!(
+                    "hand {}'s salt is {:?}, expected {salt:?}",
+                    h.started.hand, h.started.salt
+                ))
             },
         );
         let deal = Deal::from_seeds(deck, seed, client_seed, &salt);
@@ -832,7 +1009,14 @@ impl<'a> GameAudit<'a> {
         };
         for (position, slot) in h.dealt.iter().enumerate() {
             let Some((line, d)) = slot else {
-                report.fail("deal", h.line, format!("hand {}: no CardsDealt at position {position}", h.started.hand));
+                report.fail(
+                    "deal",
+                    h.line,
+                    format!(
+                        "hand {}: no CardsDealt at position {position}",
+                        h.started.hand
+                    ),
+                );
                 continue;
             };
             let recorded = cards(&d.cards);
@@ -842,13 +1026,21 @@ impl<'a> GameAudit<'a> {
                 (Err(e), _) | (_, Err(e)) => Err(e),
                 (Ok(r), Ok(s)) => {
                     if u32::from(s.number()) != d.seat {
-                        Err(format!("position {position} goes to seat {}, recorded seat {}", s.number(), d.seat))
+                        Err(format!(
+                            "position {position} goes to seat {}, recorded seat {}",
+                            s.number(),
+                            d.seat
+                        ))
                     } else if r != wanted {
                         Err(format!(
                             "seat {} was dealt [{}], the seeds deal [{}]",
                             d.seat,
                             d.cards.join(" "),
-                            wanted.iter().map(ToString::to_string).collect::<Vec<_>>().join(" ")
+                            wanted
+                                .iter()
+                                .map(ToString::to_string)
+                                .collect::<Vec<_>>()
+                                .join(" ")
                         ))
                     } else {
                         Ok(())
@@ -858,13 +1050,23 @@ impl<'a> GameAudit<'a> {
             report.check("deal", *line, result);
         }
         let number = deal.distribution_number().to_string();
-        match dealt.iter().find(|(_, m)| m.hand == u64::from(h.started.hand)) {
-            None => report.fail("deal", h.line, format!("no HandDealt for hand {}", h.started.hand)),
+        match dealt
+            .iter()
+            .find(|(_, m)| m.hand == u64::from(h.started.hand))
+        {
+            None => report.fail(
+                "deal",
+                h.line,
+                format!("no HandDealt for hand {}", h.started.hand),
+            ),
             Some((line, m)) => report.check(
                 "deal",
                 *line,
                 if m.distribution_number != number {
-                    Err(format!("distribution number {}, the seeds give {number}", m.distribution_number))
+                    Err(format!(
+                        "distribution number {}, the seeds give {number}",
+                        m.distribution_number
+                    ))
                 } else if m.salt != salt {
                     Err(format!("salt {:?}, expected {salt:?}", m.salt))
                 } else {
@@ -933,7 +1135,11 @@ impl<'a> GameAudit<'a> {
                 None
             }
             Err(VerifyError::Unexpected { index, kind }) => {
-                report.fail("replay", line_of(index), format!("{kind} does not follow from the events before it"));
+                report.fail(
+                    "replay",
+                    line_of(index),
+                    format!("{kind} does not follow from the events before it"),
+                );
                 None
             }
             Err(VerifyError::Mismatch { index, expected }) => {
@@ -955,7 +1161,11 @@ impl<'a> GameAudit<'a> {
                 report.fail(
                     check,
                     line_of(index),
-                    format!("recorded {:?}, the rules give {:?}", recorded, expected.first()),
+                    format!(
+                        "recorded {:?}, the rules give {:?}",
+                        recorded,
+                        expected.first()
+                    ),
                 );
                 None
             }
@@ -968,18 +1178,38 @@ impl<'a> GameAudit<'a> {
         if let Some(game) = &game {
             let scores = game.scores();
             let winner = game.result().map(|(t, _)| u32::from(t.index() as u8));
-            let hands_played = log.iter().filter(|e| matches!(e, Event::HandScored(_))).count();
+            let hands_played = log
+                .iter()
+                .filter(|e| matches!(e, Event::HandScored(_)))
+                .count();
             let mut problems = Vec::new();
             if finished.final_scores != scores {
-                problems.push(format!("final scores {:?}, the rules give {scores:?}", finished.final_scores));
+                problems.push(format!(
+                    "final scores {:?}, the rules give {scores:?}",
+                    finished.final_scores
+                ));
             }
             if Some(finished.winner) != winner {
-                problems.push(format!("winner {}, the rules give {winner:?}", finished.winner));
+                problems.push(format!(
+                    "winner {}, the rules give {winner:?}",
+                    finished.winner
+                ));
             }
             if finished.hands_played as usize != hands_played {
-                problems.push(format!("hands played {}, the log has {hands_played}", finished.hands_played));
+                problems.push(format!(
+                    "hands played {}, the log has {hands_played}",
+                    finished.hands_played
+                ));
             }
-            report.check("result", line, if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) });
+            report.check(
+                "result",
+                line,
+                if problems.is_empty() {
+                    Ok(())
+                } else {
+                    Err(problems.join("; "))
+                },
+            );
         }
         self.seats(report, line, &finished);
         self.ratings(report, &finished);
@@ -999,10 +1229,21 @@ impl<'a> GameAudit<'a> {
         for p in &finished.players {
             let sat = holders.get(&p.seat).cloned().unwrap_or_default();
             if !p.bot && sat != p.player_id {
-                problems.push(format!("seat {} is {:?} in GameFinished, {:?} sat there", p.seat, p.player_id, sat));
+                problems.push(format!(
+                    "seat {} is {:?} in GameFinished, {:?} sat there",
+                    p.seat, p.player_id, sat
+                ));
             }
         }
-        report.check("result", line, if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) });
+        report.check(
+            "result",
+            line,
+            if problems.is_empty() {
+                Ok(())
+            } else {
+                Err(problems.join("; "))
+            },
+        );
     }
 
     /// Every RatingChanged recomputed.
@@ -1025,14 +1266,26 @@ impl<'a> GameAudit<'a> {
         let mut seen = BTreeSet::new();
         for (line, m) in &changes {
             report.ratings += 1;
-            report.check("rating", *line, self.rating(m, finished, &players, &before, team_of));
+            report.check(
+                "rating",
+                *line,
+                self.rating(m, finished, &players, &before, team_of),
+            );
             if !seen.insert(m.player_id.as_str()) {
-                report.fail("rating", *line, format!("player {} is rated twice", m.player_id));
+                report.fail(
+                    "rating",
+                    *line,
+                    format!("player {} is rated twice", m.player_id),
+                );
             }
         }
         for id in players.keys() {
             if !seen.contains(id) {
-                report.fail("rating", 0, format!("player {id} played but has no RatingChanged"));
+                report.fail(
+                    "rating",
+                    0,
+                    format!("player {id} played but has no RatingChanged"),
+                );
             }
         }
     }
@@ -1055,12 +1308,19 @@ impl<'a> GameAudit<'a> {
         let won = team_of(player.seat) == finished.winner && !player.abandoned;
         let score = if won { Score::Win } else { Score::Loss };
         if m.score.to_bits() != score.value().to_bits() {
-            return Err(format!("{who}: score {}, the game gives {}", m.score, score.value()));
+            return Err(format!(
+                "{who}: score {}, the game gives {}",
+                m.score,
+                score.value()
+            ));
         }
         for o in &m.opponents {
             let theirs = players.get(o.player_id.as_str());
             if theirs.is_none_or(|p| team_of(p.seat) == team_of(player.seat)) {
-                return Err(format!("{who}: opponent {} was not on the other team", o.player_id));
+                return Err(format!(
+                    "{who}: opponent {} was not on the other team",
+                    o.player_id
+                ));
             }
             if let Some(b) = before.get(o.player_id.as_str())
                 && b.to_bits() != o.rating_before.to_bits()
@@ -1091,7 +1351,10 @@ impl<'a> GameAudit<'a> {
             .map_err(|e| format!("{who}: {e}"))?;
         for (o, w) in m.opponents.iter().zip(change.weights()) {
             if o.weight.to_bits() != w.to_bits() {
-                return Err(format!("{who}: opponent {}'s weight {:?}, SPEC 6 gives {w:?}", o.player_id, o.weight));
+                return Err(format!(
+                    "{who}: opponent {}'s weight {:?}, SPEC 6 gives {w:?}",
+                    o.player_id, o.weight
+                ));
             }
         }
         if m.games_played == 0 {

@@ -85,4 +85,3 @@ pub(crate) fn run(args: AuditArgs, out: &mut dyn Write) -> Result<(), CliError> 
         Err(CliError::AuditFailed(report.failures.len()))
     }
 }
-

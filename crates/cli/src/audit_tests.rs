@@ -8,10 +8,10 @@
 use std::collections::BTreeMap;
 
 use fairdeal_event::{Envelope, GENESIS_PREV_HASH, NewEvent, StreamId, compute_hash, seal};
+use fairdeal_fairness::Deck;
 use fairdeal_fairness::client_seed::{contributions_hash, table_client_seed};
 use fairdeal_fairness::commitment::Commitment;
 use fairdeal_fairness::deal::Deal;
-use fairdeal_fairness::Deck;
 use fairdeal_games::sim::{MatchSetup, play_match};
 use fairdeal_games::{Bid, Event, HeuristicBot, MatchEnd, Seat, Suit, TableOptions};
 use fairdeal_proto::fairdeal::commitment::v1 as cpb;
@@ -48,10 +48,15 @@ impl Log {
     }
 
     fn append<M: Message + Name>(&mut self, stream: &str, correlation: &str, message: &M) {
-        let (version, prev) = self.heads.get(stream).copied().unwrap_or((0, GENESIS_PREV_HASH));
+        let (version, prev) = self
+            .heads
+            .get(stream)
+            .copied()
+            .unwrap_or((0, GENESIS_PREV_HASH));
         let event = NewEvent::from_message(message).with_correlation_id(correlation);
         let sealed = seal(&StreamId::parse(stream).unwrap(), version + 1, &prev, event).unwrap();
-        self.heads.insert(stream.to_owned(), (version + 1, sealed.hash));
+        self.heads
+            .insert(stream.to_owned(), (version + 1, sealed.hash));
         self.leaves.push(sealed.to_envelope());
     }
 }
@@ -97,10 +102,11 @@ fn record_game() -> Game {
     let commit = format!("commitmenttable-{t}");
     let deals = format!("deals-{t}");
     let commitment = Commitment::of(SEED).to_hex();
-    let contributions: BTreeMap<u32, String> = [(0, "alpha"), (1, "beta"), (2, "gamma"), (3, "delta")]
-        .into_iter()
-        .map(|(s, c)| (s, c.to_owned()))
-        .collect();
+    let contributions: BTreeMap<u32, String> =
+        [(0, "alpha"), (1, "beta"), (2, "gamma"), (3, "delta")]
+            .into_iter()
+            .map(|(s, c)| (s, c.to_owned()))
+            .collect();
     let client_seed = table_client_seed(&contributions, None);
     let mut log = Log::new();
     // Another game's event first: the game's leaves do not start at 0.
@@ -141,12 +147,46 @@ fn record_game() -> Game {
     );
     for (s, p) in players.iter().enumerate() {
         let s = s as u32;
-        log.append(&table, t, &tpb::SeatTaken { table_id: t.into(), seat: s, player_id: p.clone() });
+        log.append(
+            &table,
+            t,
+            &tpb::SeatTaken {
+                table_id: t.into(),
+                seat: s,
+                player_id: p.clone(),
+            },
+        );
         let contribution = contributions[&s].clone();
-        log.append(&commit, t, &cpb::SeedContributed { table_id: t.into(), seat: s, player_id: p.clone(), contribution: contribution.clone() });
-        log.append(&table, t, &tpb::SeedContributed { table_id: t.into(), seat: s, player_id: p.clone(), contribution });
+        log.append(
+            &commit,
+            t,
+            &cpb::SeedContributed {
+                table_id: t.into(),
+                seat: s,
+                player_id: p.clone(),
+                contribution: contribution.clone(),
+            },
+        );
+        log.append(
+            &table,
+            t,
+            &tpb::SeedContributed {
+                table_id: t.into(),
+                seat: s,
+                player_id: p.clone(),
+                contribution,
+            },
+        );
     }
-    log.append(&commit, t, &cpb::ClientSeedFixed { table_id: t.into(), client_seed: client_seed.clone(), contributions_hash: contributions_hash(&contributions) });
+    log.append(
+        &commit,
+        t,
+        &cpb::ClientSeedFixed {
+            table_id: t.into(),
+            client_seed: client_seed.clone(),
+            contributions_hash: contributions_hash(&contributions),
+        },
+    );
 
     let bots = [1, 2, 3, 4].map(HeuristicBot::new);
     let played = play_match(
@@ -164,106 +204,268 @@ fn record_game() -> Game {
     let mut hands_played = 0;
     for event in &played.events {
         match event {
-            Event::MatchStarted { first_dealer, .. } => log.append(&table, t, &tpb::MatchStarted { table_id: t.into(), options: Some(options), first_dealer: seat(*first_dealer) }),
-            Event::HandStarted { hand, dealer, hands } => {
+            Event::MatchStarted { first_dealer, .. } => log.append(
+                &table,
+                t,
+                &tpb::MatchStarted {
+                    table_id: t.into(),
+                    options: Some(options),
+                    first_dealer: seat(*first_dealer),
+                },
+            ),
+            Event::HandStarted {
+                hand,
+                dealer,
+                hands,
+            } => {
                 let salt = hand.to_string();
-                log.append(&table, t, &tpb::HandStarted { table_id: t.into(), hand: *hand, dealer: seat(*dealer), salt: salt.clone(), commitment: commitment.clone(), client_seed: client_seed.clone() });
-                for (position, cards) in hands.iter().enumerate() {
-                    log.append(&table, t, &tpb::CardsDealt {
+                log.append(
+                    &table,
+                    t,
+                    &tpb::HandStarted {
                         table_id: t.into(),
                         hand: *hand,
-                        seat: seat(dealer.offset(1 + position)),
-                        position: position as u32,
-                        cards: cards.iter().map(ToString::to_string).collect(),
-                    });
+                        dealer: seat(*dealer),
+                        salt: salt.clone(),
+                        commitment: commitment.clone(),
+                        client_seed: client_seed.clone(),
+                    },
+                );
+                for (position, cards) in hands.iter().enumerate() {
+                    log.append(
+                        &table,
+                        t,
+                        &tpb::CardsDealt {
+                            table_id: t.into(),
+                            hand: *hand,
+                            seat: seat(dealer.offset(1 + position)),
+                            position: position as u32,
+                            cards: cards.iter().map(ToString::to_string).collect(),
+                        },
+                    );
                 }
                 let deal = Deal::from_seeds(Deck::Dix, SEED, &client_seed, &salt);
-                log.append(&deals, t, &dpb::HandDealt {
-                    table_id: t.into(),
-                    hand: u64::from(*hand),
-                    deck: "dix".into(),
-                    salt: salt.clone(),
-                    commitment: commitment.clone(),
-                    client_seed: client_seed.clone(),
-                    distribution_number: deal.distribution_number().to_string(),
-                    rejected_candidates: 0,
-                    candidate_salt: salt,
-                });
+                log.append(
+                    &deals,
+                    t,
+                    &dpb::HandDealt {
+                        table_id: t.into(),
+                        hand: u64::from(*hand),
+                        deck: "dix".into(),
+                        salt: salt.clone(),
+                        commitment: commitment.clone(),
+                        client_seed: client_seed.clone(),
+                        distribution_number: deal.distribution_number().to_string(),
+                        rejected_candidates: 0,
+                        candidate_salt: salt,
+                    },
+                );
             }
-            Event::BidPlaced { seat: s, bid: b } => log.append(&table, t, &tpb::BidPlaced { table_id: t.into(), seat: seat(*s), bid: Some(bid(*b)), command: None }),
-            Event::PlayerPassed { seat: s } => log.append(&table, t, &tpb::PlayerPassed { table_id: t.into(), seat: seat(*s), command: None }),
-            Event::AuctionWon { seat: s, bid: b } => log.append(&table, t, &tpb::AuctionWon { table_id: t.into(), seat: seat(*s), bid: Some(bid(*b)) }),
-            Event::TrumpNamed { seat: s, suit: su } => log.append(&table, t, &tpb::TrumpNamed { table_id: t.into(), seat: seat(*s), suit: suit(*su), command: None }),
+            Event::BidPlaced { seat: s, bid: b } => log.append(
+                &table,
+                t,
+                &tpb::BidPlaced {
+                    table_id: t.into(),
+                    seat: seat(*s),
+                    bid: Some(bid(*b)),
+                    command: None,
+                },
+            ),
+            Event::PlayerPassed { seat: s } => log.append(
+                &table,
+                t,
+                &tpb::PlayerPassed {
+                    table_id: t.into(),
+                    seat: seat(*s),
+                    command: None,
+                },
+            ),
+            Event::AuctionWon { seat: s, bid: b } => log.append(
+                &table,
+                t,
+                &tpb::AuctionWon {
+                    table_id: t.into(),
+                    seat: seat(*s),
+                    bid: Some(bid(*b)),
+                },
+            ),
+            Event::TrumpNamed { seat: s, suit: su } => log.append(
+                &table,
+                t,
+                &tpb::TrumpNamed {
+                    table_id: t.into(),
+                    seat: seat(*s),
+                    suit: suit(*su),
+                    command: None,
+                },
+            ),
             Event::CardPlayed { seat: s, card } => {
                 // A turn clock between moves, as the service records one for players.
-                log.append(&table, t, &tpb::TurnClock { table_id: t.into(), seat: seat(*s), deadline_ms: 1 });
-                log.append(&table, t, &tpb::CardPlayed { table_id: t.into(), seat: seat(*s), card: card.to_string(), command: None });
+                log.append(
+                    &table,
+                    t,
+                    &tpb::TurnClock {
+                        table_id: t.into(),
+                        seat: seat(*s),
+                        deadline_ms: 1,
+                    },
+                );
+                log.append(
+                    &table,
+                    t,
+                    &tpb::CardPlayed {
+                        table_id: t.into(),
+                        seat: seat(*s),
+                        card: card.to_string(),
+                        command: None,
+                    },
+                );
             }
-            Event::TrickWon { seat: s, trick, points } => log.append(&table, t, &tpb::TrickWon { table_id: t.into(), seat: seat(*s), trick: u32::from(*trick), points: u32::from(*points) }),
+            Event::TrickWon {
+                seat: s,
+                trick,
+                points,
+            } => log.append(
+                &table,
+                t,
+                &tpb::TrickWon {
+                    table_id: t.into(),
+                    seat: seat(*s),
+                    trick: u32::from(*trick),
+                    points: u32::from(*points),
+                },
+            ),
             Event::HandScored(h) => {
                 hands_played += 1;
-                log.append(&table, t, &tpb::HandScored {
-                    table_id: t.into(),
-                    hand: h.hand,
-                    declarer: seat(h.declarer),
-                    bid: Some(bid(h.bid)),
-                    card_points: h.card_points.to_vec(),
-                    ace_transfers: h.ace_transfers.to_vec(),
-                    contract_made: h.contract_made,
-                    deltas: h.deltas.to_vec(),
-                    scores: h.scores.to_vec(),
-                });
+                log.append(
+                    &table,
+                    t,
+                    &tpb::HandScored {
+                        table_id: t.into(),
+                        hand: h.hand,
+                        declarer: seat(h.declarer),
+                        bid: Some(bid(h.bid)),
+                        card_points: h.card_points.to_vec(),
+                        ace_transfers: h.ace_transfers.to_vec(),
+                        contract_made: h.contract_made,
+                        deltas: h.deltas.to_vec(),
+                        scores: h.scores.to_vec(),
+                    },
+                );
             }
-            Event::MatchWon { team, reason, scores } => log.append(&table, t, &tpb::MatchWon {
-                table_id: t.into(),
-                team: u32::from(team.index() as u8),
-                reason: (match reason {
-                    MatchEnd::TargetReached => tpb::MatchEnd::TargetReached,
-                    MatchEnd::BothReachedDeclarerWins => tpb::MatchEnd::BothReachedDeclarerWins,
-                    MatchEnd::GameBidMade => tpb::MatchEnd::GameBidMade,
-                    MatchEnd::GameBidFailed => tpb::MatchEnd::GameBidFailed,
-                }) as i32,
-                scores: scores.to_vec(),
-            }),
+            Event::MatchWon {
+                team,
+                reason,
+                scores,
+            } => log.append(
+                &table,
+                t,
+                &tpb::MatchWon {
+                    table_id: t.into(),
+                    team: u32::from(team.index() as u8),
+                    reason: (match reason {
+                        MatchEnd::TargetReached => tpb::MatchEnd::TargetReached,
+                        MatchEnd::BothReachedDeclarerWins => tpb::MatchEnd::BothReachedDeclarerWins,
+                        MatchEnd::GameBidMade => tpb::MatchEnd::GameBidMade,
+                        MatchEnd::GameBidFailed => tpb::MatchEnd::GameBidFailed,
+                    }) as i32,
+                    scores: scores.to_vec(),
+                },
+            ),
         }
     }
     let (winner, _) = played.game.result().unwrap();
     let winner = winner.index() as u32;
-    log.append(&table, t, &tpb::GameFinished {
-        table_id: t.into(),
-        players: (0..4).map(|s| tpb::SeatPlayer { seat: s, player_id: players[s as usize].clone(), bot: false, abandoned: false }).collect(),
-        teams: vec![tpb::TeamSeats { team: 0, seats: vec![0, 2] }, tpb::TeamSeats { team: 1, seats: vec![1, 3] }],
-        final_scores: played.game.scores().to_vec(),
-        winner,
-        variant: Some(options),
-        hands_played,
-        reason: tpb::FinishReason::Completed as i32,
-    });
-    log.append(&commit, t, &cpb::TableSeedRevealed { table_id: t.into(), server_seed: SEED.into(), commitment: commitment.clone(), ..Default::default() });
-    log.append(&table, t, &tpb::TableSeedRevealed { table_id: t.into(), commitment: commitment.clone(), server_seed: SEED.into(), client_seed: client_seed.clone() });
+    log.append(
+        &table,
+        t,
+        &tpb::GameFinished {
+            table_id: t.into(),
+            players: (0..4)
+                .map(|s| tpb::SeatPlayer {
+                    seat: s,
+                    player_id: players[s as usize].clone(),
+                    bot: false,
+                    abandoned: false,
+                })
+                .collect(),
+            teams: vec![
+                tpb::TeamSeats {
+                    team: 0,
+                    seats: vec![0, 2],
+                },
+                tpb::TeamSeats {
+                    team: 1,
+                    seats: vec![1, 3],
+                },
+            ],
+            final_scores: played.game.scores().to_vec(),
+            winner,
+            variant: Some(options),
+            hands_played,
+            reason: tpb::FinishReason::Completed as i32,
+        },
+    );
+    log.append(
+        &commit,
+        t,
+        &cpb::TableSeedRevealed {
+            table_id: t.into(),
+            server_seed: SEED.into(),
+            commitment: commitment.clone(),
+            ..Default::default()
+        },
+    );
+    log.append(
+        &table,
+        t,
+        &tpb::TableSeedRevealed {
+            table_id: t.into(),
+            commitment: commitment.clone(),
+            server_seed: SEED.into(),
+            client_seed: client_seed.clone(),
+        },
+    );
     // Ratings, as crates/rating computes them (SPEC 6).
     let before = [1500.0, 1523.5, 1480.25, 1611.0];
-    let outcome = if winner == 0 { TeamOutcome::FirstWon } else { TeamOutcome::SecondWon };
-    let changes = four_seats(before.map(|r| Rating::new(r).unwrap()), outcome, KFactor::new(32.0).unwrap()).unwrap();
+    let outcome = if winner == 0 {
+        TeamOutcome::FirstWon
+    } else {
+        TeamOutcome::SecondWon
+    };
+    let changes = four_seats(
+        before.map(|r| Rating::new(r).unwrap()),
+        outcome,
+        KFactor::new(32.0).unwrap(),
+    )
+    .unwrap();
     for (s, change) in changes.iter().enumerate() {
         let opponents = [(s + 1) % 4, (s + 3) % 4];
         let weights = change.weights();
-        log.append(&format!("rating-{}", players[s]), t, &rpb::RatingChanged {
-            player_id: players[s].clone(),
-            table_id: t.into(),
-            game_kind: "jeu-du-10/dix".into(),
-            rating_before: change.before().value(),
-            rating_after: change.after().value(),
-            expectation: change.expectation(),
-            score: change.score().value(),
-            k: 32.0,
-            opponents: opponents
-                .iter()
-                .zip(weights)
-                .map(|(&o, weight)| rpb::Opponent { player_id: players[o].clone(), rating_before: before[o], weight })
-                .collect(),
-            games_played: if s == 0 { 2 } else { 1 },
-        });
+        log.append(
+            &format!("rating-{}", players[s]),
+            t,
+            &rpb::RatingChanged {
+                player_id: players[s].clone(),
+                table_id: t.into(),
+                game_kind: "jeu-du-10/dix".into(),
+                rating_before: change.before().value(),
+                rating_after: change.after().value(),
+                expectation: change.expectation(),
+                score: change.score().value(),
+                k: 32.0,
+                opponents: opponents
+                    .iter()
+                    .zip(weights)
+                    .map(|(&o, weight)| rpb::Opponent {
+                        player_id: players[o].clone(),
+                        rating_before: before[o],
+                        weight,
+                    })
+                    .collect(),
+                games_played: if s == 0 { 2 } else { 1 },
+            },
+        );
     }
     log.append("table-other", "other", &tpb::SeatLeft::default());
     Game {
@@ -284,7 +486,9 @@ impl Game {
 
     fn checkpoint(&self, size: usize) -> String {
         let tree = self.tree(size);
-        Checkpoint::new(ORIGIN, tree.size(), tree.root()).unwrap().sign(&self.signer)
+        Checkpoint::new(ORIGIN, tree.size(), tree.root())
+            .unwrap()
+            .sign(&self.signer)
     }
 
     /// The export, as the ledger writes it, with consistency proofs from `previous`.
@@ -302,7 +506,11 @@ impl Game {
                 proof: encode_hashes(&tree.consistency_proof(old, tree.size()).unwrap()),
             }));
         }
-        let own = [format!("table-{}", self.table_id), format!("commitmenttable-{}", self.table_id), format!("deals-{}", self.table_id)];
+        let own = [
+            format!("table-{}", self.table_id),
+            format!("commitmenttable-{}", self.table_id),
+            format!("deals-{}", self.table_id),
+        ];
         for (i, env) in self.log.leaves.iter().enumerate() {
             if env.correlation_id == self.table_id || own.contains(&env.stream_id) {
                 lines.push(Line::Event(EventLine {
@@ -324,7 +532,10 @@ impl Game {
 }
 
 fn text(lines: &[Line]) -> String {
-    lines.iter().map(|l| serde_json::to_string(l).unwrap() + "\n").collect()
+    lines
+        .iter()
+        .map(|l| serde_json::to_string(l).unwrap() + "\n")
+        .collect()
 }
 
 fn run(game: &Game, lines: &[Line]) -> Report {
@@ -335,7 +546,10 @@ fn run(game: &Game, lines: &[Line]) -> Report {
 #[track_caller]
 fn assert_fails(report: &Report, check: &str, line: usize) {
     assert!(
-        report.failures.iter().any(|f| f.check == check && (line == 0 || f.line == line)),
+        report
+            .failures
+            .iter()
+            .any(|f| f.check == check && (line == 0 || f.line == line)),
         "expected {check} to fail at line {line}; failures: {:#?}",
         report.failures
     );
@@ -370,7 +584,12 @@ fn event_mut(lines: &mut [Line], i: usize) -> &mut EventLine {
 /// Replaces event line `i`'s payload by `edit` of it. With `reseal`, the attacker also
 /// recomputes the hash chain of the stream from there on (so only the proofs and the
 /// game's own checks can catch it).
-fn tamper<M: Message + Default>(lines: &mut [Line], i: usize, reseal: bool, edit: impl FnOnce(&mut M)) {
+fn tamper<M: Message + Default>(
+    lines: &mut [Line],
+    i: usize,
+    reseal: bool,
+    edit: impl FnOnce(&mut M),
+) {
     let e = event_mut(lines, i);
     let mut env = envelope(e);
     let mut m: M = M::decode(env.payload.as_slice()).unwrap();
@@ -406,7 +625,18 @@ fn an_honest_export_passes_every_check() {
     assert!(report.hands >= 2 && report.moves > 40, "{report:?}");
     assert_eq!(report.ratings, 4);
     assert_eq!(report.streams, 3 + 4);
-    for check in ["checkpoint", "inclusion", "chain", "commitment", "client_seed", "deal", "replay", "score", "result", "rating"] {
+    for check in [
+        "checkpoint",
+        "inclusion",
+        "chain",
+        "commitment",
+        "client_seed",
+        "deal",
+        "replay",
+        "score",
+        "result",
+        "rating",
+    ] {
         assert!(report.checks[check].checked > 0, "{check} was not checked");
     }
     // The rating stream of player 0 is exported from version 2: a partial stream passes.
@@ -418,7 +648,11 @@ fn the_export_extends_a_previous_checkpoint() {
     let game = record_game();
     let previous = game.checkpoint(40);
     let lines = game.export(&[40]);
-    assert!(audit(&text(&lines), &game.key(), Some(&previous)).failures.is_empty());
+    assert!(
+        audit(&text(&lines), &game.key(), Some(&previous))
+            .failures
+            .is_empty()
+    );
     // Without the proof, or with a previous checkpoint of another tree, it fails.
     let report = audit(&text(&game.export(&[])), &game.key(), Some(&previous));
     assert_fails(&report, "consistency", 1);
@@ -430,7 +664,9 @@ fn the_export_extends_a_previous_checkpoint() {
     for env in &forged.leaves {
         tree.push_leaf(&env.encode_to_vec());
     }
-    let other = Checkpoint::new(ORIGIN, 40, tree.root()).unwrap().sign(&game.signer);
+    let other = Checkpoint::new(ORIGIN, 40, tree.root())
+        .unwrap()
+        .sign(&game.signer);
     let report = audit(&text(&lines), &game.key(), Some(&other));
     assert_fails(&report, "consistency", 2);
 }
@@ -447,7 +683,9 @@ fn a_wrong_key_or_a_changed_checkpoint_fails_the_signature() {
         let root_line = h.checkpoint.lines().nth(2).unwrap().to_owned();
         let mut flipped = root_line.clone().into_bytes();
         flipped[3] = if flipped[3] == b'A' { b'B' } else { b'A' };
-        h.checkpoint = h.checkpoint.replacen(&root_line, &String::from_utf8(flipped).unwrap(), 1);
+        h.checkpoint = h
+            .checkpoint
+            .replacen(&root_line, &String::from_utf8(flipped).unwrap(), 1);
     }
     let report = run(&game, &changed);
     assert_fails(&report, "checkpoint", 1);
@@ -460,7 +698,9 @@ fn a_changed_payload_fails_the_chain_and_its_proof() {
     let game = record_game();
     let mut lines = game.export(&[]);
     let i = find::<tpb::SeatTaken>(&lines, |m| m.seat == 2);
-    tamper::<tpb::SeatTaken>(&mut lines, i, false, |m| m.player_id.replace_range(0..1, "f"));
+    tamper::<tpb::SeatTaken>(&mut lines, i, false, |m| {
+        m.player_id.replace_range(0..1, "f")
+    });
     let report = run(&game, &lines);
     assert_fails(&report, "chain", i + 1);
     assert_fails(&report, "inclusion", i + 1);
@@ -535,7 +775,11 @@ fn a_changed_card_in_a_move_fails_the_replay_even_with_the_chain_resealed() {
     let report = run(&game, &lines);
     assert_fails(&report, "replay", i + 1);
     assert_fails(&report, "inclusion", i + 1);
-    assert!(!report.failed("chain"), "the chain was resealed: {:#?}", report.failures);
+    assert!(
+        !report.failed("chain"),
+        "the chain was resealed: {:#?}",
+        report.failures
+    );
 }
 
 #[test]
@@ -620,4 +864,3 @@ fn garbage_lines_are_named() {
     assert_fails(&report, "format", n - 1);
     assert_fails(&report, "format", n);
 }
-

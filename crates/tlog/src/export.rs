@@ -126,10 +126,16 @@ mod tests {
             proof: encode_hashes(&[[7; 32]]),
         });
         let text = serde_json::to_string(&line).unwrap();
-        assert!(text.starts_with(r#"{"kind":"event","leaf_index":3"#), "{text}");
+        assert!(
+            text.starts_with(r#"{"kind":"event","leaf_index":3"#),
+            "{text}"
+        );
         assert_eq!(serde_json::from_str::<Line>(&text).unwrap(), line);
         let extra = text.replace(r#""version":2"#, r#""version":2,"x":1"#);
         assert!(serde_json::from_str::<Line>(&extra).is_err());
-        assert_eq!(decode_hashes(&[encode_bytes(&[1; 31])]).unwrap_err(), "proof[0]: 31 bytes, not 32");
+        assert_eq!(
+            decode_hashes(&[encode_bytes(&[1; 31])]).unwrap_err(),
+            "proof[0]: 31 bytes, not 32"
+        );
     }
 }

@@ -232,8 +232,9 @@ mod tests {
         let mut prev = GENESIS_PREV_HASH;
         (1..=n)
             .map(|v| {
-                let e = fairdeal_event::seal(&stream, v, &prev, NewEvent::new("t.v1.X", vec![v as u8]))
-                    .unwrap();
+                let e =
+                    fairdeal_event::seal(&stream, v, &prev, NewEvent::new("t.v1.X", vec![v as u8]))
+                        .unwrap();
                 prev = e.hash;
                 e
             })
@@ -244,21 +245,44 @@ mod tests {
     fn links_append_and_gaps_forks_and_halts_refuse() {
         let events = chain(3);
         assert_eq!(judge(&events[0], None, false, None), Verdict::Append);
-        assert_eq!(judge(&events[1], Some((1, events[0].hash)), false, None), Verdict::Append);
+        assert_eq!(
+            judge(&events[1], Some((1, events[0].hash)), false, None),
+            Verdict::Append
+        );
         // A gap: version 3 after version 1.
-        assert!(matches!(judge(&events[2], Some((1, events[0].hash)), false, None), Verdict::Refuse(r) if r.contains("expected version 2")));
+        assert!(
+            matches!(judge(&events[2], Some((1, events[0].hash)), false, None), Verdict::Refuse(r) if r.contains("expected version 2"))
+        );
         // A broken link: version 2 after another version 1.
-        assert!(matches!(judge(&events[1], Some((1, [9; 32])), false, None), Verdict::Refuse(_)));
+        assert!(matches!(
+            judge(&events[1], Some((1, [9; 32])), false, None),
+            Verdict::Refuse(_)
+        ));
         // A version the stream has already.
-        assert!(matches!(judge(&events[1], Some((2, events[1].hash)), false, None), Verdict::Refuse(_)));
+        assert!(matches!(
+            judge(&events[1], Some((2, events[1].hash)), false, None),
+            Verdict::Refuse(_)
+        ));
         // A halted stream refuses even a good link.
-        assert!(matches!(judge(&events[1], Some((1, events[0].hash)), true, None), Verdict::Refuse(_)));
+        assert!(matches!(
+            judge(&events[1], Some((1, events[0].hash)), true, None),
+            Verdict::Refuse(_)
+        ));
         // A redelivery is a duplicate; the same id with other content is refused.
         let same = Some(("table-1".to_owned(), 2, events[1].hash));
-        assert_eq!(judge(&events[1], Some((2, events[1].hash)), false, same), Verdict::Duplicate);
+        assert_eq!(
+            judge(&events[1], Some((2, events[1].hash)), false, same),
+            Verdict::Duplicate
+        );
         let other = Some(("table-1".to_owned(), 2, [1; 32]));
-        assert!(matches!(judge(&events[1], None, false, other), Verdict::Refuse(_)));
+        assert!(matches!(
+            judge(&events[1], None, false, other),
+            Verdict::Refuse(_)
+        ));
         // The first event of a stream must be version 1.
-        assert!(matches!(judge(&events[1], None, false, None), Verdict::Refuse(_)));
+        assert!(matches!(
+            judge(&events[1], None, false, None),
+            Verdict::Refuse(_)
+        ));
     }
 }

@@ -98,12 +98,10 @@ impl Log {
             let size = u64::try_from(size).unwrap_or(u64::MAX);
             let root = Hash::try_from(root.as_slice())
                 .map_err(|_| LogError::Inconsistent("a checkpoint root is not 32 bytes".into()))?;
-            let ours = log
-                .state
-                .read()
-                .tree
-                .root_at(size)
-                .map_err(|e| LogError::Inconsistent(format!("checkpoint of size {size}: {e}")))?;
+            let ours =
+                log.state.read().tree.root_at(size).map_err(|e| {
+                    LogError::Inconsistent(format!("checkpoint of size {size}: {e}"))
+                })?;
             if ours != root {
                 return Err(LogError::Inconsistent(format!(
                     "the checkpoint of size {size} is not the root of the archive's leaves"

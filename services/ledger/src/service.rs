@@ -148,7 +148,11 @@ impl Ledger {
     }
 
     /// The inclusion proof of event `event_id` at `tree_size` (0: the latest checkpoint's).
-    pub async fn inclusion(&self, event_id: &str, tree_size: u64) -> Result<Inclusion, LedgerError> {
+    pub async fn inclusion(
+        &self,
+        event_id: &str,
+        tree_size: u64,
+    ) -> Result<Inclusion, LedgerError> {
         let id = parse_uuid("event_id", event_id)?;
         let size = self.size_or_latest("tree_size", tree_size).await?;
         let row: Option<(i64, Vec<u8>)> = fairdeal_db::on_db!(self.db(), pool => {
@@ -158,7 +162,9 @@ impl Ledger {
                 .await?
         });
         let Some((index, envelope)) = row else {
-            return Err(LedgerError::NotFound(format!("event {id} is not in the log")));
+            return Err(LedgerError::NotFound(format!(
+                "event {id} is not in the log"
+            )));
         };
         let index = u64_of(index);
         if index >= size {
@@ -253,7 +259,9 @@ impl Ledger {
             .await?
         });
         if !rows.iter().any(|r| r.1 == table_stream) {
-            return Err(LedgerError::NotFound(format!("table {id} is not in the log")));
+            return Err(LedgerError::NotFound(format!(
+                "table {id} is not in the log"
+            )));
         }
         if !rows
             .iter()
@@ -264,7 +272,9 @@ impl Ledger {
             )));
         }
         let seed = revealed_seed(&rows).ok_or_else(|| {
-            LedgerError::Precondition(format!("table {id} finished but its seed is not revealed yet"))
+            LedgerError::Precondition(format!(
+                "table {id} finished but its seed is not revealed yet"
+            ))
         })?;
         let last = rows.last().map_or(0, |r| u64_of(r.0));
         let checkpoint = self.log.checkpoint_covering(last + 1).await?;
@@ -331,14 +341,15 @@ fn revealed_seed(rows: &[Row]) -> Option<String> {
             .and_then(|p| tpb::TableSeedRevealed::decode(p.as_slice()).ok())
             .map(|m| m.server_seed)
     });
-    from_table.or_else(|| {
-        rows.iter().find_map(|r| {
-            (r.3 == cpb::TableSeedRevealed::full_name())
-                .then(|| payload(&r.4))
-                .flatten()
-                .and_then(|p| cpb::TableSeedRevealed::decode(p.as_slice()).ok())
-                .map(|m| m.server_seed)
+    from_table
+        .or_else(|| {
+            rows.iter().find_map(|r| {
+                (r.3 == cpb::TableSeedRevealed::full_name())
+                    .then(|| payload(&r.4))
+                    .flatten()
+                    .and_then(|p| cpb::TableSeedRevealed::decode(p.as_slice()).ok())
+                    .map(|m| m.server_seed)
+            })
         })
-    })
-    .filter(|s| !s.is_empty())
+        .filter(|s| !s.is_empty())
 }

@@ -87,10 +87,16 @@ impl Section for LedgerSettings {
             ));
         }
         if !(1..=1_000_000).contains(&self.checkpoint_leaves) {
-            return Err(ConfigError::invalid("checkpoint_leaves", "must be 1 to 1000000"));
+            return Err(ConfigError::invalid(
+                "checkpoint_leaves",
+                "must be 1 to 1000000",
+            ));
         }
         if self.sources.is_empty() || self.sources.iter().any(|s| s.is_empty() || s.len() > 64) {
-            return Err(ConfigError::invalid("sources", "one to 64 characters each, at least one"));
+            return Err(ConfigError::invalid(
+                "sources",
+                "one to 64 characters each, at least one",
+            ));
         }
         Ok(())
     }
