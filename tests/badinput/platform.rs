@@ -189,7 +189,32 @@ impl Platform {
         shutdowns.push(tables.shutdown());
         tokio::spawn(tables.run_until_stopped());
 
-        for url in [&auth_url, &commitment_url, &dealing_url, &tables_url] {
+        // Ledger: its RPCs are public and read-only. It ingests nothing here (`--sources
+        // ledger`, a stream nobody publishes to): its ingest transactions would hold back the
+        // PostgreSQL snapshot horizon the other stores' heads are read below, and this test
+        // compares heads. Its ingest is tested in tests/ledger.
+        let (mut args, _) = storage("ledger.db");
+        let signing_key = fairdeal_tlog::NoteSigner::from_seed("ledger.badinput", &[5; 32])
+            .unwrap()
+            .to_key_string();
+        args.extend(strings(&[
+            "--listen-addr",
+            "127.0.0.1:0",
+            "--signing-key",
+            signing_key.as_str(),
+            "--sources",
+            "ledger",
+        ]));
+        let ledger = fairdeal_ledger::Application::build(settings::<
+            fairdeal_ledger::LedgerSettings,
+        >("ledger", &args))
+        .await
+        .unwrap();
+        let ledger_url = format!("http://127.0.0.1:{}", ledger.port());
+        shutdowns.push(ledger.shutdown());
+        tokio::spawn(ledger.run_until_stopped());
+
+        for url in [&auth_url, &commitment_url, &dealing_url, &tables_url, &ledger_url] {
             fairdeal_testkit::wait_until_serving(url, "").await.unwrap();
         }
         let connect = |url: &str| Channel::from_shared(url.to_owned()).unwrap().connect_lazy();
@@ -201,6 +226,7 @@ impl Platform {
             ),
             ("fairdeal.dealing.v1.DealingService", connect(&dealing_url)),
             ("fairdeal.tables.v1.TablesService", connect(&tables_url)),
+            ("fairdeal.ledger.v1.LedgerService", connect(&ledger_url)),
         ];
 
         let service_token = |name: &'static str, secret: &'static str| {
