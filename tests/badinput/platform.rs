@@ -205,16 +205,22 @@ impl Platform {
             "--sources",
             "ledger",
         ]));
-        let ledger = fairdeal_ledger::Application::build(settings::<
-            fairdeal_ledger::LedgerSettings,
-        >("ledger", &args))
+        let ledger = fairdeal_ledger::Application::build(
+            settings::<fairdeal_ledger::LedgerSettings>("ledger", &args),
+        )
         .await
         .unwrap();
         let ledger_url = format!("http://127.0.0.1:{}", ledger.port());
         shutdowns.push(ledger.shutdown());
         tokio::spawn(ledger.run_until_stopped());
 
-        for url in [&auth_url, &commitment_url, &dealing_url, &tables_url, &ledger_url] {
+        for url in [
+            &auth_url,
+            &commitment_url,
+            &dealing_url,
+            &tables_url,
+            &ledger_url,
+        ] {
             fairdeal_testkit::wait_until_serving(url, "").await.unwrap();
         }
         let connect = |url: &str| Channel::from_shared(url.to_owned()).unwrap().connect_lazy();

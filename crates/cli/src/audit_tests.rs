@@ -864,3 +864,63 @@ fn garbage_lines_are_named() {
     assert_fails(&report, "format", n - 1);
     assert_fails(&report, "format", n);
 }
+
+/// Audit speed beside the hash-chain bound: one full match's export audited `ROUNDS` times,
+/// and SHA-256 over the same envelope bytes (the least any chain check must do).
+/// `cargo test --release -p fairdeal-cli --lib audit_rate -- --ignored --nocapture`
+#[test]
+#[ignore = "benchmark; run by hand"]
+#[allow(clippy::print_stdout)]
+fn audit_rate() {
+    use sha2::{Digest, Sha256};
+    use std::time::Instant;
+    const ROUNDS: u32 = 20;
+    let game = record_game();
+    let lines = game.export(&[]);
+    let text = text(&lines);
+    let key = game.key();
+    let envelopes: Vec<Vec<u8>> = lines
+        .iter()
+        .filter_map(|l| match l {
+            Line::Event(e) => Some(decode_bytes(&e.envelope).unwrap()),
+            _ => None,
+        })
+        .collect();
+    let events = envelopes.len() as f64 * f64::from(ROUNDS);
+    let started = Instant::now();
+    for _ in 0..ROUNDS {
+        let report = audit(&text, &key, None);
+        assert!(report.failures.is_empty());
+    }
+    let audit_s = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    let mut sink = 0u8;
+    for _ in 0..ROUNDS {
+        for e in &envelopes {
+            sink ^= Sha256::digest(e)[0];
+        }
+    }
+    let sha_s = started.elapsed().as_secs_f64();
+    let bytes: usize = envelopes.iter().map(Vec::len).sum();
+    println!(
+        "export of {} events ({} envelope bytes, {} text bytes), {ROUNDS} rounds: audit {:.0} events/s; \
+         SHA-256 over the same envelopes {:.0} events/s ({sink})",
+        envelopes.len(),
+        bytes,
+        text.len(),
+        events / audit_s,
+        events / sha_s
+    );
+}
+
+/// Writes the fixture's export and its log key to the directory `$FAIRDEAL_AUDIT_SAMPLE`,
+/// for timing the release `fairdeal audit` binary on it (docs/performance.md).
+#[test]
+#[ignore = "writes files; run by hand"]
+fn write_sample_export() {
+    let dir = std::env::var("FAIRDEAL_AUDIT_SAMPLE").expect("FAIRDEAL_AUDIT_SAMPLE");
+    let game = record_game();
+    let dir = std::path::Path::new(&dir);
+    std::fs::write(dir.join("game.ndjson"), text(&game.export(&[]))).unwrap();
+    std::fs::write(dir.join("log.key"), game.key().to_string()).unwrap();
+}
