@@ -28,7 +28,7 @@ use tokio::sync::Notify;
 pub const CONSUMER: &str = "ledger";
 
 /// The advisory lock key that serialises leaf numbering on PostgreSQL ("ledger" in ASCII).
-const LEAF_LOCK: i64 = 0x006c_6564_6765_72;
+const LEAF_LOCK: i64 = 0x0000_6c65_6467_6572;
 
 /// Counters of the ingest since start (the archive holds the durable truth).
 #[derive(Debug, Default)]
