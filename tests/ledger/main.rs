@@ -191,8 +191,12 @@ async fn a_finished_game_exports_and_audits(backend: Backend) {
         .await
         .unwrap()
         .into_inner();
-    let opened =
-        Checkpoint::open(checkpoint.checkpoint.as_bytes(), ORIGIN, &[key.clone()]).unwrap();
+    let opened = Checkpoint::open(
+        checkpoint.checkpoint.as_bytes(),
+        ORIGIN,
+        std::slice::from_ref(&key),
+    )
+    .unwrap();
     let Line::Event(first) = serde_json::from_str::<Line>(&lines[1]).unwrap() else {
         panic!("line 2 is not an event");
     };
@@ -230,8 +234,12 @@ async fn a_finished_game_exports_and_audits(backend: Backend) {
     let Line::Header(first_header) = serde_json::from_str::<Line>(&lines[0]).unwrap() else {
         panic!("line 1 is not the header");
     };
-    let first_checkpoint =
-        Checkpoint::open(first_header.checkpoint.as_bytes(), ORIGIN, &[key.clone()]).unwrap();
+    let first_checkpoint = Checkpoint::open(
+        first_header.checkpoint.as_bytes(),
+        ORIGIN,
+        std::slice::from_ref(&key),
+    )
+    .unwrap();
     let again = export(&mut ledger, &view.table_id, vec![first_checkpoint.size()])
         .await
         .unwrap();
