@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use fairdeal_db::Db;
 use fairdeal_kit::ServiceError;
-use fairdeal_proto::fairdeal::commitment::v1 as cpb;
 use fairdeal_proto::fairdeal::tables::v1 as tpb;
 use fairdeal_tlog::ProofError;
 use fairdeal_tlog::export::{
@@ -271,7 +270,7 @@ impl Ledger {
                 "table {id} has not finished: its game cannot be exported yet"
             )));
         }
-        let seed = revealed_seed(&rows).ok_or_else(|| {
+        let seed = revealed_seed(&rows, &table_stream).ok_or_else(|| {
             LedgerError::Precondition(format!(
                 "table {id} finished but its seed is not revealed yet"
             ))
@@ -326,30 +325,17 @@ impl Ledger {
     }
 }
 
-/// The server seed the game's events reveal (the table's `TableSeedRevealed`, else the
-/// commitment service's).
-fn revealed_seed(rows: &[Row]) -> Option<String> {
-    let payload = |envelope: &[u8]| {
-        fairdeal_proto::fairdeal::event::v1::Envelope::decode(envelope)
-            .ok()
-            .map(|e| e.payload)
-    };
-    let from_table = rows.iter().find_map(|r| {
-        (r.3 == tpb::TableSeedRevealed::full_name())
-            .then(|| payload(&r.4))
-            .flatten()
-            .and_then(|p| tpb::TableSeedRevealed::decode(p.as_slice()).ok())
-            .map(|m| m.server_seed)
-    });
-    from_table
-        .or_else(|| {
-            rows.iter().find_map(|r| {
-                (r.3 == cpb::TableSeedRevealed::full_name())
-                    .then(|| payload(&r.4))
-                    .flatten()
-                    .and_then(|p| cpb::TableSeedRevealed::decode(p.as_slice()).ok())
-                    .map(|m| m.server_seed)
-            })
+/// The server seed the table stream reveals (its `TableSeedRevealed`, recorded after
+/// `GameFinished`): the export waits for it, so the table stream it holds is the whole
+/// finished stream the auditor requires.
+fn revealed_seed(rows: &[Row], table_stream: &str) -> Option<String> {
+    rows.iter()
+        .filter(|r| r.1 == table_stream && r.3 == tpb::TableSeedRevealed::full_name())
+        .find_map(|r| {
+            fairdeal_proto::fairdeal::event::v1::Envelope::decode(r.4.as_slice())
+                .ok()
+                .and_then(|e| tpb::TableSeedRevealed::decode(e.payload.as_slice()).ok())
+                .map(|m| m.server_seed)
         })
         .filter(|s| !s.is_empty())
 }
