@@ -11,7 +11,7 @@
 //!
 //! Runs on the embedded default and on PostgreSQL + NATS + Redis. A service whose proto
 //! exists but is not started here fails the test: add it to [`Platform`] (auth, commitment,
-//! dealing, tables and rating run today).
+//! dealing, tables, rating, chat and the ledger run today).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod platform;

@@ -233,6 +233,30 @@ impl Platform {
         let chat_url = format!("http://127.0.0.1:{}", chat.port());
         shutdowns.push(chat.shutdown());
         tokio::spawn(chat.run_until_stopped());
+        // Ledger: its RPCs are public and read-only. It ingests nothing here (`--sources
+        // ledger`, a stream nobody publishes to): its ingest transactions would hold back the
+        // PostgreSQL snapshot horizon the other stores' heads are read below, and this test
+        // compares heads. Its ingest is tested in tests/ledger.
+        let (mut args, _) = storage("ledger.db");
+        let signing_key = fairdeal_tlog::NoteSigner::from_seed("ledger.badinput", &[5; 32])
+            .unwrap()
+            .to_key_string();
+        args.extend(strings(&[
+            "--listen-addr",
+            "127.0.0.1:0",
+            "--signing-key",
+            signing_key.as_str(),
+            "--sources",
+            "ledger",
+        ]));
+        let ledger = fairdeal_ledger::Application::build(
+            settings::<fairdeal_ledger::LedgerSettings>("ledger", &args),
+        )
+        .await
+        .unwrap();
+        let ledger_url = format!("http://127.0.0.1:{}", ledger.port());
+        shutdowns.push(ledger.shutdown());
+        tokio::spawn(ledger.run_until_stopped());
 
         for url in [
             &auth_url,
@@ -241,6 +265,7 @@ impl Platform {
             &tables_url,
             &rating_url,
             &chat_url,
+            &ledger_url,
         ] {
             fairdeal_testkit::wait_until_serving(url, "").await.unwrap();
         }
@@ -255,6 +280,7 @@ impl Platform {
             ("fairdeal.tables.v1.TablesService", connect(&tables_url)),
             ("fairdeal.rating.v1.RatingService", connect(&rating_url)),
             ("fairdeal.chat.v1.ChatService", connect(&chat_url)),
+            ("fairdeal.ledger.v1.LedgerService", connect(&ledger_url)),
         ];
 
         let service_token = |name: &'static str, secret: &'static str| {
@@ -326,10 +352,10 @@ impl Platform {
         let mut counts = Vec::new();
         for (service, db) in &self.dbs {
             let count: i64 = match db {
-                Db::Postgres { pool, schema } => sqlx::query_scalar(&format!(
+                Db::Postgres { pool, schema } => sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
                     "SELECT count(*) FROM \"{}\".events",
                     schema.as_str()
-                ))
+                )))
                 .fetch_one(pool)
                 .await
                 .unwrap(),
