@@ -93,12 +93,14 @@ impl From<TablesError> for ServiceError {
                     ServiceError::AlreadyExists(e.to_string())
                 }
                 TableError::NotSeated => ServiceError::PermissionDenied(e.to_string()),
+                TableError::SpectatorsFull => ServiceError::ResourceExhausted(e.to_string()),
                 TableError::Stale { .. } => ServiceError::Conflict(e.to_string()),
                 TableError::BotSeat(_)
                 | TableError::AlreadySeated(_)
                 | TableError::Started
                 | TableError::SeedFixed
                 | TableError::AlreadyContributed(_)
+                | TableError::SeatedSpectator(_)
                 | TableError::Rule(_) => ServiceError::FailedPrecondition(e.to_string()),
             },
             TablesError::Upstream { service, status } => {
@@ -439,6 +441,30 @@ impl Tables {
         Ok(executed.reply)
     }
 
+    /// `user` spectates the table (idempotent; refused for a seated player).
+    #[tracing::instrument(skip(self), fields(table_id = %table_id, user = %user))]
+    pub async fn spectate(&self, user: Uuid, table_id: Uuid) -> Result<u64, Failure> {
+        let executed = self
+            .streams
+            .execute(&table_id, |snapshot| {
+                Ok::<_, TablesError>(decision(table(snapshot)?.spectate(user)?))
+            })
+            .await?;
+        Ok(executed.reply)
+    }
+
+    /// `user` stops spectating (idempotent).
+    #[tracing::instrument(skip(self), fields(table_id = %table_id, user = %user))]
+    pub async fn stop_spectating(&self, user: Uuid, table_id: Uuid) -> Result<u64, Failure> {
+        let executed = self
+            .streams
+            .execute(&table_id, |snapshot| {
+                Ok::<_, TablesError>(decision(table(snapshot)?.stop_spectating(user)))
+            })
+            .await?;
+        Ok(executed.reply)
+    }
+
     /// A seated player's seed contribution: checked here, recorded by the commitment
     /// service, then in the table's stream.
     #[tracing::instrument(skip(self, contribution), fields(table_id = %table_id, player = %player))]
@@ -511,7 +537,11 @@ impl Tables {
         self.advance(table_id).await;
         let snapshot = self.streams.load(&table_id).await.map_err(infallible)?;
         let t = table(&snapshot).map_err(RunError::Rejected)?;
-        Ok(view::table_view(t, t.viewer(player)))
+        Ok(view::table_view(
+            t,
+            t.viewer(player),
+            t.spectators.contains(&player),
+        ))
     }
 
     /// Does what the table needs until a player must act (see the module docs). Failures

@@ -377,6 +377,32 @@ impl Player {
             .map(|r| r.into_inner())
     }
 
+    pub(crate) async fn spectate(&self, table_id: &str) -> Result<u64, Status> {
+        self.client
+            .clone()
+            .spectate(with(
+                &self.token,
+                pb::SpectateRequest {
+                    table_id: table_id.to_owned(),
+                },
+            ))
+            .await
+            .map(|r| r.into_inner().version)
+    }
+
+    pub(crate) async fn stop_spectating(&self, table_id: &str) -> Result<u64, Status> {
+        self.client
+            .clone()
+            .stop_spectating(with(
+                &self.token,
+                pb::StopSpectatingRequest {
+                    table_id: table_id.to_owned(),
+                },
+            ))
+            .await
+            .map(|r| r.into_inner().version)
+    }
+
     pub(crate) async fn contribute(&self, table_id: &str, value: &str) -> Result<u64, Status> {
         self.client
             .clone()

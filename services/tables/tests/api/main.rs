@@ -10,4 +10,5 @@ mod play;
 mod replicas;
 mod resume;
 mod rules;
+mod spectate;
 mod watch;
