@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod clocks;
+mod crash;
 mod harness;
 mod lobby;
 mod moves;
