@@ -35,7 +35,7 @@ const TABLES_SECRET: &str = "tables-secret-8e3a6b0d5c";
 const PASSWORD: &str = "correct horse battery staple 7";
 /// The services, by the name of their events stream (`<prefix>.<name>`) and PostgreSQL
 /// schema.
-const SERVICES: [&str; 5] = ["auth", "commitment", "dealing", "tables", "rating"];
+const SERVICES: [&str; 4] = ["auth", "commitment", "dealing", "tables"];
 
 /// Where the services keep their data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
