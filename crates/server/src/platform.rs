@@ -69,6 +69,11 @@ pub const SERVICES: &[Service] = &[
         migrations: &[&fairdeal_tables::lobby::MIGRATIONS],
         mount: |p| Box::pin(tables(p)),
     },
+    Service {
+        name: "rating",
+        migrations: &[&fairdeal_rating_service::projection::MIGRATIONS],
+        mount: |p| Box::pin(rating(p)),
+    },
 ];
 
 async fn auth(p: &Embedded) -> Result<Mount, StartError> {
@@ -135,6 +140,17 @@ async fn tables(p: &Embedded) -> Result<Mount, StartError> {
     )?;
     let parts = fairdeal_tables::startup::Parts::over(&config, p.storage.clone())?;
     fairdeal_tables::startup::mount(&config.common, parts, &p.shutdown).await
+}
+
+/// The rating service: its consumer of the tables' `GameFinished` tails the shared log in
+/// process (its handler accepts only the tables' streams).
+async fn rating(p: &Embedded) -> Result<Mount, StartError> {
+    let config = p.config::<fairdeal_rating_service::RatingSettings>(
+        "rating",
+        &["--auth-url", &p.self_url],
+    )?;
+    let parts = fairdeal_rating_service::startup::Parts::over(&config, p.storage.clone())?;
+    fairdeal_rating_service::startup::mount(&config.common, parts, &p.shutdown).await
 }
 
 /// What every service of the all-in-one process is started from.

@@ -226,7 +226,24 @@ async fn up_plays_the_demo_serves_the_examples_and_keeps_state_across_a_restart(
     for (seat, player) in finished.players.iter().enumerate() {
         assert_eq!(player.player_id, demo.players[seat].user_id);
     }
+    // The rating service rated the game from the tables' events, in process: one change
+    // per seat, winners up, losers down, E and S as SPEC 6 has them.
+    assert_eq!(demo.ratings.len(), 4);
+    let table_id = demo.table.clone().unwrap().id;
+    for (seat, change) in demo.ratings.iter().enumerate() {
+        assert_eq!(change.table_id, table_id);
+        assert_eq!(change.player_id, demo.players[seat].user_id);
+        assert_eq!(change.seat as usize, seat);
+        assert_eq!(change.k, 32.0);
+        let won = (seat as u32 % 2) == finished.winner;
+        assert_eq!(change.score, if won { 1.0 } else { 0.0 });
+        assert!((change.expectation - 0.5).abs() < 1e-9, "{change:?}");
+        let delta = change.rating_after - change.rating_before;
+        assert!((delta - change.k * (change.score - change.expectation)).abs() < 1e-9);
+    }
     for expected in [
+        "rated in jeu-du-10/dix",
+        " -> ",
         "registered, confirmed with the code mailed to mailbox/",
         "contract",
         "trick  0:",
@@ -247,7 +264,6 @@ async fn up_plays_the_demo_serves_the_examples_and_keeps_state_across_a_restart(
 
     examples_work(&url, &addr.to_string(), &data_dir).await;
 
-    let table_id = demo.table.clone().unwrap().id;
     let revealed = demo.revealed.clone().unwrap();
     let north = demo.players[0].clone();
     shutdown.trigger();

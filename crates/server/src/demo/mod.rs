@@ -7,7 +7,7 @@
 //! lines after [`play`], the ratings after the match, the ledger export checked by the
 //! auditor's code.
 
-pub mod moves;
+pub mod text;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -18,18 +18,22 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::{Context as _, anyhow, bail};
+use fairdeal_authn::AccessToken;
+use fairdeal_client::ClientError;
 use fairdeal_fairness::Deck;
 use fairdeal_fairness::commitment::Commitment;
 use fairdeal_fairness::deal::Deal;
 use fairdeal_proto::fairdeal::auth::v1 as apb;
 use fairdeal_proto::fairdeal::auth::v1::auth_service_client::AuthServiceClient;
+use fairdeal_proto::fairdeal::rating::v1 as rpb;
+use fairdeal_proto::fairdeal::rating::v1::rating_service_client::RatingServiceClient;
 use fairdeal_proto::fairdeal::tables::v1 as pb;
 use fairdeal_proto::fairdeal::tables::v1::tables_service_client::TablesServiceClient;
 use pb::table_event::Event as E;
 use tonic::transport::Channel;
 use tonic::{Request, Streaming};
 
-pub use moves::{SEAT_NAMES, seat_letter};
+pub use text::{SEAT_NAMES, seat_letter};
 
 /// How long the demo waits for one thing (a mail, the next table event) before giving up.
 const WAIT: Duration = Duration::from_secs(60);
@@ -93,6 +97,8 @@ pub struct Player {
     pub user_id: String,
     /// Its access token.
     pub access_token: String,
+    /// Its calls to the tables service (`fairdeal-client`), with that token.
+    pub client: fairdeal_client::Player,
 }
 
 /// The demo's table.
@@ -127,6 +133,8 @@ pub struct Demo {
     pub revealed: Option<pb::TableSeedRevealed>,
     /// Deals re-derived from the revealed seed and found equal to what was dealt.
     pub deals_verified: u32,
+    /// The rating changes of the game, by seat, as the rating service reports them.
+    pub ratings: Vec<rpb::RatingChanged>,
 }
 
 /// A step's run.
@@ -164,6 +172,10 @@ pub const STEPS: &[Step] = &[
         title: "Fairness: the revealed seed re-derives every hand",
         run: |d| Box::pin(check_seeds(d)),
     },
+    Step {
+        title: "Ratings: the rating service rated the game (SPEC 6: after = before + K (S - E))",
+        run: |d| Box::pin(show_ratings(d)),
+    },
 ];
 
 impl Demo {
@@ -184,6 +196,7 @@ impl Demo {
             finished: None,
             revealed: None,
             deals_verified: 0,
+            ratings: Vec::new(),
         })
     }
 
@@ -209,6 +222,11 @@ impl Demo {
         TablesServiceClient::new(self.channel.clone())
     }
 
+    /// A rating service client.
+    pub fn rating(&self) -> RatingServiceClient<Channel> {
+        RatingServiceClient::new(self.channel.clone())
+    }
+
     /// The table, once [`open_table`] ran.
     pub fn table(&self) -> anyhow::Result<&TableInfo> {
         self.table.as_ref().context("no table yet")
@@ -222,16 +240,7 @@ impl Demo {
 
     /// `seat`'s view of the table.
     async fn view(&self, seat: u32) -> anyhow::Result<pb::TableView> {
-        let player = self.player(seat)?;
-        let request = pb::GetTableRequest {
-            table_id: self.table()?.id.clone(),
-        };
-        self.tables()
-            .get_table(authed(&player.access_token, request)?)
-            .await?
-            .into_inner()
-            .table
-            .context("GetTable without a table")
+        Ok(self.player(seat)?.client.view(&self.table()?.id).await?)
     }
 }
 
@@ -333,12 +342,19 @@ async fn sign_up(demo: &mut Demo) -> anyhow::Result<()> {
         demo.out.line(format!(
             "  {username:<14} registered, confirmed with the code mailed to mailbox/{file}, logged in"
         ));
+        let id = uuid::Uuid::parse_str(&user_id).context("Register's user id")?;
+        let client = fairdeal_client::Player::new(
+            id,
+            AccessToken::new(tokens.access_token.clone()),
+            demo.channel.clone(),
+        );
         demo.players.push(Player {
             seat,
             username,
             password,
             user_id,
             access_token: tokens.access_token,
+            client,
         });
     }
     Ok(())
@@ -488,19 +504,19 @@ impl Progress {
             E::BidPlaced(b) => self.auction.push(format!(
                 "{} {}",
                 seat_letter(b.seat),
-                moves::bid_text(b.bid.as_ref())
+                text::bid_text(b.bid.as_ref())
             )),
             E::PlayerPassed(p) => self.auction.push(format!("{} pass", seat_letter(p.seat))),
             E::AuctionWon(a) => out.line(format!(
                 "    auction {} -> contract {} {}",
                 self.auction.join(", "),
                 seat_letter(a.seat),
-                moves::bid_text(a.bid.as_ref())
+                text::bid_text(a.bid.as_ref())
             )),
             E::TrumpNamed(t) => out.line(format!(
                 "    {} names {} trump",
                 seat_letter(t.seat),
-                moves::suit_name(t.suit)
+                text::suit_name(t.suit)
             )),
             E::CardPlayed(c) => self
                 .trick
@@ -530,7 +546,7 @@ impl Progress {
                 out.line(format!(
                     "    contract {} {} {verdict} (tricks N-S {} : E-W {}): N-S {:+} E-W {:+}; scores N-S {} : E-W {}",
                     seat_letter(s.declarer),
-                    moves::bid_text(s.bid.as_ref()),
+                    text::bid_text(s.bid.as_ref()),
                     self.tricks_won[0],
                     self.tricks_won[1],
                     of(&s.deltas, 0),
@@ -571,18 +587,7 @@ impl Progress {
 /// whoever must act reads its own view, lets the bot choose, and acts.
 async fn play(demo: &mut Demo) -> anyhow::Result<()> {
     let table = demo.table()?.clone();
-    let north = demo.player(0)?.clone();
-    let mut tables = demo.tables();
-    let mut watch = tables
-        .watch(authed(
-            &north.access_token,
-            pb::WatchRequest {
-                table_id: table.id.clone(),
-                after_version: 0,
-            },
-        )?)
-        .await?
-        .into_inner();
+    let mut watch = demo.player(0)?.client.watch(&table.id, 0).await?;
     let mut progress = Progress::default();
     progress
         .follow(&mut watch, table.seated_version, &demo.out)
@@ -604,27 +609,22 @@ async fn play(demo: &mut Demo) -> anyhow::Result<()> {
             continue;
         };
         let mine = demo.view(turn).await?;
-        let Some(action) = moves::choose(&mine, 0x5eed ^ u64::from(turn))? else {
+        let Some(action) = fairdeal_client::choose(&mine, 0x5eed ^ u64::from(turn))? else {
             // The view changed since (a turn clock fired): read on.
             continue;
         };
-        let player = demo.player(turn)?;
-        let acted = tables
-            .act(authed(
-                &player.access_token,
-                pb::ActRequest {
-                    table_id: table.id.clone(),
-                    expected_version: mine.version,
-                    command_id: uuid::Uuid::now_v7().to_string(),
-                    action: Some(action),
-                },
-            )?)
+        let acted = demo
+            .player(turn)?
+            .client
+            .act(&table.id, mine.version, action)
             .await;
         let version = match acted {
-            Ok(response) => response.into_inner().version,
+            Ok(version) => version,
             // The table moved on under us (a turn clock): decide again from a fresh view.
-            Err(status) if status.code() == tonic::Code::Aborted => continue,
-            Err(status) => return Err(status).context("Act"),
+            Err(ClientError::Status(status)) if status.code() == tonic::Code::Aborted => {
+                continue;
+            }
+            Err(error) => return Err(error).context("Act"),
         };
         progress.follow(&mut watch, version, &demo.out).await?;
         moves += 1;
@@ -677,18 +677,7 @@ async fn check_seeds(demo: &mut Demo) -> anyhow::Result<()> {
         _ => Deck::Dix,
     };
     // After the game every event is public: replay the table from the start.
-    let north = demo.player(0)?.clone();
-    let mut replay = demo
-        .tables()
-        .watch(authed(
-            &north.access_token,
-            pb::WatchRequest {
-                table_id: table.id.clone(),
-                after_version: 0,
-            },
-        )?)
-        .await?
-        .into_inner();
+    let mut replay = demo.player(0)?.client.watch(&table.id, 0).await?;
     let mut current: Option<(u32, Deal)> = None;
     let mut matched: BTreeMap<u32, u32> = BTreeMap::new();
     let mut version = 0;
@@ -746,5 +735,67 @@ async fn check_seeds(demo: &mut Demo) -> anyhow::Result<()> {
         "  fairness check passed: {} deals re-derived with fairdeal-fairness",
         demo.deals_verified
     ));
+    Ok(())
+}
+
+/// How often the ratings step asks whether the game is rated yet (the rating service's
+/// consumer rates it in the background once the tables' `GameFinished` is appended).
+const RATING_POLL: Duration = Duration::from_millis(100);
+
+/// Step 5: each player's change for this game, read from the rating service's history (as
+/// any logged-in client can); waits until the consumer has rated the game.
+async fn show_ratings(demo: &mut Demo) -> anyhow::Result<()> {
+    let table = demo.table()?.clone();
+    let mut rating = demo.rating();
+    let mut changes = Vec::new();
+    for player in demo.players.clone() {
+        let wait = async {
+            loop {
+                let history = rating
+                    .list_rating_history(authed(
+                        &player.access_token,
+                        rpb::ListRatingHistoryRequest {
+                            player_id: player.user_id.clone(),
+                            game_kind: String::new(),
+                            page_size: 0,
+                            page_token: String::new(),
+                        },
+                    )?)
+                    .await?
+                    .into_inner();
+                if let Some(change) = history
+                    .entries
+                    .into_iter()
+                    .filter_map(|e| e.change)
+                    .find(|c| c.table_id == table.id)
+                {
+                    return anyhow::Ok(change);
+                }
+                tokio::time::sleep(RATING_POLL).await;
+            }
+        };
+        let change = tokio::time::timeout(WAIT, wait)
+            .await
+            .map_err(|_| anyhow!("{} not rated within {WAIT:?}", player.username))??;
+        demo.out.line(format!(
+            "  {:<14} {} {:>7.1} -> {:>7.1} ({:+.1}): E {:.3}, S {}, K {}{}",
+            player.username,
+            seat_letter(change.seat),
+            change.rating_before,
+            change.rating_after,
+            change.rating_after - change.rating_before,
+            change.expectation,
+            change.score,
+            change.k,
+            if change.abandoned { " (abandoned)" } else { "" },
+        ));
+        changes.push(change);
+    }
+    if let Some(kind) = changes.first().map(|c| c.game_kind.clone()) {
+        demo.out.line(format!(
+            "  rated in {kind}; each player's history: fairdeal.rating.v1.RatingService/ListRatingHistory"
+        ));
+    }
+    demo.ratings = changes;
     Ok(())
 }
