@@ -11,6 +11,7 @@ use fairdeal_auth::startup::Overrides;
 use fairdeal_authn::{GrpcTokenIssuer, ServiceTokens, TokenProvider};
 use fairdeal_bus::JetStreamConfig;
 use fairdeal_bus::jetstream::HEADER_GLOBAL_POSITION;
+use fairdeal_chat::ChatSettings;
 use fairdeal_commitment::CommitmentSettings;
 use fairdeal_db::{DatabaseUrl, Db, Schema};
 use fairdeal_dealing::DealingSettings;
@@ -18,6 +19,8 @@ use fairdeal_e2e::{settings, strings};
 use fairdeal_eventstore::{AnyEventStore, EventStore};
 use fairdeal_proto::fairdeal::auth::v1 as apb;
 use fairdeal_proto::fairdeal::auth::v1::auth_service_client::AuthServiceClient;
+use fairdeal_proto::fairdeal::chat::v1 as hpb;
+use fairdeal_proto::fairdeal::chat::v1::chat_service_client::ChatServiceClient;
 use fairdeal_proto::fairdeal::commitment::v1 as cpb;
 use fairdeal_proto::fairdeal::commitment::v1::commitment_service_client::CommitmentServiceClient;
 use fairdeal_proto::fairdeal::dealing::v1 as dpb;
@@ -35,7 +38,7 @@ const TABLES_SECRET: &str = "tables-secret-8e3a6b0d5c";
 const PASSWORD: &str = "correct horse battery staple 7";
 /// The services, by the name of their events stream (`<prefix>.<name>`) and PostgreSQL
 /// schema.
-const SERVICES: [&str; 5] = ["auth", "commitment", "dealing", "tables", "rating"];
+const SERVICES: [&str; 6] = ["auth", "commitment", "dealing", "tables", "rating", "chat"];
 
 /// Where the services keep their data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,7 +96,9 @@ impl Platform {
         };
         let mut shutdowns = Vec::new();
 
-        // Auth.
+        // Auth. The attacking user is also a chat moderator, so the moderators' methods are
+        // attacked past their role check.
+        let attacker = format!("attacker{}", &Uuid::now_v7().simple().to_string()[20..]);
         let (mut args, _) = storage("auth.db");
         let mailbox = dir.path().join("mailbox");
         args.extend(strings(&[
@@ -111,6 +116,8 @@ impl Platform {
             "64",
             "--argon2-iterations",
             "1",
+            "--moderators",
+            &attacker,
         ]));
         if backend == Backend::Postgres {
             args.extend(strings(&["--redis-url", &fairdeal_testkit::redis_url()]));
@@ -207,12 +214,31 @@ impl Platform {
         shutdowns.push(rating.shutdown());
         tokio::spawn(rating.run_until_stopped());
 
+        // Chat (on SQLite its own file: it consumes no table events here).
+        let (mut args, _) = storage("chat.db");
+        args.extend(strings(&[
+            "--listen-addr",
+            "127.0.0.1:0",
+            "--auth-url",
+            &auth_url,
+        ]));
+        if backend == Backend::Postgres {
+            args.extend(strings(&["--redis-url", &fairdeal_testkit::redis_url()]));
+        }
+        let chat = fairdeal_chat::Application::build(settings::<ChatSettings>("chat", &args))
+            .await
+            .unwrap();
+        let chat_url = format!("http://127.0.0.1:{}", chat.port());
+        shutdowns.push(chat.shutdown());
+        tokio::spawn(chat.run_until_stopped());
+
         for url in [
             &auth_url,
             &commitment_url,
             &dealing_url,
             &tables_url,
             &rating_url,
+            &chat_url,
         ] {
             fairdeal_testkit::wait_until_serving(url, "").await.unwrap();
         }
@@ -226,6 +252,7 @@ impl Platform {
             ("fairdeal.dealing.v1.DealingService", connect(&dealing_url)),
             ("fairdeal.tables.v1.TablesService", connect(&tables_url)),
             ("fairdeal.rating.v1.RatingService", connect(&rating_url)),
+            ("fairdeal.chat.v1.ChatService", connect(&chat_url)),
         ];
 
         let service_token = |name: &'static str, secret: &'static str| {
@@ -237,7 +264,7 @@ impl Platform {
             }
         };
         let callers = vec![
-            ("a user", user_token(&auth_url, &mailbox).await),
+            ("a user", user_token(&auth_url, &mailbox, attacker).await),
             ("tables", service_token("tables", TABLES_SECRET).await),
             ("dealing", service_token("dealing", DEALING_SECRET).await),
         ];
@@ -358,6 +385,32 @@ impl Platform {
             ))
             .await
             .unwrap();
+        // A chat message: connected to the lobby, then posted.
+        let mut chat = ChatServiceClient::new(
+            self.channel("fairdeal.chat.v1.ChatService")
+                .unwrap()
+                .clone(),
+        );
+        let mut connection = chat
+            .subscribe(as_caller(
+                &player,
+                hpb::SubscribeRequest {
+                    channel: "lobby".into(),
+                },
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        connection.next().await.unwrap().unwrap();
+        chat.post(as_caller(
+            &player,
+            hpb::PostRequest {
+                channel: "lobby".into(),
+                text: "still here".into(),
+            },
+        ))
+        .await
+        .unwrap();
         let after = self.heads().await;
         for ((service, b), (_, a)) in before.iter().zip(&after) {
             if *service != "auth" {
@@ -420,11 +473,10 @@ impl Platform {
 
 /// Registers, confirms (with the code from the mailbox directory) and logs in a user;
 /// returns the access token.
-async fn user_token(auth_url: &str, mailbox: &Path) -> String {
+async fn user_token(auth_url: &str, mailbox: &Path, username: String) -> String {
     let mut auth = AuthServiceClient::connect(auth_url.to_owned())
         .await
         .unwrap();
-    let username = format!("attacker{}", &Uuid::now_v7().simple().to_string()[20..]);
     let email = format!("{username}@example.com");
     auth.register(apb::RegisterRequest {
         username: username.clone(),

@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use crate::caller::Caller;
 use crate::clock::{Clock, SystemClock};
-use crate::token::{KeySet, TokenError};
+use crate::token::{Claims, KeySet, TokenError};
 
 /// Why the public keys could not be fetched.
 #[derive(Debug, thiserror::Error)]
@@ -166,15 +166,23 @@ impl Authenticator {
         self.fetch_locked(&mut last).await
     }
 
-    fn verify_with(&self, keys: &KeySet, token: &str) -> Result<Caller, TokenError> {
+    fn verify_with(&self, keys: &KeySet, token: &str) -> Result<Claims, TokenError> {
         let now = self.inner.options.clock.unix_seconds();
         let leeway = i64::try_from(self.inner.options.leeway.as_secs()).unwrap_or(i64::MAX);
-        keys.verify(token, now, leeway)?.caller()
+        keys.verify(token, now, leeway)
     }
 
     /// Verifies `token`; when it names a key not in the cache, refreshes the keys (rate
     /// limited) and tries once more. A failed fetch is [`VerifyError::KeysUnavailable`].
     pub async fn verify(&self, token: &str) -> Result<Caller, VerifyError> {
+        self.verify_claims(token)
+            .await?
+            .caller()
+            .map_err(VerifyError::Token)
+    }
+
+    /// [`Authenticator::verify`], answering the token's claims (its role among them).
+    pub async fn verify_claims(&self, token: &str) -> Result<Claims, VerifyError> {
         match self.verify_with(&self.keys(), token) {
             Err(TokenError::UnknownKey(kid)) => {
                 self.refresh_rate_limited()
@@ -194,6 +202,11 @@ impl Authenticator {
     /// interceptors). An unknown key id starts a background refresh (rate limited) when a
     /// tokio runtime is running, so the next request with that key succeeds.
     pub fn verify_cached(&self, token: &str) -> Result<Caller, TokenError> {
+        self.verify_cached_claims(token)?.caller()
+    }
+
+    /// [`Authenticator::verify_cached`], answering the token's claims.
+    pub fn verify_cached_claims(&self, token: &str) -> Result<Claims, TokenError> {
         let result = self.verify_with(&self.keys(), token);
         if let Err(TokenError::UnknownKey(_)) = &result
             && let Ok(runtime) = tokio::runtime::Handle::try_current()

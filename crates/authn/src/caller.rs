@@ -52,6 +52,24 @@ impl Caller {
     }
 }
 
+/// Put in a request's extensions beside its [`Caller`] when the token carries the moderator
+/// role ([`crate::Role::Moderator`]): the moderator's user id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Moderator(pub Uuid);
+
+impl Moderator {
+    /// The moderator calling `request`; `PermissionDenied` when the caller's token does not
+    /// carry the moderator role (`Unauthenticated` without a caller at all).
+    pub fn from_request<T>(request: &Request<T>) -> Result<Uuid, Status> {
+        Caller::from_request(request)?;
+        request
+            .extensions()
+            .get::<Moderator>()
+            .map(|m| m.0)
+            .ok_or_else(|| Status::permission_denied("the moderator role is required"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,6 +94,19 @@ mod tests {
             svc.player_id().unwrap_err().code(),
             tonic::Code::PermissionDenied
         );
+    }
+
+    #[test]
+    fn moderators_are_marked() {
+        let me = Uuid::now_v7();
+        let mut req = Request::new(());
+        req.extensions_mut().insert(Caller::Player(me));
+        assert_eq!(
+            Moderator::from_request(&req).unwrap_err().code(),
+            tonic::Code::PermissionDenied
+        );
+        req.extensions_mut().insert(Moderator(me));
+        assert_eq!(Moderator::from_request(&req).unwrap(), me);
     }
 
     #[test]

@@ -11,9 +11,9 @@ use tonic::server::NamedService;
 use tonic::{Request, Status};
 use tower::{Layer, Service};
 
-use crate::authenticator::Authenticator;
-use crate::caller::Caller;
-use crate::token::{AccessToken, TokenError};
+use crate::authenticator::{Authenticator, VerifyError};
+use crate::caller::{Caller, Moderator};
+use crate::token::{AccessToken, Claims, TokenError};
 
 /// The bearer token in `authorization` metadata (scheme matched case-insensitively).
 pub fn bearer_token(metadata: &MetadataMap) -> Result<&str, TokenError> {
@@ -40,6 +40,18 @@ fn bearer_from_header(value: &str) -> Result<&str, TokenError> {
     }
 }
 
+/// Puts the [`Caller`] of verified `claims` in `extensions`, with a [`Moderator`] mark when
+/// the token carries that role (a caller's own extensions are replaced, never trusted).
+fn identify(extensions: &mut http::Extensions, claims: &Claims) -> Result<(), TokenError> {
+    let caller = claims.caller()?;
+    extensions.remove::<Moderator>();
+    if let (true, Caller::Player(id)) = (claims.is_moderator(), &caller) {
+        extensions.insert(Moderator(*id));
+    }
+    extensions.insert(caller);
+    Ok(())
+}
+
 /// Adds `authorization: Bearer <token>` to an outgoing request.
 pub fn attach_bearer<T>(request: &mut Request<T>, token: &AccessToken) -> Result<(), TokenError> {
     let value = format!("Bearer {}", token.as_str())
@@ -59,13 +71,13 @@ impl Authenticator {
     {
         let authn = self.clone();
         move |mut request: Request<()>| {
-            let caller = bearer_token(request.metadata())
-                .and_then(|token| authn.verify_cached(token))
+            let claims = bearer_token(request.metadata())
+                .and_then(|token| authn.verify_cached_claims(token))
                 .map_err(|e| {
                     tracing::debug!(error = %e, "request refused");
                     Status::from(e)
                 })?;
-            request.extensions_mut().insert(caller);
+            identify(request.extensions_mut(), &claims).map_err(Status::from)?;
             Ok(request)
         }
     }
@@ -152,6 +164,7 @@ where
         Box::pin(async move {
             if layer.anonymous.contains(request.uri().path()) {
                 request.extensions_mut().remove::<Caller>();
+                request.extensions_mut().remove::<Moderator>();
                 return inner.call(request).await;
             }
             let token = match request.headers().get(http::header::AUTHORIZATION) {
@@ -162,14 +175,14 @@ where
                     .and_then(bearer_from_header),
             };
             let verified = match token {
-                Ok(token) => layer.authn.verify(token).await,
+                Ok(token) => layer.authn.verify_claims(token).await,
                 Err(e) => Err(e.into()),
             };
-            match verified {
-                Ok(caller) => {
-                    request.extensions_mut().insert(caller);
-                    inner.call(request).await
-                }
+            let identified = verified.and_then(|claims| {
+                identify(request.extensions_mut(), &claims).map_err(VerifyError::Token)
+            });
+            match identified {
+                Ok(()) => inner.call(request).await,
                 Err(e) => {
                     tracing::debug!(error = %e, path = request.uri().path(), "request refused");
                     Ok(Status::from(e).into_http())

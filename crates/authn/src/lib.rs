@@ -57,7 +57,7 @@ pub mod token;
 pub use authenticator::{
     Authenticator, AuthenticatorOptions, KeySource, KeySourceError, StaticKeySource, VerifyError,
 };
-pub use caller::Caller;
+pub use caller::{Caller, Moderator};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use grpc::{GrpcKeySource, KeysConfigError, KeysFrom};
 pub use layer::{AuthLayer, Authenticated, attach_bearer, bearer_token};

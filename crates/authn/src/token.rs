@@ -100,8 +100,9 @@ impl fmt::Display for KeyId {
     }
 }
 
-/// What the caller is: a player acting for themself, or an internal service (dealing asking
-/// for a seed, ...). Internal RPCs accept only the latter.
+/// What the caller is: a player acting for themself, a moderator (a player who may also
+/// moderate chat), or an internal service (dealing asking for a seed, ...). Internal RPCs
+/// accept only services; everything a player may do, a moderator may do too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
@@ -109,6 +110,9 @@ pub enum Role {
     Player,
     /// An internal service; the subject is the service's name.
     Service,
+    /// A player with the moderator's rights (remove chat messages, mute users); the subject
+    /// is their user id. The auth service issues it to the accounts its operator lists.
+    Moderator,
 }
 
 /// The claims of an access token.
@@ -142,6 +146,20 @@ impl Claims {
         }
     }
 
+    /// Claims for a moderator's token (a player's, with role [`Role::Moderator`]) valid from
+    /// `now` for `ttl_seconds`.
+    pub fn moderator(user_id: Uuid, now: i64, ttl_seconds: i64) -> Self {
+        Self {
+            role: Role::Moderator,
+            ..Self::player(user_id, now, ttl_seconds)
+        }
+    }
+
+    /// Whether these claims carry the moderator's rights.
+    pub fn is_moderator(&self) -> bool {
+        self.role == Role::Moderator
+    }
+
     /// Claims for an internal service's token valid from `now` for `ttl_seconds`.
     pub fn service(name: &str, now: i64, ttl_seconds: i64) -> Self {
         Self {
@@ -157,7 +175,9 @@ impl Claims {
     /// The caller these claims identify, if they are well-formed.
     pub fn caller(&self) -> Result<Caller, TokenError> {
         match self.role {
-            Role::Player => Uuid::parse_str(&self.sub)
+            // A moderator acts as the player they are everywhere; the moderation rights are
+            // read from the claims ([`crate::Moderator`]).
+            Role::Player | Role::Moderator => Uuid::parse_str(&self.sub)
                 .map(Caller::Player)
                 .map_err(|_| TokenError::InvalidClaims("player subject is not a user id")),
             Role::Service if !self.sub.is_empty() && self.sub.len() <= 64 => {

@@ -14,12 +14,15 @@
 //! - [`Streams`]: the aggregate runner: load, decide, append with the expected version,
 //!   bounded retries, one in-memory owner per stream so commands to one stream queue
 //!   instead of conflicting;
+//! - [`quota`]: per-key request quotas over a sliding window, in memory (embedded default)
+//!   or in Redis (shared by replicas), for rate limits such as mails or chat messages;
 //! - [`StartError`]: every way a start fails, typed.
 #![forbid(unsafe_code)]
 
 pub mod aggregate;
 pub mod bus;
 pub mod error;
+pub mod quota;
 pub mod storage;
 pub mod wake;
 

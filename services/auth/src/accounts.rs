@@ -176,6 +176,8 @@ pub struct Accounts {
     pub mail_wake: Arc<Notify>,
     /// Internal services allowed to obtain service tokens.
     pub services: Arc<Vec<ServiceCredential>>,
+    /// Caseless keys of the usernames whose tokens carry the moderator role.
+    pub moderators: Arc<std::collections::HashSet<String>>,
     /// Counts mail requests per address and per client.
     pub mail_quota: Arc<dyn RequestQuota>,
     /// The mail quotas.
@@ -578,17 +580,32 @@ impl Accounts {
             )
             .await?;
         tracing::info!(user_id = %account.user_id, %family_id, "logged in");
-        self.tokens(account.user_id, refresh, first.expires_at, now)
+        let moderator = self.moderators.contains(&account.username_key);
+        self.tokens(account.user_id, moderator, refresh, first.expires_at, now)
+    }
+
+    /// Whether `user_id`'s account is listed as a moderator (read when the list is not empty).
+    async fn is_moderator(&self, user_id: Uuid) -> Result<bool, AuthError> {
+        if self.moderators.is_empty() {
+            return Ok(false);
+        }
+        let account = self.store.account_by_id(user_id).await?;
+        Ok(account.is_some_and(|a| self.moderators.contains(&a.username_key)))
     }
 
     fn tokens(
         &self,
         user_id: Uuid,
+        moderator: bool,
         refresh: SecretToken,
         refresh_expires_at: i64,
         now: i64,
     ) -> Result<Tokens, AuthError> {
-        let claims = Claims::player(user_id, now, self.lifetimes.access_token);
+        let claims = if moderator {
+            Claims::moderator(user_id, now, self.lifetimes.access_token)
+        } else {
+            Claims::player(user_id, now, self.lifetimes.access_token)
+        };
         let access_expires_at = claims.exp;
         let access_token = self
             .keys
@@ -622,7 +639,8 @@ impl Accounts {
             .await?
         {
             RotateOutcome::Rotated { user_id, .. } => {
-                self.tokens(user_id, next, next_row.expires_at, now)
+                let moderator = self.is_moderator(user_id).await?;
+                self.tokens(user_id, moderator, next, next_row.expires_at, now)
             }
             RotateOutcome::ReuseDetected => {
                 // A possible theft, or a client that refreshed twice: worth an operator's

@@ -130,6 +130,13 @@ pub struct AuthSettings {
     /// (the SHA-256 of each service's secret, e.g. `printf %s "$SECRET" | sha256sum`).
     #[arg(long, value_name = "LIST")]
     pub service_credentials: Option<Secret>,
+
+    /// Usernames whose logins get the moderator role (chat moderation: remove messages, mute
+    /// users), comma-separated, compared caselessly like logins. Taking a name off the list
+    /// takes effect at that account's next login or token refresh (at most one access-token
+    /// lifetime later).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub moderators: Vec<String>,
 }
 
 impl Section for AuthSettings {
@@ -205,6 +212,17 @@ impl Section for AuthSettings {
             url.require_scheme("smtp_url", &["smtp", "smtps"])?;
         }
         self.service_credentials()?;
+        for name in &self.moderators {
+            if crate::domain::Username::parse(name).is_err() {
+                return Err(ConfigError::invalid(
+                    "moderators",
+                    format!(
+                        "\"{}\" is not a valid username",
+                        fairdeal_kit::status::shown(name)
+                    ),
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -277,6 +295,14 @@ impl AuthSettings {
                 self.access_token_ttl.max(self.service_token_ttl) + VERIFIER_LEEWAY,
             ),
         }
+    }
+
+    /// The caseless keys of the moderators' usernames.
+    pub fn moderator_keys(&self) -> std::collections::HashSet<String> {
+        self.moderators
+            .iter()
+            .map(|name| crate::domain::Username::key_of(name))
+            .collect()
     }
 
     /// The parsed service credentials.

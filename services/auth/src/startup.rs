@@ -145,6 +145,7 @@ pub async fn mount(
         },
         mail_wake: dispatcher.waker(),
         services: Arc::new(settings.service_credentials()?),
+        moderators: Arc::new(settings.moderator_keys()),
         mail_quota,
         mail_limits: settings.mail_limits(),
         mail_requests,

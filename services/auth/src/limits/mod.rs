@@ -4,13 +4,13 @@
 //! - [`redis::RedisLimiter`]: shared by every replica; each transition is one Lua script, so
 //!   concurrent replicas never lose an update.
 //!
-//! And [`quota`]: request quotas (mails per address and per client), in memory or in Redis.
+//! And the request quotas (mails per address and per client), in memory or in Redis: the
+//! platform's [`fairdeal_platform::quota`], re-exported here.
 //!
 //! Both apply the rules of [`crate::domain::lockout`]; time comes from the caller (the
 //! service's injected clock), so tests cross lockout windows without sleeping.
 
 pub mod memory;
-pub mod quota;
 pub mod redis;
 
 use std::fmt;
@@ -22,8 +22,8 @@ use uuid::Uuid;
 
 use crate::domain::{LockoutPolicy, RetryAfter};
 
+pub use fairdeal_platform::quota::{LimiterError, MemoryQuota, RedisQuota, RequestQuota};
 pub use memory::MemoryLimiter;
-pub use quota::{MemoryQuota, RedisQuota, RequestQuota};
 pub use redis::RedisLimiter;
 
 /// What is being limited.
@@ -91,11 +91,6 @@ impl Policies {
         }
     }
 }
-
-/// The limiter's backing store failed; login is refused (fail closed) rather than unlimited.
-#[derive(Debug, thiserror::Error)]
-#[error("rate limiter unavailable: {0}")]
-pub struct LimiterError(pub String);
 
 /// Counts failed logins and locks subjects out. `now` is seconds since the epoch.
 ///

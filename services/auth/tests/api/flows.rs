@@ -397,3 +397,56 @@ async fn events_reach_jetstream() {
         ]
     );
 }
+
+/// The role claim of an access token (its payload, base64url JSON).
+fn role_of(access_token: &str) -> String {
+    use base64::Engine as _;
+    let payload = access_token.split('.').nth(1).unwrap();
+    let json = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .unwrap();
+    let claims: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    claims["role"].as_str().unwrap().to_owned()
+}
+
+async fn listed_moderators_get_the_moderator_role(backend: Backend) {
+    let res = Resources::new(backend).await;
+    let moderator = unique_name();
+    // Listed in another case: names compare caselessly, as at login.
+    let listed = format!("{},someone-else", moderator.to_uppercase());
+    let mut app = spawn_with(
+        &res,
+        std::sync::Arc::new(fairdeal_authn::ManualClock::starting_now()),
+        &["--moderators", &listed],
+    )
+    .await;
+    let email = format!("{moderator}@example.com");
+    let user_id = app.register(&moderator, &email).await.unwrap();
+    let code = app.code_from_mail(&email, "Confirm").await;
+    app.client
+        .confirm_email(pb::ConfirmEmailRequest { token: code })
+        .await
+        .unwrap();
+    let tokens = app.login(&moderator, PASSWORD).await.unwrap();
+    assert_eq!(tokens.user_id, user_id);
+    assert_eq!(role_of(&tokens.access_token), "moderator");
+    // Kept on refresh.
+    let next = app.refresh(&tokens.refresh_token).await.unwrap();
+    assert_eq!(role_of(&next.access_token), "moderator");
+    // Everyone else is a player.
+    let (_, player, _) = app.confirmed_user().await;
+    let tokens = app.login(&player, PASSWORD).await.unwrap();
+    assert_eq!(role_of(&tokens.access_token), "player");
+    let next = app.refresh(&tokens.refresh_token).await.unwrap();
+    assert_eq!(role_of(&next.access_token), "player");
+}
+on_both_backends!(moderators, listed_moderators_get_the_moderator_role);
+
+#[test]
+fn a_moderator_list_with_an_invalid_name_is_refused() {
+    use fairdeal_auth::config::AuthSettings;
+    use fairdeal_kit::config::Config;
+    let args = ["auth", "--moderators", "alice,not a name"];
+    let error = Config::<AuthSettings>::load_from("auth", args, []).unwrap_err();
+    assert!(error.to_string().contains("moderators"), "{error}");
+}

@@ -1,7 +1,7 @@
 //! Request quotas: at most `limit` requests per key within a sliding window, for work that
-//! costs the service (or a third party) something whether or not it succeeds, such as a
-//! mail. Unlike the lockout of [`super::AttemptLimiter`], nothing here is a failure: every
-//! request counts, and a refusal only means "not now".
+//! costs the service (or a third party) something whether or not it succeeds: the auth
+//! service's mails per address, the chat service's messages per user. Nothing here is a
+//! failure: every request counts, and a refusal only means "not now" (with how long to wait).
 //!
 //! - [`MemoryQuota`]: one process (the embedded default, tests).
 //! - [`RedisQuota`]: shared by every replica; each decision is one Lua script on one key (a
@@ -20,15 +20,24 @@ use redis::Script;
 use redis::aio::ConnectionManager;
 use uuid::Uuid;
 
-use super::LimiterError;
+/// The quota's backing store failed; callers refuse the request (fail closed) rather than
+/// let it through unlimited.
+#[derive(Debug, thiserror::Error)]
+#[error("rate limiter unavailable: {0}")]
+pub struct LimiterError(pub String);
 
 /// Counts requests per key in a sliding window of fixed length.
 #[async_trait]
 pub trait RequestQuota: Send + Sync + fmt::Debug {
-    /// Records a request for `key` at `now` (seconds since the epoch) and returns `true`, or
-    /// returns `false` and records nothing when `limit` requests of `key` were recorded within
-    /// the window ending at `now`.
-    async fn take(&self, key: &str, limit: u32, now: i64) -> Result<bool, LimiterError>;
+    /// Records a request for `key` at `now` (seconds since the epoch) and returns `None`, or
+    /// records nothing and returns `Some(seconds)` to wait (at least 1) when `limit` requests
+    /// of `key` were recorded within the window ending at `now`.
+    async fn admit(&self, key: &str, limit: u32, now: i64) -> Result<Option<i64>, LimiterError>;
+
+    /// [`RequestQuota::admit`] as a yes or no: `true` when the request was recorded.
+    async fn take(&self, key: &str, limit: u32, now: i64) -> Result<bool, LimiterError> {
+        Ok(self.admit(key, limit, now).await?.is_none())
+    }
 }
 
 /// Calls between two sweeps of the whole map (keys whose requests all left the window).
@@ -73,7 +82,7 @@ impl MemoryQuota {
 
 #[async_trait]
 impl RequestQuota for MemoryQuota {
-    async fn take(&self, key: &str, limit: u32, now: i64) -> Result<bool, LimiterError> {
+    async fn admit(&self, key: &str, limit: u32, now: i64) -> Result<Option<i64>, LimiterError> {
         let window = self.window_secs;
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.calls = state.calls.wrapping_add(1);
@@ -86,25 +95,37 @@ impl RequestQuota for MemoryQuota {
         let times = state.keys.entry(key.to_owned()).or_default();
         prune(times, window, now);
         if times.len() >= usize::try_from(limit).unwrap_or(usize::MAX) {
-            return Ok(false);
+            // The oldest request leaves the window `window` seconds after it was made.
+            let oldest = times.front().copied().unwrap_or(now);
+            return Ok(Some(wait(oldest, window, now)));
         }
         times.push_back(now);
-        Ok(true)
+        Ok(None)
     }
 }
 
 /// KEYS[1]: the key's sorted set (member: a request id, score: its time). ARGV: now, window,
-/// limit, the new request's id. Returns 1 if recorded, 0 if the quota is used up.
+/// limit, the new request's id. Returns -1 if recorded, else the time of the oldest request
+/// in the window (the quota is used up until it leaves).
 const TAKE_LUA: &str = r"
 local now = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
-if redis.call('ZCARD', KEYS[1]) >= limit then return 0 end
+if redis.call('ZCARD', KEYS[1]) >= limit then
+  local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  if oldest[2] then return tonumber(oldest[2]) end
+  return now
+end
 redis.call('ZADD', KEYS[1], now, ARGV[4])
 redis.call('EXPIRE', KEYS[1], window)
-return 1
+return -1
 ";
+
+/// Seconds until a request made at `oldest` leaves a window of `window` seconds (at least 1).
+fn wait(oldest: i64, window: i64, now: i64) -> i64 {
+    oldest.saturating_add(window).saturating_sub(now).max(1)
+}
 
 /// Quotas shared by every replica through Redis.
 #[derive(Clone)]
@@ -151,9 +172,9 @@ impl RedisQuota {
 
 #[async_trait]
 impl RequestQuota for RedisQuota {
-    async fn take(&self, key: &str, limit: u32, now: i64) -> Result<bool, LimiterError> {
+    async fn admit(&self, key: &str, limit: u32, now: i64) -> Result<Option<i64>, LimiterError> {
         let mut con = self.connection.clone();
-        let taken: i64 = self
+        let oldest: i64 = self
             .take
             .key(format!("{}:quota:{key}", self.namespace))
             .arg(now)
@@ -163,7 +184,7 @@ impl RequestQuota for RedisQuota {
             .invoke_async(&mut con)
             .await
             .map_err(|e| LimiterError(e.to_string()))?;
-        Ok(taken == 1)
+        Ok((oldest >= 0).then(|| wait(oldest, self.window_secs, now)))
     }
 }
 
@@ -179,6 +200,8 @@ mod tests {
             assert!(quota.take("a", 3, t0 + i).await.unwrap());
         }
         assert!(!quota.take("a", 3, t0 + 10).await.unwrap());
+        // Full until the first request leaves the window.
+        assert_eq!(quota.admit("a", 3, t0 + 10).await.unwrap(), Some(3590));
         // Another key has its own count.
         assert!(quota.take("b", 3, t0 + 10).await.unwrap());
         // The first request leaves the window an hour after it was made, the next one later.

@@ -1,0 +1,14 @@
+//! The chat service binary: load settings, start telemetry, serve.
+#![forbid(unsafe_code)]
+
+use anyhow::Context;
+use fairdeal_chat::{Application, ChatSettings};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let config = fairdeal_kit::config::load_or_exit::<ChatSettings>("chat");
+    let _telemetry = fairdeal_kit::telemetry::init(&config.common).context("telemetry")?;
+    let app = Application::build(config).await.context("starting")?;
+    app.run_until_stopped().await.context("serving")?;
+    Ok(())
+}
