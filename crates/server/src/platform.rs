@@ -70,6 +70,11 @@ pub const SERVICES: &[Service] = &[
         mount: |p| Box::pin(tables(p)),
     },
     Service {
+        name: "chat",
+        migrations: &[&fairdeal_chat::store::MIGRATIONS],
+        mount: |p| Box::pin(chat(p)),
+    },
+    Service {
         name: "rating",
         migrations: &[&fairdeal_rating_service::projection::MIGRATIONS],
         mount: |p| Box::pin(rating(p)),
@@ -140,6 +145,14 @@ async fn tables(p: &Embedded) -> Result<Mount, StartError> {
     )?;
     let parts = fairdeal_tables::startup::Parts::over(&config, p.storage.clone())?;
     fairdeal_tables::startup::mount(&config.common, parts, &p.shutdown).await
+}
+
+/// The chat service: presence and the message quota in memory (no `--redis-url`); its
+/// membership consumer of the tables' events tails the shared log in process.
+async fn chat(p: &Embedded) -> Result<Mount, StartError> {
+    let config = p.config::<fairdeal_chat::ChatSettings>("chat", &["--auth-url", &p.self_url])?;
+    let parts = fairdeal_chat::startup::Parts::over(&config, p.storage.clone()).await?;
+    fairdeal_chat::startup::mount(&config.common, parts, &p.shutdown).await
 }
 
 /// The rating service: its consumer of the tables' `GameFinished` tails the shared log in

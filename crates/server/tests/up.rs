@@ -241,7 +241,20 @@ async fn up_plays_the_demo_serves_the_examples_and_keeps_state_across_a_restart(
         let delta = change.rating_after - change.rating_before;
         assert!((delta - change.k * (change.score - change.expectation)).abs() < 1e-9);
     }
+    // Each player's line came through north's subscription to the table's channel, in
+    // order, from its author.
+    assert_eq!(demo.chat.len(), 4);
+    for (seat, message) in demo.chat.iter().enumerate() {
+        assert_eq!(message.channel, format!("table-{table_id}"));
+        assert_eq!(message.author_id, demo.players[seat].user_id);
+        assert!(printed.contains(&format!(
+            "{}: {}",
+            demo.players[seat].username, message.text
+        )));
+    }
+    assert!(demo.chat.windows(2).all(|w| w[0].seq < w[1].seq));
     for expected in [
+        "[chat #",
         "rated in jeu-du-10/dix",
         " -> ",
         "registered, confirmed with the code mailed to mailbox/",

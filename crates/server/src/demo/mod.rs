@@ -25,6 +25,8 @@ use fairdeal_fairness::commitment::Commitment;
 use fairdeal_fairness::deal::Deal;
 use fairdeal_proto::fairdeal::auth::v1 as apb;
 use fairdeal_proto::fairdeal::auth::v1::auth_service_client::AuthServiceClient;
+use fairdeal_proto::fairdeal::chat::v1 as cpb;
+use fairdeal_proto::fairdeal::chat::v1::chat_service_client::ChatServiceClient;
 use fairdeal_proto::fairdeal::rating::v1 as rpb;
 use fairdeal_proto::fairdeal::rating::v1::rating_service_client::RatingServiceClient;
 use fairdeal_proto::fairdeal::tables::v1 as pb;
@@ -135,6 +137,8 @@ pub struct Demo {
     pub deals_verified: u32,
     /// The rating changes of the game, by seat, as the rating service reports them.
     pub ratings: Vec<rpb::RatingChanged>,
+    /// The table chat's messages as north's subscription delivered them.
+    pub chat: Vec<cpb::ChatMessage>,
 }
 
 /// A step's run.
@@ -163,6 +167,10 @@ pub const STEPS: &[Step] = &[
     Step {
         title: "A table: the server seed is committed before anyone sits",
         run: |d| Box::pin(open_table(d)),
+    },
+    Step {
+        title: "Table chat: the players subscribe to the table's channel and say hello",
+        run: |d| Box::pin(chat(d)),
     },
     Step {
         title: "The match, each move chosen by the engine's bot from the seat's own view",
@@ -197,6 +205,7 @@ impl Demo {
             revealed: None,
             deals_verified: 0,
             ratings: Vec::new(),
+            chat: Vec::new(),
         })
     }
 
@@ -220,6 +229,11 @@ impl Demo {
     /// A tables service client.
     pub fn tables(&self) -> TablesServiceClient<Channel> {
         TablesServiceClient::new(self.channel.clone())
+    }
+
+    /// A chat service client.
+    pub fn chat(&self) -> ChatServiceClient<Channel> {
+        ChatServiceClient::new(self.channel.clone())
     }
 
     /// A rating service client.
@@ -797,5 +811,112 @@ async fn show_ratings(demo: &mut Demo) -> anyhow::Result<()> {
         ));
     }
     demo.ratings = changes;
+    Ok(())
+}
+
+/// What the demo's players say at the table, by seat.
+const CHAT_LINES: [&str; 4] = [
+    "Good luck, everyone!",
+    "Have fun. May the cards be kind.",
+    "Hello from south: let's play.",
+    "gl hf",
+];
+
+/// How often a subscription is retried while the chat has not yet seen the player sit (its
+/// membership consumer reads the tables' events in the background).
+const CHAT_RETRY: Duration = Duration::from_millis(100);
+
+/// `player`'s subscription to `channel`, once connected (its first item).
+async fn subscribe(
+    demo: &Demo,
+    player: &Player,
+    channel: &str,
+) -> anyhow::Result<Streaming<cpb::SubscribeResponse>> {
+    let mut chat = demo.chat();
+    let wait = async {
+        loop {
+            let request = authed(
+                &player.access_token,
+                cpb::SubscribeRequest {
+                    channel: channel.to_owned(),
+                },
+            )?;
+            match chat.subscribe(request).await {
+                Ok(response) => {
+                    let mut stream = response.into_inner();
+                    match stream.message().await?.and_then(|r| r.item) {
+                        Some(cpb::subscribe_response::Item::Connected(_)) => {
+                            return anyhow::Ok(stream);
+                        }
+                        other => bail!("a subscription began with {other:?}, not Connected"),
+                    }
+                }
+                // Not a member yet: the chat has not read the Sit event yet.
+                Err(status) if status.code() == tonic::Code::PermissionDenied => {
+                    tokio::time::sleep(CHAT_RETRY).await;
+                }
+                Err(status) => return Err(status).context("Subscribe"),
+            }
+        }
+    };
+    tokio::time::timeout(WAIT, wait).await.map_err(|_| {
+        anyhow!(
+            "{} could not subscribe to {channel} within {WAIT:?}",
+            player.username
+        )
+    })?
+}
+
+/// Step 3: every player subscribes to `table-<id>` (the chat knows the members from the
+/// tables' events); each posts a line, printed as north's subscription delivers it. The
+/// match is on (the last seat taken started it); the channel turns read-only at its end.
+async fn chat(demo: &mut Demo) -> anyhow::Result<()> {
+    let channel = format!("table-{}", demo.table()?.id);
+    let mut streams = Vec::new();
+    for player in &demo.players {
+        streams.push(subscribe(demo, player, &channel).await?);
+    }
+    demo.out.line(format!(
+        "  the four players are subscribed to {channel} (fairdeal.chat.v1.ChatService/Subscribe)"
+    ));
+    let mut chat = demo.chat();
+    let north = streams.first_mut().context("no subscription")?;
+    for (player, text) in demo.players.clone().iter().zip(CHAT_LINES) {
+        let posted = chat
+            .post(authed(
+                &player.access_token,
+                cpb::PostRequest {
+                    channel: channel.clone(),
+                    text: text.to_owned(),
+                },
+            )?)
+            .await
+            .context("Post")?
+            .into_inner()
+            .message
+            .context("Post without the message")?;
+        // Printed as it arrives on north's subscription, not from Post's answer.
+        let arrived = loop {
+            let item = tokio::time::timeout(WAIT, north.message())
+                .await
+                .map_err(|_| anyhow!("no chat message within {WAIT:?}"))??
+                .context("north's subscription ended")?;
+            if let Some(cpb::subscribe_response::Item::Message(m)) = item.item
+                && m.message_id == posted.message_id
+            {
+                break m;
+            }
+        };
+        let author = demo
+            .players
+            .iter()
+            .find(|p| p.user_id == arrived.author_id)
+            .map_or("?", |p| p.username.as_str());
+        demo.out.line(format!(
+            "  [chat #{}] {author}: {}",
+            arrived.seq, arrived.text
+        ));
+        demo.chat.push(arrived);
+    }
     Ok(())
 }
