@@ -11,7 +11,7 @@
 //!
 //! Runs on the embedded default and on PostgreSQL + NATS + Redis. A service whose proto
 //! exists but is not started here fails the test: add it to [`Platform`] (auth, commitment,
-//! dealing, tables and rating run today).
+//! dealing, tables, rating, chat and the ledger run today).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod platform;
@@ -96,8 +96,8 @@ async fn call(channel: &Channel, rpc: &Rpc, token: &str, body: Vec<u8>) -> Resul
 async fn attack(platform: &Platform, descriptors: &Descriptors) -> Vec<String> {
     let mut failures = Vec::new();
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-    // The stores' heads before the next call: read once per call, after it.
-    let mut before = platform.heads().await;
+    // The stores' event counts before the next call: read once per call, after it.
+    let mut before = platform.counts().await;
     for rpc in &descriptors.rpcs {
         let Some(channel) = platform.channel(&rpc.service) else {
             failures.push(format!(
@@ -111,7 +111,7 @@ async fn attack(platform: &Platform, descriptors: &Descriptors) -> Vec<String> {
                 let outcome =
                     tokio::time::timeout(CALL_TIMEOUT, call(channel, rpc, token, body.clone()))
                         .await;
-                let after = platform.heads().await;
+                let after = platform.counts().await;
                 let before = std::mem::replace(&mut before, after.clone());
                 let place = format!("{} [{what}] as {caller}", rpc.path);
                 let status = match outcome {

@@ -57,6 +57,8 @@ pub(crate) struct Platform {
     callers: Vec<(&'static str, String)>,
     /// Each service's event store, read-only use.
     stores: Vec<(&'static str, AnyEventStore)>,
+    /// Each service's database, to count its committed events.
+    dbs: Vec<(&'static str, Db)>,
     /// The NATS subject prefix (PostgreSQL backend).
     prefix: Option<String>,
     shutdowns: Vec<fairdeal_kit::Shutdown>,
@@ -231,6 +233,30 @@ impl Platform {
         let chat_url = format!("http://127.0.0.1:{}", chat.port());
         shutdowns.push(chat.shutdown());
         tokio::spawn(chat.run_until_stopped());
+        // Ledger: its RPCs are public and read-only. It ingests nothing here (`--sources
+        // ledger`, a stream nobody publishes to): its ingest transactions would hold back the
+        // PostgreSQL snapshot horizon the other stores' heads are read below, and this test
+        // compares heads. Its ingest is tested in tests/ledger.
+        let (mut args, _) = storage("ledger.db");
+        let signing_key = fairdeal_tlog::NoteSigner::from_seed("ledger.badinput", &[5; 32])
+            .unwrap()
+            .to_key_string();
+        args.extend(strings(&[
+            "--listen-addr",
+            "127.0.0.1:0",
+            "--signing-key",
+            signing_key.as_str(),
+            "--sources",
+            "ledger",
+        ]));
+        let ledger = fairdeal_ledger::Application::build(
+            settings::<fairdeal_ledger::LedgerSettings>("ledger", &args),
+        )
+        .await
+        .unwrap();
+        let ledger_url = format!("http://127.0.0.1:{}", ledger.port());
+        shutdowns.push(ledger.shutdown());
+        tokio::spawn(ledger.run_until_stopped());
 
         for url in [
             &auth_url,
@@ -239,6 +265,7 @@ impl Platform {
             &tables_url,
             &rating_url,
             &chat_url,
+            &ledger_url,
         ] {
             fairdeal_testkit::wait_until_serving(url, "").await.unwrap();
         }
@@ -253,6 +280,7 @@ impl Platform {
             ("fairdeal.tables.v1.TablesService", connect(&tables_url)),
             ("fairdeal.rating.v1.RatingService", connect(&rating_url)),
             ("fairdeal.chat.v1.ChatService", connect(&chat_url)),
+            ("fairdeal.ledger.v1.LedgerService", connect(&ledger_url)),
         ];
 
         let service_token = |name: &'static str, secret: &'static str| {
@@ -270,6 +298,7 @@ impl Platform {
         ];
 
         let mut stores = Vec::new();
+        let mut dbs = Vec::new();
         for service in SERVICES {
             let (_, url) = storage(&format!("{service}.db"));
             let url: DatabaseUrl = url.parse().unwrap();
@@ -277,11 +306,13 @@ impl Platform {
                 .await
                 .unwrap();
             stores.push((service, AnyEventStore::open(&db).await.unwrap()));
+            dbs.push((service, db));
         }
         Platform {
             channels,
             callers,
             stores,
+            dbs,
             prefix,
             shutdowns,
             _dir: dir,
@@ -311,6 +342,31 @@ impl Platform {
             heads.push((*service, store.head_position().await.unwrap()));
         }
         heads
+    }
+
+    /// Each store's number of committed events. Unlike the head position (which, on
+    /// PostgreSQL, stops below any transaction still open in the database so that readers
+    /// never skip a position), a count changes exactly when an event commits: an earlier
+    /// call's event that becomes visible later is not blamed on the call in between.
+    pub(crate) async fn counts(&self) -> Vec<(&'static str, i64)> {
+        let mut counts = Vec::new();
+        for (service, db) in &self.dbs {
+            let count: i64 = match db {
+                Db::Postgres { pool, schema } => sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                    "SELECT count(*) FROM \"{}\".events",
+                    schema.as_str()
+                )))
+                .fetch_one(pool)
+                .await
+                .unwrap(),
+                Db::Sqlite { pool } => sqlx::query_scalar("SELECT count(*) FROM events")
+                    .fetch_one(pool)
+                    .await
+                    .unwrap(),
+            };
+            counts.push((*service, count));
+        }
+        counts
     }
 
     /// A table is committed to, contributed to and dealt from; then, on NATS, every event of
@@ -465,6 +521,9 @@ impl Platform {
             shutdown.wait_for_tasks().await;
         }
         drop(self.stores);
+        for (_, db) in &self.dbs {
+            db.close().await;
+        }
         if let Some(database) = self.database {
             database.drop().await.unwrap();
         }

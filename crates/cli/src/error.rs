@@ -1,4 +1,5 @@
-//! The CLI's one error type: every failure becomes one line on stderr and exit status 2.
+//! The CLI's one error type: every failure becomes one line on stderr and exit status 2
+//! (a failed audit: status 1).
 
 use fairdeal_fairness::deck::UnknownDeck;
 
@@ -14,6 +15,9 @@ pub(crate) enum CliError {
     /// Writing output (or reading a file) failed.
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    /// `fairdeal audit` found failures (printed on stdout); exit status 1.
+    #[error("audit failed: {0} check(s) failed")]
+    AuditFailed(usize),
     /// Serialising a JSON line failed.
     #[error("json: {0}")]
     Json(#[from] serde_json::Error),

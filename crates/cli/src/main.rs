@@ -6,6 +6,7 @@
 //! arguments and a `run` function; this file only dispatches.
 #![forbid(unsafe_code)]
 
+mod audit_cmd;
 mod client_seed;
 mod commit;
 mod deal;
@@ -53,6 +54,8 @@ enum Command {
     Squaredeal(squaredeal::SquaredealCommand),
     /// One rating change (SPEC 6) recomputed from its inputs: before, after, expectation, weights.
     Rating(rating::RatingArgs),
+    /// A finished game's export from the ledger, checked offline: proofs, chains, seeds, deals, moves, scores, ratings.
+    Audit(audit_cmd::AuditArgs),
     /// A verification walk-through: a fresh seed, its commitment, a real deal and its number.
     Demo,
 }
@@ -68,6 +71,7 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
         Command::Duplicate(args) => duplicate::run(args, out),
         Command::Squaredeal(cmd) => squaredeal::run(cmd, out),
         Command::Rating(args) => rating::run(args, out),
+        Command::Audit(args) => audit_cmd::run(args, out),
         Command::Demo => demo::run(out),
     }
 }
@@ -105,6 +109,12 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         // A closed pipe (`fairdeal deal ... | head`) is a normal way to stop reading.
         Err(CliError::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        // A failed audit printed its findings: status 1, as documented.
+        Err(e @ CliError::AuditFailed(_)) => {
+            let _ = out.flush();
+            let _ = writeln!(std::io::stderr(), "error: {e}");
+            ExitCode::from(1)
+        }
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "error: {e}");
             ExitCode::from(2)

@@ -19,6 +19,7 @@
 //!   at every past size in O(log n), 64 bytes per leaf.
 //! - [`note`]: C2SP signed notes: [`NoteSigner`], [`NoteVerifier`], [`Note`].
 //! - [`checkpoint`]: [`Checkpoint`], a tree head as a signed note.
+//! - [`export`]: the NDJSON game export the ledger writes and `fairdeal audit` reads.
 //!
 //! Both sides in a few lines:
 //!
@@ -51,6 +52,7 @@
 #![forbid(unsafe_code)]
 
 pub mod checkpoint;
+pub mod export;
 pub mod hash;
 pub mod note;
 pub mod proof;

@@ -1,0 +1,1369 @@
+//! `fairdeal audit FILE --log-key KEY [--previous CHECKPOINT]`: a finished game's export from
+//! the ledger (NDJSON, `fairdeal_tlog::export`), checked offline with nothing but the log's
+//! public key.
+//!
+//! Checks, each named in the output:
+//! - `format`: every line parses; one header, first.
+//! - `checkpoint`: the header's checkpoint is signed by `--log-key` (C2SP signed note).
+//! - `consistency`: with `--previous`, the export's tree extends that checkpoint's.
+//! - `inclusion`: every event's envelope is the leaf its index names under the checkpoint.
+//! - `order`: event lines are in strictly increasing leaf order.
+//! - `envelope`: every envelope decodes and agrees with its line's readable fields.
+//! - `chain`: every event's hash is SHA-256(prev_hash || canonical bytes); the game's own
+//!   streams (`*-<table id>`) run from version 1 without gaps, each linked to the one before;
+//!   other streams (a player's ratings) link wherever two versions follow each other.
+//! - `commitment`: SHA-256(revealed seed) is the commitment the table, the commitment
+//!   service and every hand name; every recorded reveal is that seed.
+//! - `client_seed`: recomputed from the contributions and the delayed value; every hand and
+//!   deal used it.
+//! - `deal`: every hand re-dealt from the seeds (salt = hand number) is what each seat got.
+//! - `replay`: every move re-decided by the rules engine (crates/games): legal, by the seat
+//!   whose turn it was, every trick won by the right seat.
+//! - `score`: every hand's score is what the rules give.
+//! - `result`: the final scores, the winner and the players of `GameFinished`.
+//! - `rating`: every `RatingChanged` recomputed (SPEC 6, crates/rating, bit for bit) from
+//!   the game's result and the players' ratings before it.
+//!
+//! `fairdeal audit` prints one JSON line per failed check (`{"check", "line", "detail"}`), then a summary
+//! line (what was checked, counts). Exit status 1 when anything failed.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use fairdeal_event::{Envelope, GENESIS_PREV_HASH, compute_hash};
+use fairdeal_fairness::Deck;
+use fairdeal_fairness::client_seed::{contributions_hash, table_client_seed};
+use fairdeal_fairness::commitment::Commitment;
+use fairdeal_fairness::deal::Deal;
+use fairdeal_games::{Bid, Card, Command, Event, Game, HandScore, MatchEnd, Seat, Suit, Team};
+use fairdeal_games::{Purchase, TableOptions, VerifyError};
+use fairdeal_proto::fairdeal::commitment::v1 as cpb;
+use fairdeal_proto::fairdeal::dealing::v1 as dpb;
+use fairdeal_proto::fairdeal::rating::v1 as rpb;
+use fairdeal_proto::fairdeal::tables::v1 as tpb;
+use fairdeal_rating::{Exactness, KFactor, Opponents, Rating, RecordedChange, Score};
+use fairdeal_tlog::export::{EventLine, Header, Line, decode_bytes, decode_hashes};
+use fairdeal_tlog::{Checkpoint, Note, NoteVerifier, leaf_hash};
+use prost::{Message, Name};
+use serde::Serialize;
+
+/// The checks, in the order the summary lists them.
+pub const CHECKS: [&str; 14] = [
+    "format",
+    "checkpoint",
+    "consistency",
+    "inclusion",
+    "order",
+    "envelope",
+    "chain",
+    "commitment",
+    "client_seed",
+    "deal",
+    "replay",
+    "score",
+    "result",
+    "rating",
+];
+
+/// One failed check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Failure {
+    /// The check's name (one of [`CHECKS`]).
+    pub check: &'static str,
+    /// The file's line (1-based); 0 for the file as a whole.
+    pub line: usize,
+    /// What differs.
+    pub detail: String,
+}
+
+/// Checked and failed counts of one check.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Count {
+    pub checked: u64,
+    pub failed: u64,
+}
+
+/// Everything an audit found.
+#[derive(Debug, Default, Serialize)]
+pub struct Report {
+    /// Per check.
+    pub checks: BTreeMap<&'static str, Count>,
+    /// Every failure, in the order found.
+    #[serde(skip)]
+    pub failures: Vec<Failure>,
+    /// Events in the file.
+    pub events: u64,
+    /// Streams in the file.
+    pub streams: u64,
+    /// Hands dealt.
+    pub hands: u64,
+    /// Moves replayed (bids, passes, trumps, cards).
+    pub moves: u64,
+    /// Rating changes recomputed.
+    pub ratings: u64,
+    /// The checkpoint's tree size.
+    pub tree_size: u64,
+}
+
+impl Report {
+    /// Records one check of `check` about `line`.
+    fn check(&mut self, check: &'static str, line: usize, result: Result<(), String>) {
+        let count = self.checks.entry(check).or_default();
+        count.checked += 1;
+        if let Err(detail) = result {
+            count.failed += 1;
+            self.failures.push(Failure {
+                check,
+                line,
+                detail,
+            });
+        }
+    }
+
+    /// Records a failure of `check` about `line`.
+    fn fail(&mut self, check: &'static str, line: usize, detail: impl Into<String>) {
+        self.check(check, line, Err(detail.into()));
+    }
+
+    /// Whether `check` failed anywhere.
+    pub fn failed(&self, check: &str) -> bool {
+        self.failures.iter().any(|f| f.check == check)
+    }
+}
+
+/// One decoded event of the file.
+#[derive(Debug, Clone)]
+struct Ev {
+    /// The file's line.
+    line: usize,
+    /// The envelope.
+    env: Envelope,
+}
+
+impl Ev {
+    /// The payload as `M` when the event's type is `M`'s: `None` for another type,
+    /// `Some(Err)` when it does not decode.
+    fn payload<M: Message + Name + Default>(&self) -> Option<Result<M, String>> {
+        (self.env.event_type == M::full_name()).then(|| {
+            M::decode(self.env.payload.as_slice())
+                .map_err(|e| format!("{} does not decode: {e}", M::NAME))
+        })
+    }
+}
+
+/// Audits an export's text against the log key and an optional previous checkpoint.
+pub fn audit(text: &str, verifier: &NoteVerifier, previous: Option<&str>) -> Report {
+    let mut report = Report::default();
+    for check in CHECKS {
+        report.checks.insert(check, Count::default());
+    }
+    // Lines.
+    let mut header: Option<(usize, Header)> = None;
+    let mut consistency = Vec::new();
+    let mut event_lines = Vec::new();
+    let lines: Vec<&str> = text
+        .strip_suffix('\n')
+        .unwrap_or(text)
+        .split('\n')
+        .collect();
+    for (i, raw) in lines.iter().enumerate() {
+        let n = i + 1;
+        match serde_json::from_str::<Line>(raw) {
+            Err(e) => report.fail("format", n, format!("not an export line: {e}")),
+            Ok(Line::Header(h)) => {
+                if n != 1 || header.is_some() {
+                    report.fail("format", n, "the header must be the first line, once");
+                } else {
+                    report.check("format", n, Ok(()));
+                    header = Some((n, h));
+                }
+            }
+            Ok(Line::Consistency(c)) => {
+                report.check("format", n, Ok(()));
+                consistency.push((n, c));
+            }
+            Ok(Line::Event(e)) => {
+                report.check("format", n, Ok(()));
+                event_lines.push((n, e));
+            }
+        }
+    }
+    let Some((_, header)) = header else {
+        report.fail("format", 1, "no header line");
+        return report;
+    };
+    if header.format != fairdeal_tlog::export::FORMAT {
+        report.fail(
+            "format",
+            1,
+            format!(
+                "format {:?}, expected {:?}",
+                header.format,
+                fairdeal_tlog::export::FORMAT
+            ),
+        );
+    }
+
+    // The checkpoint: verified, or (to keep checking the rest) its unverified body.
+    let checkpoint = match Checkpoint::open(
+        header.checkpoint.as_bytes(),
+        verifier.name(),
+        std::slice::from_ref(verifier),
+    ) {
+        Ok(c) => {
+            report.check("checkpoint", 1, Ok(()));
+            Some(c)
+        }
+        Err(e) => {
+            report.fail("checkpoint", 1, format!("not signed by the log key: {e}"));
+            Note::parse(header.checkpoint.as_bytes())
+                .ok()
+                .and_then(|note| Checkpoint::parse_body(note.text()).ok())
+        }
+    };
+    report.tree_size = checkpoint.as_ref().map_or(0, Checkpoint::size);
+    check_consistency(
+        &mut report,
+        checkpoint.as_ref(),
+        &consistency,
+        verifier,
+        previous,
+    );
+
+    // Events: envelope, inclusion, order.
+    let mut events = Vec::with_capacity(event_lines.len());
+    let mut last_index: Option<u64> = None;
+    for (n, line) in &event_lines {
+        if let Some(ev) = check_event_line(&mut report, *n, line, checkpoint.as_ref()) {
+            events.push(ev);
+        }
+        let increasing = last_index.is_none_or(|last| line.leaf_index > last);
+        report.check(
+            "order",
+            *n,
+            if increasing {
+                Ok(())
+            } else {
+                Err(format!(
+                    "leaf {} after leaf {}: lines must be in leaf order",
+                    line.leaf_index,
+                    last_index.unwrap_or(0)
+                ))
+            },
+        );
+        last_index = Some(line.leaf_index);
+    }
+    if checkpoint.is_none() && !event_lines.is_empty() {
+        report.fail(
+            "inclusion",
+            1,
+            "no readable checkpoint to prove the events against",
+        );
+    }
+    report.events = events.len() as u64;
+
+    check_chains(&mut report, &events, &header.table_id);
+    let game = GameAudit::new(&header, &events);
+    game.run(&mut report);
+    report
+}
+
+/// `--previous`: the export's checkpoint must extend it.
+fn check_consistency(
+    report: &mut Report,
+    checkpoint: Option<&Checkpoint>,
+    lines: &[(usize, fairdeal_tlog::export::Consistency)],
+    verifier: &NoteVerifier,
+    previous: Option<&str>,
+) {
+    let Some(previous) = previous else {
+        return;
+    };
+    let older = match Checkpoint::open(
+        previous.as_bytes(),
+        verifier.name(),
+        std::slice::from_ref(verifier),
+    ) {
+        Ok(c) => c,
+        Err(e) => {
+            report.fail(
+                "consistency",
+                0,
+                format!("--previous is not a checkpoint of this log: {e}"),
+            );
+            return;
+        }
+    };
+    let Some(checkpoint) = checkpoint else {
+        report.fail(
+            "consistency",
+            1,
+            "no readable checkpoint to compare with --previous",
+        );
+        return;
+    };
+    if older.size() > checkpoint.size() {
+        report.fail(
+            "consistency",
+            1,
+            format!(
+                "--previous has size {}, beyond the export's {}: export again",
+                older.size(),
+                checkpoint.size()
+            ),
+        );
+        return;
+    }
+    let Some((n, line)) = lines.iter().find(|(_, c)| c.old_size == older.size()) else {
+        report.fail(
+            "consistency",
+            1,
+            format!(
+                "no consistency proof from size {} (export with previous_tree_sizes = {})",
+                older.size(),
+                older.size()
+            ),
+        );
+        return;
+    };
+    let result = decode_hashes(&line.proof).and_then(|proof| {
+        checkpoint.verify_extends(&older, &proof).map_err(|e| {
+            format!(
+                "the tree of size {} does not extend --previous: {e}",
+                checkpoint.size()
+            )
+        })
+    });
+    report.check("consistency", *n, result);
+}
+
+/// One event line: envelope, readable fields, own hash and inclusion.
+fn check_event_line(
+    report: &mut Report,
+    n: usize,
+    line: &EventLine,
+    checkpoint: Option<&Checkpoint>,
+) -> Option<Ev> {
+    let bytes = match decode_bytes(&line.envelope) {
+        Ok(b) => b,
+        Err(e) => {
+            report.fail("envelope", n, format!("envelope: {e}"));
+            return None;
+        }
+    };
+    if let Some(checkpoint) = checkpoint {
+        let result = decode_hashes(&line.proof).and_then(|proof| {
+            checkpoint
+                .verify_inclusion(&leaf_hash(&bytes), line.leaf_index, &proof)
+                .map_err(|e| {
+                    format!(
+                        "leaf {} is not in the checkpoint's tree of size {}: {e}",
+                        line.leaf_index,
+                        checkpoint.size()
+                    )
+                })
+        });
+        report.check("inclusion", n, result);
+    }
+    let env = match Envelope::decode(bytes.as_slice()) {
+        Ok(env) => env,
+        Err(e) => {
+            report.fail("envelope", n, format!("envelope does not decode: {e}"));
+            return None;
+        }
+    };
+    let mut differs = Vec::new();
+    if env.stream_id != line.stream_id {
+        differs.push(format!(
+            "stream_id {:?} (envelope {:?})",
+            line.stream_id, env.stream_id
+        ));
+    }
+    if env.stream_version != line.version {
+        differs.push(format!(
+            "version {} (envelope {})",
+            line.version, env.stream_version
+        ));
+    }
+    if env.event_type != line.event_type {
+        differs.push(format!(
+            "event_type {:?} (envelope {:?})",
+            line.event_type, env.event_type
+        ));
+    }
+    report.check(
+        "envelope",
+        n,
+        if differs.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "the line's {} differs from its envelope",
+                differs.join(", ")
+            ))
+        },
+    );
+    Some(Ev { line: n, env })
+}
+
+/// Every stream's hash chain and versions.
+fn check_chains(report: &mut Report, events: &[Ev], table_id: &str) {
+    let mut streams: BTreeMap<&str, Vec<&Ev>> = BTreeMap::new();
+    for ev in events {
+        streams
+            .entry(ev.env.stream_id.as_str())
+            .or_default()
+            .push(ev);
+    }
+    report.streams = streams.len() as u64;
+    let own_suffix = format!("-{table_id}");
+    for (stream, evs) in streams {
+        // A stream of the game's own (`table-<id>`, `deals-<id>`...) is exported whole.
+        let whole = stream.ends_with(&own_suffix);
+        let mut prev: Option<&Envelope> = None;
+        for ev in evs {
+            let env = &ev.env;
+            let mut problems = Vec::new();
+            if compute_hash(env).as_slice() != env.hash.as_slice() {
+                problems
+                    .push("its hash is not SHA-256(prev_hash || its canonical bytes)".to_owned());
+            }
+            match prev {
+                None if whole => {
+                    if env.stream_version != 1 {
+                        problems.push(format!(
+                            "the stream starts at version {}, not 1",
+                            env.stream_version
+                        ));
+                    } else if env.prev_hash.as_slice() != GENESIS_PREV_HASH.as_slice() {
+                        problems.push("version 1 must link to 32 zero bytes".into());
+                    }
+                }
+                None => {}
+                Some(p) => {
+                    let next = p.stream_version.saturating_add(1);
+                    if whole && env.stream_version != next {
+                        problems.push(format!(
+                            "version {} follows version {} (expected {next})",
+                            env.stream_version, p.stream_version
+                        ));
+                    } else if env.stream_version <= p.stream_version {
+                        problems.push(format!(
+                            "version {} follows version {}",
+                            env.stream_version, p.stream_version
+                        ));
+                    } else if env.stream_version == next && env.prev_hash != p.hash {
+                        problems.push(format!(
+                            "prev_hash does not link to version {}",
+                            p.stream_version
+                        ));
+                    }
+                }
+            }
+            report.check(
+                "chain",
+                ev.line,
+                if problems.is_empty() {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "{stream} version {}: {}",
+                        env.stream_version,
+                        problems.join("; ")
+                    ))
+                },
+            );
+            prev = Some(env);
+        }
+    }
+}
+
+/// A seat number from the wire.
+fn seat(n: u32) -> Result<Seat, String> {
+    u8::try_from(n)
+        .ok()
+        .and_then(Seat::new)
+        .ok_or_else(|| format!("seat {n} out of range"))
+}
+
+fn team(n: u32) -> Result<Team, String> {
+    u8::try_from(n)
+        .ok()
+        .and_then(Team::new)
+        .ok_or_else(|| format!("team {n} out of range"))
+}
+
+fn pair<T: Copy>(field: &str, v: &[T]) -> Result<[T; 2], String> {
+    <[T; 2]>::try_from(v).map_err(|_| format!("{field} has {} entries, not 2", v.len()))
+}
+
+fn options(m: Option<&tpb::TableOptions>) -> Result<TableOptions, String> {
+    let Some(m) = m else {
+        return Ok(TableOptions::default());
+    };
+    let deck = match tpb::Deck::try_from(m.deck) {
+        Ok(tpb::Deck::Unspecified | tpb::Deck::Dix) => Deck::Dix,
+        Ok(tpb::Deck::Ruff) => Deck::Ruff,
+        Err(_) => return Err(format!("deck {} unknown", m.deck)),
+    };
+    let purchase = match tpb::Purchase::try_from(m.purchase) {
+        Ok(tpb::Purchase::Unspecified) => None,
+        Ok(tpb::Purchase::Points) => Some(Purchase::Points),
+        Ok(tpb::Purchase::Budget) => Some(Purchase::Budget),
+        Err(_) => return Err(format!("purchase {} unknown", m.purchase)),
+    };
+    Ok(TableOptions {
+        deck,
+        penalised_aces: m.penalised_aces,
+        made_or_nothing: m.made_or_nothing,
+        purchase,
+        budget: m.budget,
+    })
+}
+
+fn bid(m: Option<&tpb::Bid>, zero_ok: bool) -> Result<Bid, String> {
+    match m.and_then(|b| b.kind.as_ref()) {
+        Some(tpb::bid::Kind::Points(0)) if zero_ok => Ok(Bid::Points(0)),
+        Some(tpb::bid::Kind::Points(n)) => u16::try_from(*n)
+            .map(Bid::Points)
+            .map_err(|_| format!("bid {n} out of range")),
+        Some(tpb::bid::Kind::Game(true)) => Ok(Bid::Game),
+        _ => Err("a bid needs points or game".into()),
+    }
+}
+
+fn suit(n: i32) -> Result<Suit, String> {
+    match tpb::Suit::try_from(n) {
+        Ok(tpb::Suit::Spades) => Ok(Suit::Spades),
+        Ok(tpb::Suit::Hearts) => Ok(Suit::Hearts),
+        Ok(tpb::Suit::Diamonds) => Ok(Suit::Diamonds),
+        Ok(tpb::Suit::Clubs) => Ok(Suit::Clubs),
+        _ => Err(format!("suit {n} unknown")),
+    }
+}
+
+fn cards(codes: &[String]) -> Result<Vec<Card>, String> {
+    codes
+        .iter()
+        .map(|c| c.parse::<Card>().map_err(|_| format!("card {c:?} unknown")))
+        .collect()
+}
+
+fn match_end(n: i32) -> Result<MatchEnd, String> {
+    match tpb::MatchEnd::try_from(n) {
+        Ok(tpb::MatchEnd::TargetReached) => Ok(MatchEnd::TargetReached),
+        Ok(tpb::MatchEnd::BothReachedDeclarerWins) => Ok(MatchEnd::BothReachedDeclarerWins),
+        Ok(tpb::MatchEnd::GameBidMade) => Ok(MatchEnd::GameBidMade),
+        Ok(tpb::MatchEnd::GameBidFailed) => Ok(MatchEnd::GameBidFailed),
+        _ => Err(format!("match end {n} unknown")),
+    }
+}
+
+/// The engine's event a table event records, if it records one (`HandStarted` and
+/// `CardsDealt` are folded separately).
+fn engine_event(ev: &Ev) -> Option<Result<Event, String>> {
+    fn from<M: Message + Name + Default>(
+        ev: &Ev,
+        f: impl FnOnce(M) -> Result<Event, String>,
+    ) -> Option<Result<Event, String>> {
+        ev.payload::<M>().map(|m| m.and_then(f))
+    }
+    from::<tpb::MatchStarted>(ev, |m| {
+        Ok(Event::MatchStarted {
+            options: options(m.options.as_ref())?,
+            first_dealer: seat(m.first_dealer)?,
+        })
+    })
+    .or_else(|| {
+        from::<tpb::BidPlaced>(ev, |m| {
+            Ok(Event::BidPlaced {
+                seat: seat(m.seat)?,
+                bid: bid(m.bid.as_ref(), false)?,
+            })
+        })
+    })
+    .or_else(|| {
+        from::<tpb::PlayerPassed>(ev, |m| {
+            Ok(Event::PlayerPassed {
+                seat: seat(m.seat)?,
+            })
+        })
+    })
+    .or_else(|| {
+        from::<tpb::AuctionWon>(ev, |m| {
+            Ok(Event::AuctionWon {
+                seat: seat(m.seat)?,
+                bid: bid(m.bid.as_ref(), true)?,
+            })
+        })
+    })
+    .or_else(|| {
+        from::<tpb::TrumpNamed>(ev, |m| {
+            Ok(Event::TrumpNamed {
+                seat: seat(m.seat)?,
+                suit: suit(m.suit)?,
+            })
+        })
+    })
+    .or_else(|| {
+        from::<tpb::CardPlayed>(ev, |m| {
+            Ok(Event::CardPlayed {
+                seat: seat(m.seat)?,
+                card: m
+                    .card
+                    .parse::<Card>()
+                    .map_err(|_| format!("card {:?} unknown", m.card))?,
+            })
+        })
+    })
+    .or_else(|| {
+        from::<tpb::TrickWon>(ev, |m| {
+            Ok(Event::TrickWon {
+                seat: seat(m.seat)?,
+                trick: u8::try_from(m.trick)
+                    .map_err(|_| format!("trick {} out of range", m.trick))?,
+                points: u8::try_from(m.points)
+                    .map_err(|_| format!("points {} out of range", m.points))?,
+            })
+        })
+    })
+    .or_else(|| {
+        from::<tpb::HandScored>(ev, |m| {
+            Ok(Event::HandScored(HandScore {
+                hand: m.hand,
+                declarer: seat(m.declarer)?,
+                bid: bid(m.bid.as_ref(), true)?,
+                card_points: pair("card_points", &m.card_points)?,
+                ace_transfers: pair("ace_transfers", &m.ace_transfers)?,
+                contract_made: m.contract_made,
+                deltas: pair("deltas", &m.deltas)?,
+                scores: pair("scores", &m.scores)?,
+            }))
+        })
+    })
+    .or_else(|| {
+        from::<tpb::MatchWon>(ev, |m| {
+            Ok(Event::MatchWon {
+                team: team(m.team)?,
+                reason: match_end(m.reason)?,
+                scores: pair("scores", &m.scores)?,
+            })
+        })
+    })
+}
+
+/// A hand as the table stream records it.
+#[derive(Debug, Clone)]
+struct HandRecord {
+    line: usize,
+    started: tpb::HandStarted,
+    /// By dealing position: the line and the message.
+    dealt: [Option<(usize, tpb::CardsDealt)>; 4],
+}
+
+/// The game-level checks over the decoded events.
+#[derive(Debug)]
+struct GameAudit<'a> {
+    header: &'a Header,
+    table: Vec<&'a Ev>,
+    others: Vec<&'a Ev>,
+}
+
+impl<'a> GameAudit<'a> {
+    fn new(header: &'a Header, events: &'a [Ev]) -> Self {
+        let table_stream = format!("table-{}", header.table_id);
+        let (table, others) = events.iter().partition(|e| e.env.stream_id == table_stream);
+        Self {
+            header,
+            table,
+            others,
+        }
+    }
+
+    /// Decoded messages of type `M` among `events`, with their lines; undecodable ones are
+    /// failures of `check`.
+    fn all<M: Message + Name + Default>(
+        report: &mut Report,
+        check: &'static str,
+        events: &[&Ev],
+    ) -> Vec<(usize, M)> {
+        let mut out = Vec::new();
+        for ev in events {
+            match ev.payload::<M>() {
+                Some(Ok(m)) => out.push((ev.line, m)),
+                Some(Err(e)) => report.fail(check, ev.line, e),
+                None => {}
+            }
+        }
+        out
+    }
+
+    fn run(&self, report: &mut Report) {
+        let created = Self::all::<tpb::TableCreated>(report, "replay", &self.table);
+        let Some((created_line, created)) = created.into_iter().next() else {
+            report.fail(
+                "replay",
+                0,
+                format!("no TableCreated for table {}", self.header.table_id),
+            );
+            return;
+        };
+        let seed = self.header.server_seed.as_str();
+        let commitment = Commitment::of(seed).to_hex();
+        let hands = self.hands(report);
+
+        // Commitment.
+        let expect =
+            |report: &mut Report, line: usize, what: &str, recorded: &str, wanted: &str| {
+                report.check(
+                    "commitment",
+                    line,
+                    if recorded == wanted {
+                        Ok(())
+                    } else {
+                        Err(format!("{what} is {recorded:?}, expected {wanted:?}"))
+                    },
+                );
+            };
+        expect(
+            report,
+            created_line,
+            "TableCreated.commitment (SHA-256 of the revealed seed)",
+            &created.commitment,
+            &commitment,
+        );
+        let published =
+            Self::all::<cpb::TableCommitmentPublished>(report, "commitment", &self.others);
+        for (line, m) in &published {
+            expect(
+                report,
+                *line,
+                "TableCommitmentPublished.commitment",
+                &m.commitment,
+                &commitment,
+            );
+        }
+        let reveals_t = Self::all::<tpb::TableSeedRevealed>(report, "commitment", &self.table);
+        let reveals_c = Self::all::<cpb::TableSeedRevealed>(report, "commitment", &self.others);
+        if reveals_t.is_empty() {
+            report.fail(
+                "commitment",
+                0,
+                "the table stream holds no TableSeedRevealed: the seed is not revealed",
+            );
+        }
+        for (line, m) in &reveals_t {
+            expect(
+                report,
+                *line,
+                "TableSeedRevealed.server_seed",
+                &m.server_seed,
+                seed,
+            );
+            expect(
+                report,
+                *line,
+                "TableSeedRevealed.commitment",
+                &m.commitment,
+                &commitment,
+            );
+        }
+        for (line, m) in &reveals_c {
+            expect(
+                report,
+                *line,
+                "TableSeedRevealed.server_seed",
+                &m.server_seed,
+                seed,
+            );
+            expect(
+                report,
+                *line,
+                "TableSeedRevealed.commitment",
+                &m.commitment,
+                &commitment,
+            );
+        }
+        for h in &hands {
+            expect(
+                report,
+                h.line,
+                "HandStarted.commitment",
+                &h.started.commitment,
+                &commitment,
+            );
+        }
+        let dealt = Self::all::<dpb::HandDealt>(report, "deal", &self.others);
+        for (line, m) in &dealt {
+            expect(
+                report,
+                *line,
+                "HandDealt.commitment",
+                &m.commitment,
+                &commitment,
+            );
+        }
+
+        // Client seed.
+        let client_seed = self.client_seed(report, &published, &hands, &dealt, &reveals_t);
+
+        // Deals.
+        let deck = options(created.options.as_ref()).map_or(Deck::Dix, |o| o.deck);
+        for h in &hands {
+            report.hands += 1;
+            self.deal(report, deck, seed, &client_seed, h, &dealt);
+        }
+
+        // Replay, scores, result.
+        self.replay(report, &hands);
+    }
+
+    /// The table's hands: each `HandStarted` with the `CardsDealt` that follow it.
+    fn hands(&self, report: &mut Report) -> Vec<HandRecord> {
+        let mut hands: Vec<HandRecord> = Vec::new();
+        for ev in &self.table {
+            if let Some(m) = ev.payload::<tpb::HandStarted>() {
+                match m {
+                    Ok(started) => hands.push(HandRecord {
+                        line: ev.line,
+                        started,
+                        dealt: Default::default(),
+                    }),
+                    Err(e) => report.fail("deal", ev.line, e),
+                }
+            } else if let Some(m) = ev.payload::<tpb::CardsDealt>() {
+                match (m, hands.last_mut()) {
+                    (Ok(d), Some(h)) if d.hand == h.started.hand => {
+                        match h.dealt.get_mut(d.position as usize) {
+                            Some(slot @ None) => *slot = Some((ev.line, d)),
+                            _ => report.fail(
+                                "deal",
+                                ev.line,
+                                format!("position {} dealt twice or out of range", d.position),
+                            ),
+                        }
+                    }
+                    (Ok(d), _) => report.fail(
+                        "deal",
+                        ev.line,
+                        format!("CardsDealt of hand {} outside its hand", d.hand),
+                    ),
+                    (Err(e), _) => report.fail("deal", ev.line, e),
+                }
+            }
+        }
+        hands
+    }
+
+    /// The client seed recomputed from the contributions and the delayed value, checked
+    /// against every place that records it.
+    fn client_seed(
+        &self,
+        report: &mut Report,
+        published: &[(usize, cpb::TableCommitmentPublished)],
+        hands: &[HandRecord],
+        dealt: &[(usize, dpb::HandDealt)],
+        reveals: &[(usize, tpb::TableSeedRevealed)],
+    ) -> String {
+        let mut contributions: BTreeMap<u32, String> = BTreeMap::new();
+        for (line, m) in Self::all::<cpb::SeedContributed>(report, "client_seed", &self.others) {
+            if contributions.insert(m.seat, m.contribution).is_some() {
+                report.fail(
+                    "client_seed",
+                    line,
+                    format!("seat {} contributed twice", m.seat),
+                );
+            }
+        }
+        // The table records the same contributions.
+        for (line, m) in Self::all::<tpb::SeedContributed>(report, "client_seed", &self.table) {
+            report.check(
+                "client_seed",
+                line,
+                match contributions.get(&m.seat) {
+                    Some(c) if *c == m.contribution => Ok(()),
+                    Some(c) => Err(format!(
+                        "seat {}'s contribution is {:?} here, {c:?} at the commitment service",
+                        m.seat, m.contribution
+                    )),
+                    None => Err(format!(
+                        "seat {}'s contribution is not recorded by the commitment service",
+                        m.seat
+                    )),
+                },
+            );
+        }
+        let bound = Self::all::<cpb::DelayedValueBound>(report, "client_seed", &self.others);
+        let delayed = bound
+            .iter()
+            .find(|(_, m)| m.subject_id == self.header.table_id)
+            .map(|(_, m)| m.value.clone());
+        if let Some((line, p)) = published.first()
+            && !p.delayed_source.is_empty()
+            && delayed.is_none()
+        {
+            report.fail(
+                "client_seed",
+                *line,
+                format!(
+                    "the commitment names delayed source {:?} but no value was bound",
+                    p.delayed_source
+                ),
+            );
+        }
+        let client_seed = table_client_seed(&contributions, delayed.as_deref());
+        let hash = contributions_hash(&contributions);
+        let expect =
+            |report: &mut Report, line: usize, what: &str, recorded: &str, wanted: &str| {
+                report.check(
+                    "client_seed",
+                    line,
+                    if recorded == wanted {
+                        Ok(())
+                    } else {
+                        Err(format!(
+                            "{what} is {recorded:?}, the contributions give {wanted:?}"
+                        ))
+                    },
+                );
+            };
+        let fixed = Self::all::<cpb::ClientSeedFixed>(report, "client_seed", &self.others);
+        if fixed.is_empty() && !hands.is_empty() {
+            report.fail("client_seed", 0, "no ClientSeedFixed event");
+        }
+        for (line, m) in &fixed {
+            expect(
+                report,
+                *line,
+                "ClientSeedFixed.client_seed",
+                &m.client_seed,
+                &client_seed,
+            );
+            expect(
+                report,
+                *line,
+                "ClientSeedFixed.contributions_hash",
+                &m.contributions_hash,
+                &hash,
+            );
+        }
+        for h in hands {
+            expect(
+                report,
+                h.line,
+                "HandStarted.client_seed",
+                &h.started.client_seed,
+                &client_seed,
+            );
+        }
+        for (line, m) in dealt {
+            expect(
+                report,
+                *line,
+                "HandDealt.client_seed",
+                &m.client_seed,
+                &client_seed,
+            );
+        }
+        for (line, m) in reveals {
+            expect(
+                report,
+                *line,
+                "TableSeedRevealed.client_seed",
+                &m.client_seed,
+                &client_seed,
+            );
+        }
+        client_seed
+    }
+
+    /// Hand `h` re-dealt from the seeds, against what each seat got and the dealing record.
+    fn deal(
+        &self,
+        report: &mut Report,
+        deck: Deck,
+        seed: &str,
+        client_seed: &str,
+        h: &HandRecord,
+        dealt: &[(usize, dpb::HandDealt)],
+    ) {
+        let salt = h.started.hand.to_string();
+        report.check(
+            "deal",
+            h.line,
+            if h.started.salt == salt {
+                Ok(())
+            } else {
+                Err(format!(
+                    "hand {}'s salt is {:?}, expected {salt:?}",
+                    h.started.hand, h.started.salt
+                ))
+            },
+        );
+        let deal = Deal::from_seeds(deck, seed, client_seed, &salt);
+        let hands = match Command::start_hand(&deal) {
+            Ok(Command::StartHand { hands }) => hands,
+            _ => {
+                report.fail("deal", h.line, "the seeds' deal is not a Jeu du 10 deal");
+                return;
+            }
+        };
+        for (position, slot) in h.dealt.iter().enumerate() {
+            let Some((line, d)) = slot else {
+                report.fail(
+                    "deal",
+                    h.line,
+                    format!(
+                        "hand {}: no CardsDealt at position {position}",
+                        h.started.hand
+                    ),
+                );
+                continue;
+            };
+            let recorded = cards(&d.cards);
+            let wanted = hands.get(position).cloned().unwrap_or_default();
+            let to_seat = seat(h.started.dealer).map(|dealer| dealer.offset(1 + position));
+            let result = match (recorded, to_seat) {
+                (Err(e), _) | (_, Err(e)) => Err(e),
+                (Ok(r), Ok(s)) => {
+                    if u32::from(s.number()) != d.seat {
+                        Err(format!(
+                            "position {position} goes to seat {}, recorded seat {}",
+                            s.number(),
+                            d.seat
+                        ))
+                    } else if r != wanted {
+                        Err(format!(
+                            "seat {} was dealt [{}], the seeds deal [{}]",
+                            d.seat,
+                            d.cards.join(" "),
+                            wanted
+                                .iter()
+                                .map(ToString::to_string)
+                                .collect::<Vec<_>>()
+                                .join(" ")
+                        ))
+                    } else {
+                        Ok(())
+                    }
+                }
+            };
+            report.check("deal", *line, result);
+        }
+        let number = deal.distribution_number().to_string();
+        match dealt
+            .iter()
+            .find(|(_, m)| m.hand == u64::from(h.started.hand))
+        {
+            None => report.fail(
+                "deal",
+                h.line,
+                format!("no HandDealt for hand {}", h.started.hand),
+            ),
+            Some((line, m)) => report.check(
+                "deal",
+                *line,
+                if m.distribution_number != number {
+                    Err(format!(
+                        "distribution number {}, the seeds give {number}",
+                        m.distribution_number
+                    ))
+                } else if m.salt != salt {
+                    Err(format!("salt {:?}, expected {salt:?}", m.salt))
+                } else {
+                    Ok(())
+                },
+            ),
+        }
+    }
+
+    /// Every move through the rules engine, then the result and the ratings.
+    fn replay(&self, report: &mut Report, hands: &[HandRecord]) {
+        let mut log: Vec<Event> = Vec::new();
+        let mut lines: Vec<usize> = Vec::new();
+        let mut hand_iter = hands.iter();
+        for ev in &self.table {
+            if ev.payload::<tpb::HandStarted>().is_some() {
+                let Some(h) = hand_iter.next() else { continue };
+                let mut dealt = Vec::with_capacity(4);
+                for slot in &h.dealt {
+                    match slot.as_ref().map(|(_, d)| cards(&d.cards)) {
+                        Some(Ok(c)) => dealt.push(c),
+                        Some(Err(e)) => report.fail("replay", h.line, e),
+                        None => {}
+                    }
+                }
+                match seat(h.started.dealer) {
+                    Ok(dealer) => {
+                        log.push(Event::HandStarted {
+                            hand: h.started.hand,
+                            dealer,
+                            hands: dealt,
+                        });
+                        lines.push(h.line);
+                    }
+                    Err(e) => report.fail("replay", h.line, e),
+                }
+                continue;
+            }
+            match engine_event(ev) {
+                None => {}
+                Some(Ok(event)) => {
+                    if matches!(
+                        event,
+                        Event::BidPlaced { .. }
+                            | Event::PlayerPassed { .. }
+                            | Event::TrumpNamed { .. }
+                            | Event::CardPlayed { .. }
+                    ) {
+                        report.moves += 1;
+                    }
+                    log.push(event);
+                    lines.push(ev.line);
+                }
+                Some(Err(e)) => report.fail("replay", ev.line, e),
+            }
+        }
+        let line_of = |i: usize| lines.get(i).copied().unwrap_or(0);
+        let game = match Game::verify(&log) {
+            Ok(game) => {
+                report.check("replay", lines.first().copied().unwrap_or(0), Ok(()));
+                report.check("score", 0, Ok(()));
+                Some(game)
+            }
+            Err(VerifyError::Refused { index, error }) => {
+                report.fail("replay", line_of(index), format!("illegal: {error}"));
+                None
+            }
+            Err(VerifyError::Unexpected { index, kind }) => {
+                report.fail(
+                    "replay",
+                    line_of(index),
+                    format!("{kind} does not follow from the events before it"),
+                );
+                None
+            }
+            Err(VerifyError::Mismatch { index, expected }) => {
+                // The first event that differs from what the rules produce (the command's
+                // own event, or one that follows it: a trick, a score, the match).
+                let offset = expected
+                    .iter()
+                    .zip(log.get(index..).unwrap_or_default())
+                    .position(|(wanted, logged)| wanted != logged)
+                    .unwrap_or(0);
+                let index = index + offset;
+                let expected = expected.get(offset..).unwrap_or_default();
+                let recorded = log.get(index);
+                let check = match recorded {
+                    Some(Event::HandScored(_)) => "score",
+                    Some(Event::MatchWon { .. }) => "result",
+                    _ => "replay",
+                };
+                report.fail(
+                    check,
+                    line_of(index),
+                    format!(
+                        "recorded {:?}, the rules give {:?}",
+                        recorded,
+                        expected.first()
+                    ),
+                );
+                None
+            }
+        };
+        let finished = Self::all::<tpb::GameFinished>(report, "result", &self.table);
+        let Some((line, finished)) = finished.into_iter().next() else {
+            report.fail("result", 0, "no GameFinished: the game did not finish");
+            return;
+        };
+        if let Some(game) = &game {
+            let scores = game.scores();
+            let winner = game.result().map(|(t, _)| u32::from(t.index() as u8));
+            let hands_played = log
+                .iter()
+                .filter(|e| matches!(e, Event::HandScored(_)))
+                .count();
+            let mut problems = Vec::new();
+            if finished.final_scores != scores {
+                problems.push(format!(
+                    "final scores {:?}, the rules give {scores:?}",
+                    finished.final_scores
+                ));
+            }
+            if Some(finished.winner) != winner {
+                problems.push(format!(
+                    "winner {}, the rules give {winner:?}",
+                    finished.winner
+                ));
+            }
+            if finished.hands_played as usize != hands_played {
+                problems.push(format!(
+                    "hands played {}, the log has {hands_played}",
+                    finished.hands_played
+                ));
+            }
+            report.check(
+                "result",
+                line,
+                if problems.is_empty() {
+                    Ok(())
+                } else {
+                    Err(problems.join("; "))
+                },
+            );
+        }
+        self.seats(report, line, &finished);
+        self.ratings(report, &finished);
+    }
+
+    /// GameFinished's players are the ones who sat.
+    fn seats(&self, report: &mut Report, line: usize, finished: &tpb::GameFinished) {
+        let mut holders: HashMap<u32, String> = HashMap::new();
+        for ev in &self.table {
+            if let Some(Ok(m)) = ev.payload::<tpb::SeatTaken>() {
+                holders.insert(m.seat, m.player_id);
+            } else if let Some(Ok(m)) = ev.payload::<tpb::SeatLeft>() {
+                holders.remove(&m.seat);
+            }
+        }
+        let mut problems = Vec::new();
+        for p in &finished.players {
+            let sat = holders.get(&p.seat).cloned().unwrap_or_default();
+            if !p.bot && sat != p.player_id {
+                problems.push(format!(
+                    "seat {} is {:?} in GameFinished, {:?} sat there",
+                    p.seat, p.player_id, sat
+                ));
+            }
+        }
+        report.check(
+            "result",
+            line,
+            if problems.is_empty() {
+                Ok(())
+            } else {
+                Err(problems.join("; "))
+            },
+        );
+    }
+
+    /// Every RatingChanged recomputed.
+    fn ratings(&self, report: &mut Report, finished: &tpb::GameFinished) {
+        let changes = Self::all::<rpb::RatingChanged>(report, "rating", &self.others);
+        if changes.is_empty() {
+            return;
+        }
+        let team_of = |seat: u32| seat % 2;
+        let players: HashMap<&str, &tpb::SeatPlayer> = finished
+            .players
+            .iter()
+            .filter(|p| !p.bot && !p.player_id.is_empty())
+            .map(|p| (p.player_id.as_str(), p))
+            .collect();
+        let before: HashMap<&str, f64> = changes
+            .iter()
+            .map(|(_, m)| (m.player_id.as_str(), m.rating_before))
+            .collect();
+        let mut seen = BTreeSet::new();
+        for (line, m) in &changes {
+            report.ratings += 1;
+            report.check(
+                "rating",
+                *line,
+                self.rating(m, finished, &players, &before, team_of),
+            );
+            if !seen.insert(m.player_id.as_str()) {
+                report.fail(
+                    "rating",
+                    *line,
+                    format!("player {} is rated twice", m.player_id),
+                );
+            }
+        }
+        for id in players.keys() {
+            if !seen.contains(id) {
+                report.fail(
+                    "rating",
+                    0,
+                    format!("player {id} played but has no RatingChanged"),
+                );
+            }
+        }
+    }
+
+    fn rating(
+        &self,
+        m: &rpb::RatingChanged,
+        finished: &tpb::GameFinished,
+        players: &HashMap<&str, &tpb::SeatPlayer>,
+        before: &HashMap<&str, f64>,
+        team_of: impl Fn(u32) -> u32,
+    ) -> Result<(), String> {
+        let who = &m.player_id;
+        if m.table_id != self.header.table_id {
+            return Err(format!("{who}: table {}, not this game", m.table_id));
+        }
+        let player = players
+            .get(who.as_str())
+            .ok_or_else(|| format!("{who} did not play this game"))?;
+        let won = team_of(player.seat) == finished.winner && !player.abandoned;
+        let score = if won { Score::Win } else { Score::Loss };
+        if m.score.to_bits() != score.value().to_bits() {
+            return Err(format!(
+                "{who}: score {}, the game gives {}",
+                m.score,
+                score.value()
+            ));
+        }
+        for o in &m.opponents {
+            let theirs = players.get(o.player_id.as_str());
+            if theirs.is_none_or(|p| team_of(p.seat) == team_of(player.seat)) {
+                return Err(format!(
+                    "{who}: opponent {} was not on the other team",
+                    o.player_id
+                ));
+            }
+            if let Some(b) = before.get(o.player_id.as_str())
+                && b.to_bits() != o.rating_before.to_bits()
+            {
+                return Err(format!(
+                    "{who}: opponent {}'s rating before is {:?}, their own record says {b:?}",
+                    o.player_id, o.rating_before
+                ));
+            }
+        }
+        let rating = |v: f64| Rating::new(v).map_err(|e| format!("{who}: {e}"));
+        let recorded = RecordedChange {
+            before: rating(m.rating_before)?,
+            opponents: Opponents::new(
+                m.opponents
+                    .iter()
+                    .map(|o| rating(o.rating_before))
+                    .collect::<Result<_, _>>()?,
+            )
+            .map_err(|e| format!("{who}: opponents: {e}"))?,
+            score,
+            k: KFactor::new(m.k).map_err(|e| format!("{who}: {e}"))?,
+            expectation: m.expectation,
+            after: m.rating_after,
+        };
+        let change = recorded
+            .verify(Exactness::Bits)
+            .map_err(|e| format!("{who}: {e}"))?;
+        for (o, w) in m.opponents.iter().zip(change.weights()) {
+            if o.weight.to_bits() != w.to_bits() {
+                return Err(format!(
+                    "{who}: opponent {}'s weight {:?}, SPEC 6 gives {w:?}",
+                    o.player_id, o.weight
+                ));
+            }
+        }
+        if m.games_played == 0 {
+            return Err(format!("{who}: games_played 0 after a rated game"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[path = "audit_tests.rs"]
+mod tests;

@@ -1,0 +1,87 @@
+//! `fairdeal audit FILE --log-key KEY [--previous CHECKPOINT]`: reads the files, runs
+//! [`fairdeal_cli::audit::audit`] (the checks are listed there) and prints one JSON line per
+//! failed check (`{"failed", "line", "detail"}`) then a summary line; exit status 1 when
+//! anything failed.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use fairdeal_cli::audit::{Report, audit};
+use fairdeal_tlog::NoteVerifier;
+use serde::Serialize;
+
+use crate::deal::write_json_line;
+use crate::error::CliError;
+
+/// Arguments of `fairdeal audit`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct AuditArgs {
+    /// The game export (NDJSON) the ledger's ExportGame wrote.
+    file: PathBuf,
+    /// The log's public key, `<name>+<key id hex>+<base64>` (the ledger publishes it).
+    #[arg(long, value_name = "KEY")]
+    log_key: String,
+    /// A checkpoint (signed note) kept from before: the export's tree must extend it (export
+    /// with its size in `previous_tree_sizes`).
+    #[arg(long, value_name = "CHECKPOINT")]
+    previous: Option<PathBuf>,
+}
+
+/// The summary line.
+#[derive(Debug, Serialize)]
+struct Summary<'a> {
+    file: String,
+    ok: bool,
+    failed: usize,
+    #[serde(flatten)]
+    report: &'a Report,
+}
+
+/// The failure line.
+#[derive(Debug, Serialize)]
+struct FailureLine<'a> {
+    failed: &'a str,
+    line: usize,
+    detail: &'a str,
+}
+
+pub(crate) fn run(args: AuditArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let verifier: NoteVerifier = args
+        .log_key
+        .parse()
+        .map_err(|e| CliError::arg("--log-key", e))?;
+    let text = std::fs::read_to_string(&args.file)
+        .map_err(|e| CliError::arg("FILE", format!("{}: {e}", args.file.display())))?;
+    let previous = match &args.previous {
+        None => None,
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .map_err(|e| CliError::arg("--previous", format!("{}: {e}", path.display())))?,
+        ),
+    };
+    let report = audit(&text, &verifier, previous.as_deref());
+    for f in &report.failures {
+        write_json_line(
+            out,
+            &FailureLine {
+                failed: f.check,
+                line: f.line,
+                detail: &f.detail,
+            },
+        )?;
+    }
+    write_json_line(
+        out,
+        &Summary {
+            file: args.file.display().to_string(),
+            ok: report.failures.is_empty(),
+            failed: report.failures.len(),
+            report: &report,
+        },
+    )?;
+    if report.failures.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::AuditFailed(report.failures.len()))
+    }
+}

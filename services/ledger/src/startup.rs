@@ -1,0 +1,211 @@
+//! Settings and wiring on the platform: `main.rs` calls [`Application::build`] and
+//! [`Application::run_until_stopped`]; tests build [`Parts`] of their own and call
+//! [`Application::assemble`] on port 0.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fairdeal_db::Db;
+use fairdeal_kit::config::{Config, ConfigError, Secret, Section};
+use fairdeal_kit::{CommonConfig, ServeError, Shutdown};
+use fairdeal_platform::{Bus, StartError, Storage};
+use fairdeal_proto::fairdeal::ledger::v1::ledger_service_server::LedgerServiceServer;
+use fairdeal_tlog::NoteSigner;
+use serde::Serialize;
+use tokio::sync::Notify;
+
+use crate::grpc::LedgerApi;
+use crate::ingest::{CONSUMER, Ingest, IngestCounters};
+use crate::log::{CheckpointPolicy, Log, follow};
+use crate::service::Ledger;
+
+/// PostgreSQL schema of this service (its archive and the consumers' bookkeeping).
+pub const SCHEMA: &str = "ledger";
+
+/// This service's name on the bus (it publishes no events of its own).
+pub const SERVICE: &str = "ledger";
+
+/// The services whose events the ledger consumes by default (on NATS, one durable consumer
+/// each, `ledger-<service>`).
+pub const SOURCES: [&str; 6] = ["auth", "commitment", "dealing", "tables", "chat", "rating"];
+
+/// The archive's migrations, both backends.
+pub static MIGRATIONS: fairdeal_db::Migrations = fairdeal_db::Migrations {
+    name: "fairdeal_ledger",
+    postgres: sqlx::migrate!("./migrations/postgres"),
+    sqlite: sqlx::migrate!("./migrations/sqlite"),
+};
+
+/// The ledger's own settings.
+#[derive(Debug, Clone, clap::Args, Serialize)]
+#[command(next_help_heading = "Ledger settings")]
+pub struct LedgerSettings {
+    /// The checkpoint signing key, in Go's note format
+    /// `PRIVATE+KEY+<name>+<key id>+<base64>` (Ed25519); its name is the log's origin.
+    /// Required. `fairdeal-ledger --generate-key NAME` prints a new one.
+    #[arg(long, value_name = "KEY")]
+    pub signing_key: Option<Secret>,
+    /// Sign a checkpoint at most this many milliseconds after new leaves arrive.
+    #[arg(long, value_name = "MS", default_value_t = 5_000)]
+    pub checkpoint_interval_ms: u64,
+    /// Or as soon as this many leaves arrived since the last checkpoint.
+    #[arg(long, value_name = "N", default_value_t = 1_000)]
+    pub checkpoint_leaves: u64,
+    /// The services whose events are ingested (on NATS: one durable consumer each).
+    #[arg(long, value_name = "NAMES", value_delimiter = ',', default_values_t = SOURCES.map(String::from))]
+    pub sources: Vec<String>,
+}
+
+impl LedgerSettings {
+    /// The signer the key setting names.
+    pub fn signer(&self) -> Result<NoteSigner, ConfigError> {
+        let key = self
+            .signing_key
+            .as_ref()
+            .ok_or_else(|| ConfigError::invalid("signing_key", "required"))?;
+        // The error names what is wrong, never the key.
+        NoteSigner::parse(key.expose_secret())
+            .map_err(|e| ConfigError::invalid("signing_key", e.to_string()))
+    }
+
+    /// When checkpoints are signed.
+    pub fn policy(&self) -> CheckpointPolicy {
+        CheckpointPolicy {
+            interval: Duration::from_millis(self.checkpoint_interval_ms),
+            leaves: self.checkpoint_leaves,
+        }
+    }
+}
+
+impl Section for LedgerSettings {
+    fn validate(&self) -> Result<(), ConfigError> {
+        self.signer()?;
+        if !(100..=3_600_000).contains(&self.checkpoint_interval_ms) {
+            return Err(ConfigError::invalid(
+                "checkpoint_interval_ms",
+                "must be 100 to 3600000",
+            ));
+        }
+        if !(1..=1_000_000).contains(&self.checkpoint_leaves) {
+            return Err(ConfigError::invalid(
+                "checkpoint_leaves",
+                "must be 1 to 1000000",
+            ));
+        }
+        if self.sources.is_empty() || self.sources.iter().any(|s| s.is_empty() || s.len() > 64) {
+            return Err(ConfigError::invalid(
+                "sources",
+                "one to 64 characters each, at least one",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What the service is assembled from (tests supply their own).
+#[derive(Debug)]
+pub struct Parts {
+    /// The database (the archive, the consumers' bookkeeping) and, embedded, the shared log.
+    pub storage: Storage,
+    /// Signs checkpoints.
+    pub signer: NoteSigner,
+    /// When checkpoints are signed.
+    pub policy: CheckpointPolicy,
+    /// The services consumed on NATS.
+    pub sources: Vec<String>,
+}
+
+impl Parts {
+    /// The parts `config` names; the database is opened and migrated.
+    pub async fn from_config(config: &Config<LedgerSettings>) -> Result<Self, StartError> {
+        let settings = &config.service;
+        Ok(Self {
+            signer: settings.signer()?,
+            policy: settings.policy(),
+            sources: settings.sources.clone(),
+            storage: Storage::open(&config.common, SCHEMA, &[&MIGRATIONS]).await?,
+        })
+    }
+}
+
+/// The running ledger.
+#[derive(Debug)]
+pub struct Application {
+    app: fairdeal_kit::Application,
+    ledger: Ledger,
+}
+
+impl Application {
+    /// Opens the storage `config` names and binds the listener.
+    pub async fn build(config: Config<LedgerSettings>) -> Result<Self, StartError> {
+        let parts = Parts::from_config(&config).await?;
+        Self::assemble(&config.common, parts).await
+    }
+
+    /// Rebuilds the tree from the archive, starts the consumers, the follower and the gRPC
+    /// service.
+    pub async fn assemble(common: &CommonConfig, parts: Parts) -> Result<Self, StartError> {
+        let shutdown = Shutdown::new();
+        let log = Log::open(parts.storage.db().clone(), parts.signer)
+            .await
+            .map_err(|e| StartError::Dependency {
+                what: "ledger archive",
+                reason: e.to_string(),
+            })?;
+        let bus = Bus::start(common, &parts.storage, SERVICE, &shutdown).await?;
+        let appended = Arc::new(Notify::new());
+        let handler = Arc::new(Ingest::new(
+            appended.clone(),
+            Arc::new(IngestCounters::default()),
+        ));
+        if bus.uses_jetstream() {
+            for source in &parts.sources {
+                let name = format!("{CONSUMER}-{source}");
+                bus.spawn_consumer(source, &name, handler.clone(), &shutdown)
+                    .await?;
+            }
+        } else if matches!(parts.storage.db(), Db::Postgres { .. }) {
+            // Each service's log is its own schema: only NATS carries them here.
+            return Err(StartError::NeedsNats {
+                consumer: CONSUMER.into(),
+                source_service: parts.sources.join(","),
+            });
+        } else {
+            // Embedded: every service shares this SQLite log; one consumer tails it all.
+            bus.spawn_consumer(SERVICE, CONSUMER, handler, &shutdown)
+                .await?;
+        }
+        shutdown.spawn(
+            "ledger-follower",
+            follow(log.clone(), appended, parts.policy, shutdown.token()),
+        );
+        let ledger = Ledger::new(log);
+        let app = fairdeal_kit::Application::builder(common)
+            .with_shutdown(shutdown)
+            .add_service(LedgerServiceServer::new(LedgerApi::new(ledger.clone())))
+            .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET)
+            .build()
+            .await?;
+        Ok(Application { app, ledger })
+    }
+
+    /// The bound port.
+    pub fn port(&self) -> u16 {
+        self.app.port()
+    }
+
+    /// The use cases (tests and benches read the log directly).
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    /// The shutdown handle.
+    pub fn shutdown(&self) -> Shutdown {
+        self.app.shutdown()
+    }
+
+    /// Serves until stopped, then drains.
+    pub async fn run_until_stopped(self) -> Result<(), ServeError> {
+        self.app.run_until_stopped().await
+    }
+}
