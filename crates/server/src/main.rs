@@ -121,11 +121,12 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
 
     if !args.no_demo {
         let url = platform.url().to_owned();
-        let mailbox = platform.mailbox_dir();
+        let data_dir = platform.data_dir().to_owned();
+        let log_key = platform.log_key().to_owned();
         let demo_out = out.clone();
         tokio::spawn(async move {
             let result = async {
-                let mut demo = Demo::connect(&url, &mailbox, demo_out.clone()).await?;
+                let mut demo = Demo::connect(&url, &data_dir, &log_key, demo_out.clone()).await?;
                 demo.run(STEPS).await
             }
             .await;

@@ -213,9 +213,12 @@ async fn up_plays_the_demo_serves_the_examples_and_keeps_state_across_a_restart(
 
     // The demo, as `up` runs it, to the end of its last step.
     let (out, printed) = Output::buffer();
-    let mut demo = Demo::connect(&url, &data_dir.join("mailbox"), out)
-        .await
-        .unwrap();
+    let log_key = fairdeal_server::secrets::Secrets::load_or_create(&data_dir, std::iter::empty())
+        .unwrap()
+        .log_key()
+        .unwrap()
+        .to_string();
+    let mut demo = Demo::connect(&url, &data_dir, &log_key, out).await.unwrap();
     demo.run(STEPS).await.unwrap();
     let printed = String::from_utf8(printed.lock().unwrap().clone()).unwrap();
     let finished = demo.finished.clone().unwrap();
@@ -253,7 +256,47 @@ async fn up_plays_the_demo_serves_the_examples_and_keeps_state_across_a_restart(
         )));
     }
     assert!(demo.chat.windows(2).all(|w| w[0].seq < w[1].seq));
+    // The ledger's export of the game, written under the data directory, passed the
+    // auditor's checks: every hand re-dealt, every move replayed, every rating recomputed.
+    let (export, report) = demo.audit.as_ref().unwrap();
+    assert!(export.starts_with(data_dir.join("exports")));
+    assert!(report.failures.is_empty(), "{:?}", report.failures);
+    assert_eq!(report.hands, u64::from(finished.hands_played));
+    assert_eq!(report.ratings, 4);
+    assert!(report.moves >= 40);
+    for check in [
+        "checkpoint",
+        "inclusion",
+        "chain",
+        "deal",
+        "replay",
+        "rating",
+    ] {
+        assert!(report.checks[check].checked > 0, "{check}: {report:?}");
+    }
+    // The printed command names the file as written and the log key; what it runs
+    // (`fairdeal audit`'s check) passes on that file with that key, read back from there.
+    let command = printed
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("cargo run -q -p fairdeal-cli -- audit "))
+        .unwrap();
+    let words: Vec<&str> = command.split(' ').collect();
+    assert_eq!(words.len(), 10, "{command}");
+    assert_eq!(Path::new(words[7]), export.as_path());
+    assert_eq!(words[8], "--log-key");
+    assert_eq!(words[9], log_key);
+    assert!(printed.contains(&format!("log key: {log_key}")));
+    let again = fairdeal_cli::audit::audit(
+        &std::fs::read_to_string(words[7]).unwrap(),
+        &words[9].parse().unwrap(),
+        None,
+    );
+    assert!(again.failures.is_empty());
+    assert_eq!(again.events, report.events);
     for expected in [
+        "audit verdict: passed",
+        "cargo run -q -p fairdeal-cli -- audit ",
         "[chat #",
         "rated in jeu-du-10/dix",
         " -> ",

@@ -27,6 +27,8 @@ use fairdeal_proto::fairdeal::auth::v1 as apb;
 use fairdeal_proto::fairdeal::auth::v1::auth_service_client::AuthServiceClient;
 use fairdeal_proto::fairdeal::chat::v1 as cpb;
 use fairdeal_proto::fairdeal::chat::v1::chat_service_client::ChatServiceClient;
+use fairdeal_proto::fairdeal::ledger::v1 as lpb;
+use fairdeal_proto::fairdeal::ledger::v1::ledger_service_client::LedgerServiceClient;
 use fairdeal_proto::fairdeal::rating::v1 as rpb;
 use fairdeal_proto::fairdeal::rating::v1::rating_service_client::RatingServiceClient;
 use fairdeal_proto::fairdeal::tables::v1 as pb;
@@ -119,8 +121,12 @@ pub struct TableInfo {
 pub struct Demo {
     /// The platform's one address.
     channel: Channel,
+    /// The platform's data directory (the export is written there).
+    data_dir: PathBuf,
     /// The auth service's mail directory.
     mailbox: PathBuf,
+    /// The ledger's public key (`fairdeal audit --log-key`).
+    log_key: String,
     /// Where progress goes.
     pub out: Output,
     /// The four players, by seat.
@@ -139,6 +145,8 @@ pub struct Demo {
     pub ratings: Vec<rpb::RatingChanged>,
     /// The table chat's messages as north's subscription delivered them.
     pub chat: Vec<cpb::ChatMessage>,
+    /// The game's ledger export as written under the data directory, and its audit.
+    pub audit: Option<(PathBuf, fairdeal_cli::audit::Report)>,
 }
 
 /// A step's run.
@@ -184,11 +192,22 @@ pub const STEPS: &[Step] = &[
         title: "Ratings: the rating service rated the game (SPEC 6: after = before + K (S - E))",
         run: |d| Box::pin(show_ratings(d)),
     },
+    Step {
+        title: "The ledger: the game's export, checked by the same code as `fairdeal audit`",
+        run: |d| Box::pin(audit_export(d)),
+    },
 ];
 
 impl Demo {
-    /// A demo against the platform at `url`, whose auth service writes mails to `mailbox`.
-    pub async fn connect(url: &str, mailbox: &Path, out: Output) -> anyhow::Result<Demo> {
+    /// A demo against the platform at `url` whose data directory is `data_dir` (the auth
+    /// service's mails are read there, the ledger export written there) and whose ledger
+    /// signs with `log_key`'s key.
+    pub async fn connect(
+        url: &str,
+        data_dir: &Path,
+        log_key: &str,
+        out: Output,
+    ) -> anyhow::Result<Demo> {
         let channel = Channel::from_shared(url.to_owned())
             .context("platform address")?
             .connect()
@@ -196,7 +215,9 @@ impl Demo {
             .with_context(|| format!("connecting to {url}"))?;
         Ok(Demo {
             channel,
-            mailbox: mailbox.to_owned(),
+            data_dir: data_dir.to_owned(),
+            mailbox: data_dir.join(crate::platform::MAILBOX_DIR),
+            log_key: log_key.to_owned(),
             out,
             players: Vec::new(),
             table: None,
@@ -206,6 +227,7 @@ impl Demo {
             deals_verified: 0,
             ratings: Vec::new(),
             chat: Vec::new(),
+            audit: None,
         })
     }
 
@@ -234,6 +256,11 @@ impl Demo {
     /// A chat service client.
     pub fn chat(&self) -> ChatServiceClient<Channel> {
         ChatServiceClient::new(self.channel.clone())
+    }
+
+    /// A ledger client.
+    pub fn ledger(&self) -> LedgerServiceClient<Channel> {
+        LedgerServiceClient::new(self.channel.clone())
     }
 
     /// A rating service client.
@@ -917,6 +944,135 @@ async fn chat(demo: &mut Demo) -> anyhow::Result<()> {
             arrived.seq, arrived.text
         ));
         demo.chat.push(arrived);
+    }
+    Ok(())
+}
+
+/// The directory under the data directory receiving the demo's ledger exports.
+pub const EXPORTS_DIR: &str = "exports";
+
+/// How often the ledger step asks again while the ledger has not yet ingested the game to
+/// its end (its consumer tails the shared log in the background; there is no signal to wait
+/// on from a client).
+const LEDGER_POLL: Duration = Duration::from_millis(100);
+
+/// The ledger's export of `table_id` (its NDJSON lines).
+async fn export_game(
+    ledger: &mut LedgerServiceClient<Channel>,
+    table_id: &str,
+) -> Result<Vec<String>, tonic::Status> {
+    let mut stream = ledger
+        .export_game(lpb::ExportGameRequest {
+            table_id: table_id.to_owned(),
+            previous_tree_sizes: vec![],
+        })
+        .await?
+        .into_inner();
+    let mut lines = Vec::new();
+    while let Some(chunk) = stream.message().await? {
+        lines.extend(chunk.lines);
+    }
+    Ok(lines)
+}
+
+/// A path or key as one shell word (single-quoted unless plainly safe).
+fn shell_word(text: &str) -> String {
+    if !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,".contains(&b))
+    {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
+/// Step 7: the ledger's export of the game (every event of it, each with its inclusion
+/// proof under a signed checkpoint), written under the data directory and checked by
+/// `fairdeal_cli::audit::audit`, the code `fairdeal audit` runs; then the command to run
+/// that check by hand.
+async fn audit_export(demo: &mut Demo) -> anyhow::Result<()> {
+    let table = demo.table()?.clone();
+    let verifier: fairdeal_tlog::NoteVerifier = demo
+        .log_key
+        .parse()
+        .map_err(|e| anyhow!("the ledger's log key: {e}"))?;
+    let mut ledger = demo.ledger();
+    let rated = demo.ratings.len() as u64;
+    // Until the ledger has ingested the game to its seed reveal and its rating changes.
+    let wait = async {
+        loop {
+            match export_game(&mut ledger, &table.id).await {
+                Ok(lines) => {
+                    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+                    let report = fairdeal_cli::audit::audit(&text, &verifier, None);
+                    if report.ratings >= rated {
+                        return anyhow::Ok((text, report));
+                    }
+                }
+                Err(status)
+                    if matches!(
+                        status.code(),
+                        tonic::Code::NotFound | tonic::Code::FailedPrecondition
+                    ) => {}
+                Err(status) => return Err(status).context("ExportGame"),
+            }
+            tokio::time::sleep(LEDGER_POLL).await;
+        }
+    };
+    let (text, report) = tokio::time::timeout(WAIT, wait)
+        .await
+        .map_err(|_| anyhow!("the ledger did not export the whole game within {WAIT:?}"))??;
+    let dir = demo.data_dir.join(EXPORTS_DIR);
+    crate::secrets::create_private_dir(&dir)?;
+    let file = dir.join(format!("game-{}.ndjson", table.id));
+    std::fs::write(&file, &text).with_context(|| format!("writing {}", file.display()))?;
+    demo.out.line(format!(
+        "  ExportGame: {} events of {} streams under the checkpoint of tree size {}, written to {}",
+        report.events,
+        report.streams,
+        report.tree_size,
+        file.display()
+    ));
+    let checked: Vec<String> = report
+        .checks
+        .iter()
+        .filter(|(_, count)| count.checked > 0)
+        .map(|(check, count)| format!("{check} {}", count.checked))
+        .collect();
+    demo.out
+        .line(format!("  checks run: {}", checked.join(", ")));
+    demo.out.line(format!(
+        "  re-derived: {} hands, {} moves replayed by the rules engine, {} rating changes recomputed",
+        report.hands, report.moves, report.ratings
+    ));
+    let verdict = if report.failures.is_empty() {
+        "passed"
+    } else {
+        "FAILED"
+    };
+    demo.out.line(format!(
+        "  audit verdict: {verdict} ({} failed checks)",
+        report.failures.len()
+    ));
+    for failure in report.failures.iter().take(5) {
+        demo.out.line(format!(
+            "    {} at line {}: {}",
+            failure.check, failure.line, failure.detail
+        ));
+    }
+    demo.out.line(format!("  log key: {}", demo.log_key));
+    demo.out.line("  check it yourself (from the repository):");
+    demo.out.line(format!(
+        "  cargo run -q -p fairdeal-cli -- audit {} --log-key {}",
+        shell_word(&file.display().to_string()),
+        shell_word(&demo.log_key)
+    ));
+    let failed = report.failures.len();
+    demo.audit = Some((file, report));
+    if failed > 0 {
+        bail!("the audit of the game's export failed {failed} checks");
     }
     Ok(())
 }
