@@ -46,6 +46,9 @@ enum ServeTarget {
     Commitment,
     Dealing,
     Tables,
+    Chat,
+    Rating,
+    Ledger,
     All,
 }
 
@@ -88,6 +91,9 @@ async fn main() -> anyhow::Result<()> {
                 ServeTarget::Commitment => Target::Commitment,
                 ServeTarget::Dealing => Target::Dealing,
                 ServeTarget::Tables => Target::Tables,
+                ServeTarget::Chat => Target::Chat,
+                ServeTarget::Rating => Target::Rating,
+                ServeTarget::Ledger => Target::Ledger,
             };
             let mut all = vec![format!("fairdeal-{}", target.name())];
             all.extend(args);

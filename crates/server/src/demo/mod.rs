@@ -1,11 +1,14 @@
 //! The demo `up` plays while it serves: four players, each a client of the public gRPC API
-//! (their moves chosen by the engine's bot from each seat's own view), play one table to the
-//! end; then the revealed server seed re-derives every hand with `fairdeal-fairness`.
+//! (`fairdeal-client`: each move chosen by the engine's bot from the seat's own view), sign
+//! up, sit at one table, say a line each on the table's chat channel, and play the match to
+//! the end; then the revealed server seed re-derives every hand with `fairdeal-fairness`, the
+//! rating service's changes are read back (before -> after, E, S, K), and the ledger's export
+//! of the game is written under the data directory and checked by `fairdeal_cli::audit`,
+//! the code `fairdeal audit` runs, with the command to re-run that check by hand.
 //!
 //! The demo is a list of [`STEPS`], each reading and extending the shared [`Demo`] state
-//! (players, table, result). A step for another service is one entry there: e.g. a few chat
-//! lines after [`play`], the ratings after the match, the ledger export checked by the
-//! auditor's code.
+//! (players, table, result, chat, ratings, audit). A step for another service is one entry
+//! there.
 
 pub mod text;
 
