@@ -38,7 +38,9 @@ const TABLES_SECRET: &str = "tables-secret-8e3a6b0d5c";
 const PASSWORD: &str = "correct horse battery staple 7";
 /// The services, by the name of their events stream (`<prefix>.<name>`) and PostgreSQL
 /// schema.
-const SERVICES: [&str; 6] = ["auth", "commitment", "dealing", "tables", "rating", "chat"];
+// The rating service is attacked too, but its store is not here: it appends only for rated
+// games, which the still-flows check does not play (its RPCs are reads).
+const SERVICES: [&str; 5] = ["auth", "commitment", "dealing", "tables", "chat"];
 
 /// Where the services keep their data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

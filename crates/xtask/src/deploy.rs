@@ -25,8 +25,16 @@ use crate::say;
 /// The internal services that get their own token from auth (a secret each).
 const CALLERS: &[&str] = &["dealing", "tables"];
 
-/// The compose project deploy-check runs under (its containers, network and volumes).
+/// The compose project deploy-check runs under (its containers, network and volumes), unless
+/// `FAIRDEAL_DEPLOY_PROJECT` names another (to run two checks side by side).
 const PROJECT: &str = "fairdeal-deploy-check";
+
+fn project() -> String {
+    std::env::var("FAIRDEAL_DEPLOY_PROJECT")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| PROJECT.to_owned())
+}
 
 /// The repository's root.
 pub(crate) fn root() -> PathBuf {
@@ -451,13 +459,14 @@ impl Stack {
     }
 }
 
-/// `cargo xtask deploy-check [--if-available] [--keep]`.
+/// `cargo xtask deploy-check [--if-available] [--keep] [--no-build]`.
 pub(crate) fn check(args: &[String]) -> Result<ExitCode, String> {
     let if_available = args.iter().any(|a| a == "--if-available");
     let keep = args.iter().any(|a| a == "--keep");
+    let no_build = args.iter().any(|a| a == "--no-build");
     if let Some(other) = args
         .iter()
-        .find(|a| !matches!(a.as_str(), "--if-available" | "--keep"))
+        .find(|a| !matches!(a.as_str(), "--if-available" | "--keep" | "--no-build"))
     {
         return Err(format!(
             "unknown argument {other:?} (see cargo xtask --help)"
@@ -482,26 +491,34 @@ pub(crate) fn check(args: &[String]) -> Result<ExitCode, String> {
     let root = root();
     let started = Instant::now();
 
-    say("building the image: docker build -f deploy/Dockerfile -t fairdeal:latest .");
-    let step = Instant::now();
-    let build = run(Command::new("docker")
-        .args([
-            "build",
-            "-f",
-            "deploy/Dockerfile",
-            "-t",
-            "fairdeal:latest",
-            ".",
-        ])
-        .current_dir(&root));
-    if let Err(error) = build {
-        return Err(format!(
-            "{error}\n(no image registry reachable? `../shared/tools/docker-standins.sh \
-             rust:1.95-bookworm debian:bookworm-slim postgres:15 nats:2.10 redis:7 \
-             otel/opentelemetry-collector:0.110.0` builds local stand-ins)"
-        ));
+    if no_build {
+        say("--no-build: using the existing image fairdeal:latest");
+        run(Command::new("docker")
+            .args(["image", "inspect", "--format", "{{.Id}}", "fairdeal:latest"])
+            .stdout(Stdio::null()))
+        .map_err(|_| "--no-build: there is no image fairdeal:latest".to_owned())?;
+    } else {
+        say("building the image: docker build -f deploy/Dockerfile -t fairdeal:latest .");
+        let step = Instant::now();
+        let build = run(Command::new("docker")
+            .args([
+                "build",
+                "-f",
+                "deploy/Dockerfile",
+                "-t",
+                "fairdeal:latest",
+                ".",
+            ])
+            .current_dir(&root));
+        if let Err(error) = build {
+            return Err(format!(
+                "{error}\n(no image registry reachable? `../shared/tools/docker-standins.sh \
+                 rust:1.95-bookworm debian:bookworm-slim postgres:15 nats:2.10 redis:7 \
+                 otel/opentelemetry-collector:0.110.0` builds local stand-ins)"
+            ));
+        }
+        say(format!("image built in {}s", step.elapsed().as_secs()));
     }
-    say(format!("image built in {}s", step.elapsed().as_secs()));
     image_sizes();
 
     let dir = crate::run::target_dir()
@@ -518,7 +535,7 @@ pub(crate) fn check(args: &[String]) -> Result<ExitCode, String> {
         })
         .map_err(|e| format!("cannot create {}: {e}", mail_dir.display()))?;
     let mut env = vec![
-        ("COMPOSE_PROJECT_NAME".to_owned(), PROJECT.to_owned()),
+        ("COMPOSE_PROJECT_NAME".to_owned(), project()),
         (
             "FAIRDEAL_SECRETS_DIR".to_owned(),
             secrets_dir.display().to_string(),
@@ -554,8 +571,9 @@ pub(crate) fn check(args: &[String]) -> Result<ExitCode, String> {
     }
     if keep {
         say(format!(
-            "--keep: the stack stays up (COMPOSE_PROJECT_NAME={PROJECT}); remove it with \
-             `docker-compose -p {PROJECT} down -v`"
+            "--keep: the stack stays up (COMPOSE_PROJECT_NAME={0}); remove it with \
+             `docker-compose -p {0} down -v`",
+            project()
         ));
     } else {
         stack.down();
@@ -563,9 +581,11 @@ pub(crate) fn check(args: &[String]) -> Result<ExitCode, String> {
     }
     result?;
     say(format!(
-        "deploy-check passed in {}s: image built, stack started healthy, a bot table \
-         played to GameFinished through it, stack removed",
-        started.elapsed().as_secs()
+        "deploy-check passed in {}s: image {}, stack started healthy, a bot table played to \
+         GameFinished through it, stack {}",
+        started.elapsed().as_secs(),
+        if no_build { "as it was" } else { "built" },
+        if keep { "kept" } else { "removed" }
     ));
     Ok(ExitCode::SUCCESS)
 }

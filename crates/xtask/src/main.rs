@@ -55,7 +55,7 @@ usage: cargo xtask test [cargo test args...]
        cargo xtask services
            starts the same servers and prints their URLs as `export` lines for running
            `cargo test -p <crate>` in another shell; stops them on Enter or Ctrl-C
-       cargo xtask deploy-check [--if-available] [--keep]
+       cargo xtask deploy-check [--if-available] [--keep] [--no-build]
            builds the image (docker build -f deploy/Dockerfile -t fairdeal:latest .), starts
            docker-compose.yml under the project fairdeal-deploy-check with fresh secrets and
            free host ports, waits until every service is healthy, plays a table of bots to
@@ -63,7 +63,8 @@ usage: cargo xtask test [cargo test args...]
            catcher caught, logs in, creates a table with three bot seats and plays), then
            removes the stack and its volumes. Needs a Docker daemon and docker-compose;
            with --if-available it says SKIPPED and succeeds where they are missing. --keep
-           leaves the stack running. See docs/deploy.md.
+           leaves the stack running; --no-build uses the image fairdeal:latest as it is.
+           FAIRDEAL_DEPLOY_PROJECT overrides the compose project name. See docs/deploy.md.
        cargo xtask deploy-manifests
            only the Kubernetes manifest check of `cargo xtask test`
        cargo xtask deploy-secrets [DIR]

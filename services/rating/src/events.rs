@@ -220,7 +220,8 @@ mod tests {
     fn malformed_events_name_the_field() {
         let table = Uuid::now_v7();
         let stream = format!("table-{table}");
-        let cases: Vec<(&str, Box<dyn Fn(&mut tpb::GameFinished)>)> = vec![
+        type Spoil = Box<dyn Fn(&mut tpb::GameFinished)>;
+        let cases: Vec<(&str, Spoil)> = vec![
             ("table_id", Box::new(|m| m.table_id = "x".into())),
             (
                 "table_id",

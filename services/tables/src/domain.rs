@@ -7,8 +7,12 @@
 //!
 //! Visibility: every event is public except [`TableEvent::CardsDealt`], private to its seat
 //! until the stream holds [`TableEvent::GameFinished`] ([`TableEvent::visible_to`]).
+//!
+//! Spectators: [`TableEvent::SpectatorJoined`] / [`TableEvent::SpectatorLeft`] record who
+//! spectates (the chat channel's members); they change nothing a player decides on, so they
+//! do not make a player's `expected_version` stale ([`Table::decided_at`]).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use fairdeal_games::{
     Actor, Bot, Card, Command, Event, Game, HeuristicBot, Phase, RuleError, Rules, Seat,
@@ -26,6 +30,8 @@ pub const FIRST_DEALER: Seat = Seat::ALL[0];
 pub const MAX_COMMAND_ID: usize = 64;
 /// Consecutive timeouts after which a seat is abandoned to the bot.
 pub const MAX_TIMEOUTS: u32 = 3;
+/// Most users spectating one table at once.
+pub const MAX_SPECTATORS: usize = 1_000;
 
 /// A table's settings, as created.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -175,6 +181,16 @@ pub enum TableEvent {
         /// The client seed.
         client_seed: String,
     },
+    /// A user who holds no seat joined as a spectator.
+    SpectatorJoined {
+        /// The spectator.
+        user: Uuid,
+    },
+    /// A spectator left (or sat down).
+    SpectatorLeft {
+        /// The spectator.
+        user: Uuid,
+    },
 }
 
 /// Who looks at a table.
@@ -235,6 +251,12 @@ pub enum TableError {
     /// The seat contributed already.
     #[error("{0} has already contributed a seed")]
     AlreadyContributed(Seat),
+    /// A seated player cannot spectate their own table.
+    #[error("you sit at {0} of this table: players do not spectate it")]
+    SeatedSpectator(Seat),
+    /// The table has as many spectators as it takes.
+    #[error("the table has {MAX_SPECTATORS} spectators already")]
+    SpectatorsFull,
     /// The client's version is not the table's.
     #[error("expected_version {expected} is stale: the table is at version {current}")]
     Stale {
@@ -286,6 +308,11 @@ pub struct Table {
     pub timeouts: [u32; 4],
     /// Seats abandoned to the bot.
     pub abandoned: [bool; 4],
+    /// Users spectating now.
+    pub spectators: BTreeSet<Uuid>,
+    /// The version of the last event other than a spectator's joining or leaving: what a
+    /// player's decision is based on.
+    pub decided_at: u64,
     /// Events folded (the stream version).
     pub version: u64,
 }
@@ -438,6 +465,8 @@ impl Table {
                     deadline: None,
                     timeouts: [0; 4],
                     abandoned: [false; 4],
+                    spectators: BTreeSet::new(),
+                    decided_at: 1,
                     version: 1,
                 });
             }
@@ -446,6 +475,12 @@ impl Table {
             (Some(table), _) => table,
         };
         table.version += 1;
+        if !matches!(
+            event,
+            TableEvent::SpectatorJoined { .. } | TableEvent::SpectatorLeft { .. }
+        ) {
+            table.decided_at = table.version;
+        }
         match event {
             TableEvent::Created(_) => {}
             TableEvent::SeatTaken { seat, player } => table.players[seat.index()] = Some(*player),
@@ -515,6 +550,12 @@ impl Table {
             TableEvent::SeedRevealed { server_seed, .. } => {
                 table.server_seed = Some(server_seed.clone());
             }
+            TableEvent::SpectatorJoined { user } => {
+                table.spectators.insert(*user);
+            }
+            TableEvent::SpectatorLeft { user } => {
+                table.spectators.remove(user);
+            }
         }
         Ok(table)
     }
@@ -566,7 +607,12 @@ impl Table {
         if self.players[seat.index()].is_some() {
             return Err(TableError::SeatTaken(seat));
         }
-        let mut events = vec![TableEvent::SeatTaken { seat, player }];
+        let mut events = Vec::new();
+        // Sitting down ends spectating.
+        if self.spectators.contains(&player) {
+            events.push(TableEvent::SpectatorLeft { user: player });
+        }
+        events.push(TableEvent::SeatTaken { seat, player });
         let mut players = self.players;
         players[seat.index()] = Some(player);
         let full = Seat::ALL
@@ -596,6 +642,30 @@ impl Table {
         Ok(self.decided(vec![TableEvent::SeatLeft { seat, player }]))
     }
 
+    /// `user` spectates the table (once: again appends nothing); refused for a seated
+    /// player.
+    pub fn spectate(&self, user: Uuid) -> Result<Decided, TableError> {
+        if let Some(seat) = self.seat_of(user) {
+            return Err(TableError::SeatedSpectator(seat));
+        }
+        if self.spectators.contains(&user) {
+            return Ok(Decided::nothing(self.version));
+        }
+        if self.spectators.len() >= MAX_SPECTATORS {
+            return Err(TableError::SpectatorsFull);
+        }
+        Ok(self.decided(vec![TableEvent::SpectatorJoined { user }]))
+    }
+
+    /// `user` stops spectating (not spectating: nothing).
+    pub fn stop_spectating(&self, user: Uuid) -> Decided {
+        if self.spectators.contains(&user) {
+            self.decided(vec![TableEvent::SpectatorLeft { user }])
+        } else {
+            Decided::nothing(self.version)
+        }
+    }
+
     /// Whether `player` may contribute a seed now; their seat.
     pub fn may_contribute(&self, player: Uuid) -> Result<Seat, TableError> {
         let seat = self.seat_of(player).ok_or(TableError::NotSeated)?;
@@ -619,7 +689,8 @@ impl Table {
     }
 
     /// A player's move at time `now` (Unix ms), with the retry contract: a known command id
-    /// returns its first answer; a stale version is refused; then the engine decides.
+    /// returns its first answer; a stale version (older than the last event a player
+    /// decides on, spectators aside) is refused; then the engine decides.
     pub fn act(
         &self,
         player: Uuid,
@@ -632,7 +703,7 @@ impl Table {
         if let Some(version) = self.commands.get(&(seat, command_id.to_owned())) {
             return Ok(Decided::nothing(*version));
         }
-        if expected_version != self.version {
+        if expected_version < self.decided_at || expected_version > self.version {
             return Err(TableError::Stale {
                 expected: expected_version,
                 current: self.version,
@@ -1078,6 +1149,75 @@ mod tests {
             t = fold(Some(t), &events);
         }
         assert_eq!(t.next(now), Next::Deal { hand: 1 });
+    }
+
+    #[test]
+    fn spectators_join_once_leave_when_they_sit_and_never_make_a_move_stale() {
+        let mut t = table([false, true, true, false]);
+        let (a, watcher) = (Uuid::now_v7(), Uuid::now_v7());
+        let events = t.sit(a, Seat::ALL[0]).unwrap().events;
+        t = fold(Some(t), &events);
+        assert_eq!(
+            t.spectate(a),
+            Err(TableError::SeatedSpectator(Seat::ALL[0]))
+        );
+        let d = t.spectate(watcher).unwrap();
+        assert_eq!(
+            d.events,
+            vec![TableEvent::SpectatorJoined { user: watcher }]
+        );
+        t = fold(Some(t), &d.events);
+        assert!(t.spectators.contains(&watcher));
+        let again = t.spectate(watcher).unwrap();
+        assert!(again.events.is_empty());
+        assert_eq!(again.version, t.version);
+        // Leaving and coming back.
+        let events = t.stop_spectating(watcher).events;
+        t = fold(Some(t), &events);
+        assert!(t.spectators.is_empty());
+        assert!(t.stop_spectating(watcher).events.is_empty());
+        let events = t.spectate(watcher).unwrap().events;
+        t = fold(Some(t), &events);
+        // Sitting down ends spectating, first; the fourth seat starts the match.
+        let d = t.sit(watcher, Seat::ALL[3]).unwrap();
+        assert_eq!(d.events[0], TableEvent::SpectatorLeft { user: watcher });
+        assert_eq!(
+            d.events[1],
+            TableEvent::SeatTaken {
+                seat: Seat::ALL[3],
+                player: watcher
+            }
+        );
+        t = fold(Some(t), &d.events);
+        assert!(t.spectators.is_empty() && t.started());
+        let events = t.deal(&dealt(0), 0).unwrap().events;
+        t = fold(Some(t), &events);
+        while let Next::Bot(seat) = t.next(0) {
+            let events = t.bot_move(seat, 0).unwrap().events;
+            t = fold(Some(t), &events);
+        }
+        // A spectator arriving between a player's read and their move: still their move.
+        let seat = t.game.turn().unwrap();
+        let player = t.players[seat.index()].unwrap();
+        let seen = t.version;
+        let other = Uuid::now_v7();
+        let events = t.spectate(other).unwrap().events;
+        t = fold(Some(t), &events);
+        assert_eq!(t.version, seen + 1);
+        let legal = t.game.legal_commands(seat);
+        let d = t.act(player, seen, "m1", &legal[0], 0).unwrap();
+        assert!(!d.events.is_empty());
+        // A version ahead of the table is refused.
+        assert!(matches!(
+            t.act(player, t.version + 1, "m2", &legal[0], 0),
+            Err(TableError::Stale { .. })
+        ));
+        // `other` is one of them.
+        for _ in 1..MAX_SPECTATORS {
+            let events = t.spectate(Uuid::now_v7()).unwrap().events;
+            t = fold(Some(t), &events);
+        }
+        assert_eq!(t.spectate(Uuid::now_v7()), Err(TableError::SpectatorsFull));
     }
 
     #[test]

@@ -45,6 +45,8 @@ impl Aggregate for Table {
             TableMessage::TurnClock(m) => NewEvent::from_message(&m),
             TableMessage::TurnTimedOut(m) => NewEvent::from_message(&m),
             TableMessage::SeatAbandoned(m) => NewEvent::from_message(&m),
+            TableMessage::SpectatorJoined(m) => NewEvent::from_message(&m),
+            TableMessage::SpectatorLeft(m) => NewEvent::from_message(&m),
         };
         new.with_correlation_id(table_id)
     }
@@ -101,6 +103,10 @@ pub enum TableMessage {
     TurnTimedOut(pb::TurnTimedOut),
     /// `SeatAbandoned`.
     SeatAbandoned(pb::SeatAbandoned),
+    /// `SpectatorJoined`.
+    SpectatorJoined(pb::SpectatorJoined),
+    /// `SpectatorLeft`.
+    SpectatorLeft(pb::SpectatorLeft),
 }
 
 impl TableMessage {
@@ -128,6 +134,8 @@ impl TableMessage {
             TableMessage::TurnClock(m) => W::TurnClock(m),
             TableMessage::TurnTimedOut(m) => W::TurnTimedOut(m),
             TableMessage::SeatAbandoned(m) => W::SeatAbandoned(m),
+            TableMessage::SpectatorJoined(m) => W::SpectatorJoined(m),
+            TableMessage::SpectatorLeft(m) => W::SpectatorLeft(m),
         };
         pb::TableEvent { event: Some(event) }
     }
@@ -391,6 +399,16 @@ pub fn to_message(table_id: &str, event: &TableEvent) -> TableMessage {
                 player_id: player.to_string(),
             })
         }
+        TableEvent::SpectatorJoined { user } => {
+            TableMessage::SpectatorJoined(pb::SpectatorJoined {
+                table_id: id(),
+                user_id: user.to_string(),
+            })
+        }
+        TableEvent::SpectatorLeft { user } => TableMessage::SpectatorLeft(pb::SpectatorLeft {
+            table_id: id(),
+            user_id: user.to_string(),
+        }),
         TableEvent::Engine { event, command } => engine_message(table_id, event, command),
     }
 }
@@ -744,6 +762,18 @@ pub fn from_recorded(event: &RecordedEvent) -> Result<TableEvent, String> {
             player: uuid_of("player_id", &m.player_id)?,
         });
     }
+    if t == pb::SpectatorJoined::full_name() {
+        let m: pb::SpectatorJoined = decode(event)?;
+        return Ok(TableEvent::SpectatorJoined {
+            user: uuid_of("user_id", &m.user_id)?,
+        });
+    }
+    if t == pb::SpectatorLeft::full_name() {
+        let m: pb::SpectatorLeft = decode(event)?;
+        return Ok(TableEvent::SpectatorLeft {
+            user: uuid_of("user_id", &m.user_id)?,
+        });
+    }
     Err(format!("{t} is not a table event"))
 }
 
@@ -828,6 +858,12 @@ mod tests {
             TableEvent::SeatAbandoned {
                 seat: s(2),
                 player: Uuid::now_v7(),
+            },
+            TableEvent::SpectatorJoined {
+                user: Uuid::now_v7(),
+            },
+            TableEvent::SpectatorLeft {
+                user: Uuid::now_v7(),
             },
             TableEvent::GameFinished(Finished {
                 players: [Some(Uuid::now_v7()), None, Some(Uuid::now_v7()), None],

@@ -283,4 +283,24 @@ impl TablesService for TablesApi {
             .map_err(status)?;
         Ok(Response::new(pb::ActResponse { version }))
     }
+
+    async fn spectate(
+        &self,
+        request: Request<pb::SpectateRequest>,
+    ) -> Result<Response<pb::SpectateResponse>, Status> {
+        let me = player(&request)?;
+        let id = table_id(&request.get_ref().table_id)?;
+        let version = self.tables.spectate(me, id).await.map_err(status)?;
+        Ok(Response::new(pb::SpectateResponse { version }))
+    }
+
+    async fn stop_spectating(
+        &self,
+        request: Request<pb::StopSpectatingRequest>,
+    ) -> Result<Response<pb::StopSpectatingResponse>, Status> {
+        let me = player(&request)?;
+        let id = table_id(&request.get_ref().table_id)?;
+        let version = self.tables.stop_spectating(me, id).await.map_err(status)?;
+        Ok(Response::new(pb::StopSpectatingResponse { version }))
+    }
 }

@@ -93,12 +93,14 @@ impl From<TablesError> for ServiceError {
                     ServiceError::AlreadyExists(e.to_string())
                 }
                 TableError::NotSeated => ServiceError::PermissionDenied(e.to_string()),
+                TableError::SpectatorsFull => ServiceError::ResourceExhausted(e.to_string()),
                 TableError::Stale { .. } => ServiceError::Conflict(e.to_string()),
                 TableError::BotSeat(_)
                 | TableError::AlreadySeated(_)
                 | TableError::Started
                 | TableError::SeedFixed
                 | TableError::AlreadyContributed(_)
+                | TableError::SeatedSpectator(_)
                 | TableError::Rule(_) => ServiceError::FailedPrecondition(e.to_string()),
             },
             TablesError::Upstream { service, status } => {
@@ -439,6 +441,30 @@ impl Tables {
         Ok(executed.reply)
     }
 
+    /// `user` spectates the table (idempotent; refused for a seated player).
+    #[tracing::instrument(skip(self), fields(table_id = %table_id, user = %user))]
+    pub async fn spectate(&self, user: Uuid, table_id: Uuid) -> Result<u64, Failure> {
+        let executed = self
+            .streams
+            .execute(&table_id, |snapshot| {
+                Ok::<_, TablesError>(decision(table(snapshot)?.spectate(user)?))
+            })
+            .await?;
+        Ok(executed.reply)
+    }
+
+    /// `user` stops spectating (idempotent).
+    #[tracing::instrument(skip(self), fields(table_id = %table_id, user = %user))]
+    pub async fn stop_spectating(&self, user: Uuid, table_id: Uuid) -> Result<u64, Failure> {
+        let executed = self
+            .streams
+            .execute(&table_id, |snapshot| {
+                Ok::<_, TablesError>(decision(table(snapshot)?.stop_spectating(user)))
+            })
+            .await?;
+        Ok(executed.reply)
+    }
+
     /// A seated player's seed contribution: checked here, recorded by the commitment
     /// service, then in the table's stream.
     #[tracing::instrument(skip(self, contribution), fields(table_id = %table_id, player = %player))]
@@ -511,7 +537,11 @@ impl Tables {
         self.advance(table_id).await;
         let snapshot = self.streams.load(&table_id).await.map_err(infallible)?;
         let t = table(&snapshot).map_err(RunError::Rejected)?;
-        Ok(view::table_view(t, t.viewer(player)))
+        Ok(view::table_view(
+            t,
+            t.viewer(player),
+            t.spectators.contains(&player),
+        ))
     }
 
     /// Does what the table needs until a player must act (see the module docs). Failures
@@ -681,11 +711,12 @@ impl Tables {
         after_version: u64,
     ) -> Result<mpsc::Receiver<Result<pb::WatchResponse, Status>>, Failure> {
         let snapshot = self.streams.load(&table_id).await.map_err(infallible)?;
-        table(&snapshot).map_err(RunError::Rejected)?;
+        let t = table(&snapshot).map_err(RunError::Rejected)?;
+        let seen = (t.viewer(player), t.finished.is_some());
         let (tx, rx) = mpsc::channel(WATCH_BUFFER);
         let this = self.clone();
         tokio::spawn(async move {
-            if let Err(status) = this.feed(player, table_id, after_version, &tx).await {
+            if let Err(status) = this.feed(player, table_id, after_version, seen, &tx).await {
                 // The client may be gone already; nothing else to tell.
                 let _ = tx.send(Err(status)).await;
             }
@@ -694,13 +725,16 @@ impl Tables {
     }
 
     /// The watcher's loop: subscribe to the append signal, read what is there, wait, read
-    /// again. Subscribing before each read means no append is missed; reading from the
-    /// next version means none is sent twice.
+    /// again. Subscribing before each read means no append is missed; reading from the next version means none is sent twice.
+    /// `(viewer, finished)` is the player's place at the table when the watch began, kept
+    /// up to date from the events sent (seats are fixed once cards are dealt; from
+    /// `GameFinished` on, everything is public).
     async fn feed(
         &self,
         player: Uuid,
         table_id: Uuid,
         after_version: u64,
+        (mut viewer, mut finished): (domain::Viewer, bool),
         tx: &mpsc::Sender<Result<pb::WatchResponse, Status>>,
     ) -> Result<(), Status> {
         let stream = stream_of::<Table>(&table_id).map_err(|e| internal(e.into()))?;
@@ -721,18 +755,19 @@ impl Tables {
                 }
                 continue;
             }
-            // The state at least as far as the page: who the player is (seats are fixed
-            // once cards are dealt) and whether everything is public yet.
-            let snapshot = self
-                .streams
-                .load(&table_id)
-                .await
-                .map_err(|e| internal(e.into()))?;
-            let t = table(&snapshot).map_err(|e| Status::from(ServiceError::from(e)))?;
-            let (viewer, finished) = (t.viewer(player), t.finished.is_some());
             for recorded in &page {
                 let event =
                     crate::events::from_recorded(recorded).map_err(|e| internal(e.into()))?;
+                match &event {
+                    TableEvent::SeatTaken { seat, player: p } if *p == player => {
+                        viewer = domain::Viewer::Seat(*seat);
+                    }
+                    TableEvent::SeatLeft { player: p, .. } if *p == player => {
+                        viewer = domain::Viewer::Spectator;
+                    }
+                    TableEvent::GameFinished(_) => finished = true,
+                    _ => {}
+                }
                 let shown = if event.visible_to(viewer, finished) {
                     to_message(&table_text, &event).into_wire()
                 } else {

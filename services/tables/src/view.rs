@@ -110,8 +110,8 @@ fn game_view(public: &PublicView) -> pb::GameView {
     }
 }
 
-/// The view of `table` for `viewer`.
-pub fn table_view(table: &Table, viewer: Viewer) -> pb::TableView {
+/// The view of `table` for `viewer`, who `spectating` or not.
+pub fn table_view(table: &Table, viewer: Viewer, spectating: bool) -> pb::TableView {
     let game = match viewer {
         Viewer::Seat(seat) => {
             let seen = table.game.seat_view(seat);
@@ -155,5 +155,7 @@ pub fn table_view(table: &Table, viewer: Viewer) -> pb::TableView {
         server_seed: table.server_seed.clone().unwrap_or_default(),
         game: Some(game),
         turn_deadline_ms: table.deadline.map(|(_, deadline)| deadline),
+        spectators: u32::try_from(table.spectators.len()).unwrap_or(u32::MAX),
+        spectating,
     }
 }

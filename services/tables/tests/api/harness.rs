@@ -103,8 +103,10 @@ impl TestApp {
 
     /// Starts commitment, `replicas` tables services and, if `dealing`, the dealing service
     /// (else its address is reserved and it is started by [`TestApp::start_dealing`]).
+    /// With no replica, the tables service is left to the test (e.g. as a child process,
+    /// [`TestApp::tables_args`]).
     pub(crate) async fn spawn_with(db: Db, replicas: usize, dealing: bool) -> TestApp {
-        assert!(replicas == 1 || db == Db::Postgres);
+        assert!(replicas <= 1 || db == Db::Postgres);
         let dir = tempfile::tempdir().unwrap();
         let sqlite = |name: &str| format!("sqlite://{}", dir.path().join(name).display());
         let (urls, database) = match db {
@@ -181,8 +183,49 @@ impl TestApp {
         for _ in 0..replicas {
             app.start_replica().await;
         }
-        app.tables = app.replicas[0].clone();
+        if let Some(first) = app.replicas.first() {
+            app.tables = first.clone();
+        }
         app
+    }
+
+    /// How the `fairdeal-tables` binary is configured to serve at `port` over this app's
+    /// backend and services: environment variables and flags (the token key is public, the
+    /// service token is the test's own).
+    pub(crate) fn tables_args(&self, port: u16) -> (Vec<(String, String)>, Vec<String>) {
+        let key = self.signing.public_key();
+        let mut env = vec![
+            (
+                "FAIRDEAL_DATABASE_URL".to_owned(),
+                self.tables_common.database_url.expose_secret().to_owned(),
+            ),
+            (
+                "FAIRDEAL_AUTH_PUBLIC_KEYS".to_owned(),
+                format!("{}:{}", key.kid().as_str(), hex::encode(key.to_bytes())),
+            ),
+        ];
+        if let Some(prefix) = &self.prefix {
+            env.push(("FAIRDEAL_NATS_URL".into(), fairdeal_testkit::nats_url()));
+            env.push(("FAIRDEAL_SUBJECT_PREFIX".into(), prefix.clone()));
+        }
+        let flags = [
+            "--listen-addr",
+            &format!("127.0.0.1:{port}"),
+            "--commitment-url",
+            &format!("http://127.0.0.1:{}", self.commitment_port),
+            "--dealing-url",
+            &format!("http://127.0.0.1:{}", self.dealing_port),
+            "--service-token",
+            self.service_token("tables").as_str(),
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        (env, flags)
+    }
+
+    /// A player acting through `client`.
+    pub(crate) fn player_on(&self, client: &TablesServiceClient<Channel>) -> Player {
+        self.player().on(client)
     }
 
     fn keys(&self) -> KeySet {
@@ -375,6 +418,32 @@ impl Player {
             ))
             .await
             .map(|r| r.into_inner())
+    }
+
+    pub(crate) async fn spectate(&self, table_id: &str) -> Result<u64, Status> {
+        self.client
+            .clone()
+            .spectate(with(
+                &self.token,
+                pb::SpectateRequest {
+                    table_id: table_id.to_owned(),
+                },
+            ))
+            .await
+            .map(|r| r.into_inner().version)
+    }
+
+    pub(crate) async fn stop_spectating(&self, table_id: &str) -> Result<u64, Status> {
+        self.client
+            .clone()
+            .stop_spectating(with(
+                &self.token,
+                pb::StopSpectatingRequest {
+                    table_id: table_id.to_owned(),
+                },
+            ))
+            .await
+            .map(|r| r.into_inner().version)
     }
 
     pub(crate) async fn contribute(&self, table_id: &str, value: &str) -> Result<u64, Status> {

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod clocks;
+mod crash;
 mod harness;
 mod lobby;
 mod moves;
@@ -10,4 +11,5 @@ mod play;
 mod replicas;
 mod resume;
 mod rules;
+mod spectate;
 mod watch;

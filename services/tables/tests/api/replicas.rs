@@ -88,3 +88,99 @@ async fn two_replicas_play_one_match_postgres_nats() {
     }
     app.stop().await;
 }
+
+/// Reads `stream` until `stop` picks a message (within 60 s); returns everything read.
+async fn read_until(
+    stream: &mut tonic::Streaming<pb::WatchResponse>,
+    stop: impl Fn(&E) -> bool,
+) -> Vec<pb::WatchResponse> {
+    let mut got = Vec::new();
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(60), stream.message())
+            .await
+            .expect("a message in time")
+            .unwrap()
+            .expect("the stream goes on");
+        let done = stop(message.event.as_ref().unwrap().event.as_ref().unwrap());
+        got.push(message);
+        if done {
+            return got;
+        }
+    }
+}
+
+#[tokio::test]
+async fn two_replicas_act_on_each_timeout_once_postgres_nats() {
+    use fairdeal_tables::clock::TableClock;
+
+    let app = TestApp::spawn_replicas(Db::Postgres, 2).await;
+    let (a, b) = (&app.replicas[0], &app.replicas[1]);
+    let me = app.player().on(a);
+    let id = me
+        .create(pb::CreateTableRequest {
+            bot_seats: vec![1, 2, 3],
+            move_seconds: 10,
+            ..Default::default()
+        })
+        .await
+        .table_id;
+    let mut stream = me.on(b).watch(&id, 0).await;
+    me.sit(&id, 0).await.unwrap();
+    let mut all = read_until(&mut stream, |e| matches!(e, E::TurnClock(_))).await;
+    for round in 1..=3u32 {
+        // Both replicas hold the deadline (each advanced the table), so both timers fire
+        // when the shared clock passes it.
+        let (me_a, me_b) = (me.on(a), me.on(b));
+        let (on_a, on_b) = tokio::join!(me_a.view(&id), me_b.view(&id));
+        assert_eq!(on_a.turn_deadline_ms, on_b.turn_deadline_ms);
+        let due = on_a.turn_deadline_ms.unwrap();
+        app.clock
+            .advance(Duration::from_millis((due - app.clock.now_ms()) as u64));
+        // Up to the next deadline (or the end, once abandoned): one timeout in between.
+        let got = read_until(&mut stream, |e| {
+            matches!(e, E::TurnClock(_) | E::TableSeedRevealed(_))
+        })
+        .await;
+        let timeouts: Vec<u32> = got
+            .iter()
+            .filter_map(|m| match m.event.as_ref()?.event.as_ref()? {
+                E::TurnTimedOut(t) => Some(t.consecutive),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            timeouts,
+            vec![round],
+            "round {round}: one timeout, acted on once"
+        );
+        all.extend(got);
+    }
+    let ended = all.last().unwrap();
+    assert!(matches!(
+        ended.event.as_ref().unwrap().event,
+        Some(E::TableSeedRevealed(_))
+    ));
+    let abandoned = all
+        .iter()
+        .filter(|m| matches!(m.event.as_ref().unwrap().event, Some(E::SeatAbandoned(_))))
+        .count();
+    assert_eq!(abandoned, 1);
+    // Every service move (bot or timeout) once: no step appended twice.
+    let mut ids = BTreeSet::new();
+    for m in &all {
+        if let Some(
+            E::BidPlaced(pb::BidPlaced { command, .. })
+            | E::PlayerPassed(pb::PlayerPassed { command, .. })
+            | E::TrumpNamed(pb::TrumpNamed { command, .. })
+            | E::CardPlayed(pb::CardPlayed { command, .. }),
+        ) = m.event.as_ref().unwrap().event.as_ref()
+        {
+            let c = command.as_ref().unwrap();
+            assert!(ids.insert(c.command_id.clone()), "{} twice", c.command_id);
+        }
+    }
+    for (n, m) in all.iter().enumerate() {
+        assert_eq!(m.version, n as u64 + 1);
+    }
+    app.stop().await;
+}

@@ -1,0 +1,265 @@
+//! Load: many tables of four bot clients playing Jeu du 10 through the gRPC API (commitment,
+//! dealing and tables in this process, as the end-to-end tests run them), then the event
+//! store's raw append rate on the same storage, in the same run.
+//!
+//! `cargo bench -p fairdeal-tables --bench load` (env: `LOAD_BACKEND=embedded|postgres|both`
+//! (default both), `LOAD_TABLES` concurrent tables (default 64), `LOAD_SECONDS` per backend
+//! (default 20)).
+//!
+//! Each table's driver asks the seat to act for its view (`GetTable`), chooses with the
+//! engine's bot, and sends `Act`; every seat watches the table (`Watch`). Latency is from the
+//! `Act` sent to the command's first event arriving on all four seats' streams. A table
+//! that finishes is replaced by a new one. Moves/s counts accepted `Act`s.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+
+#[allow(dead_code)]
+#[path = "../tests/api/harness.rs"]
+mod harness;
+#[allow(dead_code)]
+#[path = "../tests/api/moves.rs"]
+mod moves;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use fairdeal_eventstore::{ExpectedVersion, NewEvent, StreamId};
+use fairdeal_proto::fairdeal::tables::v1 as pb;
+use harness::{Db, Player, TestApp};
+use prost::{Message, Name};
+use tokio::sync::watch;
+
+fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i].as_secs_f64() * 1000.0
+}
+
+/// Moves sent and not yet seen by every seat: first event version -> (sent, seats left).
+type Pending = Arc<Mutex<HashMap<u64, (Instant, u8)>>>;
+
+/// What the run measured.
+#[derive(Default)]
+struct Tally {
+    /// Accepted moves.
+    moves: u64,
+    /// Latencies, command sent -> its first event on all four watch streams.
+    latencies: Vec<Duration>,
+    /// Tables played to the end.
+    finished: u64,
+}
+
+/// One seat's watch: marks each pending move seen; ends at the seed reveal or on `stop`.
+async fn watch_seat(
+    player: Player,
+    id: String,
+    pending: Pending,
+    tally: Arc<Mutex<Tally>>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut stream = player.watch(&id, 0).await;
+    loop {
+        let message = tokio::select! {
+            m = stream.message() => match m { Ok(Some(m)) => m, _ => return },
+            _ = stop.changed() => return,
+        };
+        let seen = {
+            let mut pending = pending.lock().unwrap();
+            match pending.get_mut(&message.version) {
+                Some((sent, left)) => {
+                    *left -= 1;
+                    let (sent, left) = (*sent, *left);
+                    if left == 0 {
+                        pending.remove(&message.version);
+                        Some(sent.elapsed())
+                    } else {
+                        None
+                    }
+                }
+                None => None,
+            }
+        };
+        if let Some(latency) = seen {
+            tally.lock().unwrap().latencies.push(latency);
+        }
+        if matches!(
+            message.event.as_ref().and_then(|e| e.event.as_ref()),
+            Some(pb::table_event::Event::TableSeedRevealed(_))
+        ) {
+            return;
+        }
+    }
+}
+
+/// Plays tables one after another until `stop`.
+async fn drive(app: Arc<TestApp>, tally: Arc<Mutex<Tally>>, stop: watch::Receiver<bool>) {
+    let mut salt = 0u64;
+    while !*stop.borrow() {
+        let players: Vec<Player> = (0..4).map(|_| app.player()).collect();
+        let id = players[0]
+            .create(pb::CreateTableRequest::default())
+            .await
+            .table_id;
+        let pending: Pending = Arc::default();
+        let watchers: Vec<_> = players
+            .iter()
+            .map(|p| {
+                tokio::spawn(watch_seat(
+                    p.clone(),
+                    id.clone(),
+                    pending.clone(),
+                    tally.clone(),
+                    stop.clone(),
+                ))
+            })
+            .collect();
+        for (seat, p) in players.iter().enumerate() {
+            p.sit(&id, seat as u32).await.unwrap();
+        }
+        let mut guess = 1usize;
+        loop {
+            if *stop.borrow() {
+                break;
+            }
+            let mut view = players[guess].view(&id).await;
+            if view.status == pb::TableStatus::Finished as i32 {
+                tally.lock().unwrap().finished += 1;
+                break;
+            }
+            let Some(turn) = view.game.as_ref().and_then(|g| g.turn) else {
+                continue;
+            };
+            if turn as usize != guess {
+                guess = turn as usize;
+                view = players[guess].view(&id).await;
+            }
+            let Some(action) = moves::choose(&view, salt) else {
+                continue;
+            };
+            salt += 1;
+            let first = view.version + 1;
+            pending.lock().unwrap().insert(first, (Instant::now(), 4));
+            match players[guess]
+                .act(&id, view.version, &format!("m{salt}"), action)
+                .await
+            {
+                Ok(_) => tally.lock().unwrap().moves += 1,
+                Err(status) => {
+                    pending.lock().unwrap().remove(&first);
+                    assert_eq!(status.code(), tonic::Code::Aborted, "{status:?}");
+                }
+            }
+            guess = (guess + 1) % 4;
+        }
+        for w in watchers {
+            let _ = w.await;
+        }
+    }
+}
+
+/// `writers` tasks appending one table-sized event per call to their own streams for
+/// `run`: events/s.
+async fn raw_appends(app: &TestApp, writers: usize, run: Duration) -> (f64, f64, f64) {
+    let store = app.tables_storage().events();
+    let event = pb::CardPlayed {
+        table_id: uuid::Uuid::now_v7().to_string(),
+        seat: 1,
+        card: "TH".into(),
+        command: Some(pb::CommandRef {
+            command_id: uuid::Uuid::now_v7().to_string(),
+            version_after: 40,
+        }),
+    };
+    let payload = event.encode_to_vec();
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..writers)
+        .map(|_| {
+            let store = store.clone();
+            let payload = payload.clone();
+            tokio::spawn(async move {
+                let s = StreamId::of("rawbench", uuid::Uuid::now_v7()).unwrap();
+                let mut latencies = Vec::new();
+                let mut version = 0u64;
+                while start.elapsed() < run {
+                    let t = Instant::now();
+                    let new = NewEvent::new(pb::CardPlayed::full_name(), payload.clone())
+                        .with_correlation_id("bench");
+                    store
+                        .append(&s, ExpectedVersion::Exact(version), vec![new])
+                        .await
+                        .unwrap();
+                    latencies.push(t.elapsed());
+                    version += 1;
+                }
+                latencies
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    let rate = all.len() as f64 / start.elapsed().as_secs_f64();
+    all.sort();
+    (rate, percentile(&all, 0.5), percentile(&all, 0.99))
+}
+
+async fn run(db: Db, tables: usize, seconds: u64) {
+    let app = Arc::new(TestApp::spawn(db).await);
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    let (stop_tx, stop) = watch::channel(false);
+    let start = Instant::now();
+    let drivers: Vec<_> = (0..tables)
+        .map(|_| tokio::spawn(drive(app.clone(), tally.clone(), stop.clone())))
+        .collect();
+    tokio::time::sleep(Duration::from_secs(seconds)).await;
+    let (moves, mut latencies, finished) = {
+        let t = tally.lock().unwrap();
+        (t.moves, t.latencies.clone(), t.finished)
+    };
+    let elapsed = start.elapsed().as_secs_f64();
+    stop_tx.send(true).unwrap();
+    for d in drivers {
+        let _ = d.await;
+    }
+    latencies.sort();
+    println!(
+        "{db:?}: {tables} tables x 4 clients, {seconds} s: {moves} moves, {:.0} moves/s, \
+         latency to all four watchers p50 {:.1} ms p99 {:.1} ms ({} samples), {finished} tables finished",
+        moves as f64 / elapsed,
+        percentile(&latencies, 0.5),
+        percentile(&latencies, 0.99),
+        latencies.len(),
+    );
+    let (rate, p50, p99) = raw_appends(&app, 64, Duration::from_secs(5)).await;
+    println!(
+        "{db:?}: event store raw append, 64 writers, one event per call: {rate:.0} events/s \
+         (p50 {p50:.1} ms, p99 {p99:.1} ms)"
+    );
+    match Arc::try_unwrap(app) {
+        Ok(app) => app.stop().await,
+        Err(_) => println!("(the app is still shared; its database is left)"),
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let backend: String = env("LOAD_BACKEND", "both".to_owned());
+    let tables = env("LOAD_TABLES", 64usize);
+    let seconds = env("LOAD_SECONDS", 20u64);
+    if backend == "both" || backend == "postgres" {
+        run(Db::Postgres, tables, seconds).await;
+    }
+    if backend == "both" || backend == "embedded" {
+        run(Db::Sqlite, tables, seconds).await;
+    }
+}
