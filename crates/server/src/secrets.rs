@@ -219,5 +219,17 @@ mod tests {
                 .to_string()
                 .starts_with(LEDGER_KEY_NAME)
         );
+        // A file written before the ledger joined gains a key on the next start.
+        let text = fs::read_to_string(&path).unwrap();
+        let old: String = text
+            .lines()
+            .filter(|l| !l.starts_with("ledger_signing_key"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        fs::write(&path, old).unwrap();
+        let upgraded = Secrets::load_or_create(dir.path(), ["auth", "tables", "chat"]).unwrap();
+        assert_eq!(upgraded.seed_keys(), again.seed_keys());
+        assert!(upgraded.log_key().is_ok());
+        assert_ne!(upgraded.ledger_signing_key(), again.ledger_signing_key());
     }
 }

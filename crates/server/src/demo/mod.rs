@@ -407,19 +407,15 @@ async fn sign_up(demo: &mut Demo) -> anyhow::Result<()> {
 /// Step 2: north creates the table; everyone sits; three contribute to the client seed (the
 /// fourth seat taken starts the match and deals the first hand).
 async fn open_table(demo: &mut Demo) -> anyhow::Result<()> {
-    let mut tables = demo.tables();
-    let creator = demo.player(0)?.clone();
-    let created = tables
-        .create_table(authed(
-            &creator.access_token,
-            pb::CreateTableRequest {
-                options: None,
-                bot_seats: vec![],
-                move_seconds: 0,
-            },
-        )?)
-        .await?
-        .into_inner();
+    let created = demo
+        .player(0)?
+        .client
+        .create_table(pb::CreateTableRequest {
+            options: None,
+            bot_seats: vec![],
+            move_seconds: 0,
+        })
+        .await?;
     demo.out.line(format!("  table {}", created.table_id));
     demo.out.line(format!(
         "  commitment (SHA-256 of the server seed): {} (short code {})",
@@ -427,16 +423,7 @@ async fn open_table(demo: &mut Demo) -> anyhow::Result<()> {
     ));
     let mut seated_version = created.version;
     for player in demo.players.clone() {
-        let sat = tables
-            .sit(authed(
-                &player.access_token,
-                pb::SitRequest {
-                    table_id: created.table_id.clone(),
-                    seat: player.seat,
-                },
-            )?)
-            .await?
-            .into_inner();
+        let sat = player.client.sit(&created.table_id, player.seat).await?;
         seated_version = sat.version;
         let mut line = format!(
             "  {} sits {} (sees short code {})",
@@ -444,17 +431,10 @@ async fn open_table(demo: &mut Demo) -> anyhow::Result<()> {
         );
         if player.seat < 3 {
             let contribution = format!("{}'s luck {}", player.username, random_hex(4)?);
-            let done = tables
-                .contribute_seed(authed(
-                    &player.access_token,
-                    pb::ContributeSeedRequest {
-                        table_id: created.table_id.clone(),
-                        contribution: contribution.clone(),
-                    },
-                )?)
-                .await?
-                .into_inner();
-            seated_version = done.version;
+            seated_version = player
+                .client
+                .contribute(&created.table_id, &contribution)
+                .await?;
             line.push_str(&format!(
                 " and contributes {contribution:?} to the client seed"
             ));
