@@ -46,6 +46,9 @@ enum ServeTarget {
     Commitment,
     Dealing,
     Tables,
+    Chat,
+    Rating,
+    Ledger,
     All,
 }
 
@@ -88,6 +91,9 @@ async fn main() -> anyhow::Result<()> {
                 ServeTarget::Commitment => Target::Commitment,
                 ServeTarget::Dealing => Target::Dealing,
                 ServeTarget::Tables => Target::Tables,
+                ServeTarget::Chat => Target::Chat,
+                ServeTarget::Rating => Target::Rating,
+                ServeTarget::Ledger => Target::Ledger,
             };
             let mut all = vec![format!("fairdeal-{}", target.name())];
             all.extend(args);
@@ -121,11 +127,12 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
 
     if !args.no_demo {
         let url = platform.url().to_owned();
-        let mailbox = platform.mailbox_dir();
+        let data_dir = platform.data_dir().to_owned();
+        let log_key = platform.log_key().to_owned();
         let demo_out = out.clone();
         tokio::spawn(async move {
             let result = async {
-                let mut demo = Demo::connect(&url, &mailbox, demo_out.clone()).await?;
+                let mut demo = Demo::connect(&url, &data_dir, &log_key, demo_out.clone()).await?;
                 demo.run(STEPS).await
             }
             .await;

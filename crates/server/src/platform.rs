@@ -69,6 +69,21 @@ pub const SERVICES: &[Service] = &[
         migrations: &[&fairdeal_tables::lobby::MIGRATIONS],
         mount: |p| Box::pin(tables(p)),
     },
+    Service {
+        name: "chat",
+        migrations: &[&fairdeal_chat::store::MIGRATIONS],
+        mount: |p| Box::pin(chat(p)),
+    },
+    Service {
+        name: "rating",
+        migrations: &[&fairdeal_rating_service::projection::MIGRATIONS],
+        mount: |p| Box::pin(rating(p)),
+    },
+    Service {
+        name: "ledger",
+        migrations: &[&fairdeal_ledger::startup::MIGRATIONS],
+        mount: |p| Box::pin(ledger(p)),
+    },
 ];
 
 async fn auth(p: &Embedded) -> Result<Mount, StartError> {
@@ -135,6 +150,41 @@ async fn tables(p: &Embedded) -> Result<Mount, StartError> {
     )?;
     let parts = fairdeal_tables::startup::Parts::over(&config, p.storage.clone())?;
     fairdeal_tables::startup::mount(&config.common, parts, &p.shutdown).await
+}
+
+/// The chat service: presence and the message quota in memory (no `--redis-url`); its
+/// membership consumer of the tables' events tails the shared log in process.
+async fn chat(p: &Embedded) -> Result<Mount, StartError> {
+    let config = p.config::<fairdeal_chat::ChatSettings>("chat", &["--auth-url", &p.self_url])?;
+    let parts = fairdeal_chat::startup::Parts::over(&config, p.storage.clone()).await?;
+    fairdeal_chat::startup::mount(&config.common, parts, &p.shutdown).await
+}
+
+/// The rating service: its consumer of the tables' `GameFinished` tails the shared log in
+/// process (its handler accepts only the tables' streams).
+async fn rating(p: &Embedded) -> Result<Mount, StartError> {
+    let config = p.config::<fairdeal_rating_service::RatingSettings>(
+        "rating",
+        &["--auth-url", &p.self_url],
+    )?;
+    let parts = fairdeal_rating_service::startup::Parts::over(&config, p.storage.clone())?;
+    fairdeal_rating_service::startup::mount(&config.common, parts, &p.shutdown).await
+}
+
+/// The ledger: one consumer tails the whole shared log (every service's events) into the
+/// Merkle tree; its checkpoints are signed with the key generated into the data directory's
+/// secrets.
+async fn ledger(p: &Embedded) -> Result<Mount, StartError> {
+    let config = p.config::<fairdeal_ledger::LedgerSettings>(
+        "ledger",
+        &["--signing-key", p.secrets.ledger_signing_key()],
+    )?;
+    let parts = fairdeal_ledger::startup::Parts::over(&config, p.storage.clone())?;
+    Ok(
+        fairdeal_ledger::startup::mount(&config.common, parts, &p.shutdown)
+            .await?
+            .routes,
+    )
 }
 
 /// What every service of the all-in-one process is started from.
@@ -210,6 +260,8 @@ pub struct Platform {
     url: String,
     /// The data directory.
     data_dir: PathBuf,
+    /// The ledger's public key (`fairdeal audit --log-key`).
+    log_key: String,
 }
 
 impl Platform {
@@ -222,6 +274,7 @@ impl Platform {
             .canonicalize()
             .with_context(|| format!("data directory {}", options.data_dir.display()))?;
         let secrets = Secrets::load_or_create(&data_dir, SERVICES.iter().map(|s| s.name))?;
+        let log_key = secrets.log_key()?.to_string();
 
         // Bound first: the services are configured with the real port (port 0 works).
         let listener = fairdeal_kit::server::bind(options.listen).await?;
@@ -273,7 +326,12 @@ impl Platform {
             }
         }
         let app = builder.build().await?;
-        Ok(Platform { app, url, data_dir })
+        Ok(Platform {
+            app,
+            url,
+            data_dir,
+            log_key,
+        })
     }
 
     /// Where clients reach every service.
@@ -294,6 +352,11 @@ impl Platform {
     /// Where the auth service writes its mails.
     pub fn mailbox_dir(&self) -> PathBuf {
         self.data_dir.join(MAILBOX_DIR)
+    }
+
+    /// The ledger's public key, for `fairdeal audit --log-key`.
+    pub fn log_key(&self) -> &str {
+        &self.log_key
     }
 
     /// The shutdown handle.

@@ -1,8 +1,10 @@
 //! The all-in-one process's secrets, generated on first start and kept in the data directory
 //! (`secrets.toml`, mode 0600, in a 0700 directory) so state survives a restart: the key
 //! sealing server seeds at rest, and each service's secret at the auth service (the auth
-//! service gets their SHA-256 as `--service-credentials`). The auth service's token signing
-//! keys live in the database file (0600 too), where its key ring keeps and rotates them.
+//! service gets their SHA-256 as `--service-credentials`), and the ledger's checkpoint
+//! signing key (its public half, the log key `fairdeal audit --log-key` takes, is derived
+//! from it). The auth service's token signing keys live in the database file (0600 too),
+//! where its key ring keeps and rotates them.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -12,11 +14,15 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use fairdeal_kit::ConfigError;
+use fairdeal_tlog::{NoteSigner, NoteVerifier};
 use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
 
 /// The file under the data directory.
 pub const SECRETS_FILE: &str = "secrets.toml";
+
+/// The name of the ledger's key: the log's origin, in its checkpoints.
+pub const LEDGER_KEY_NAME: &str = "fairdeal-up-ledger";
 
 /// Random bytes as hex.
 fn random_hex(len: usize) -> anyhow::Result<String> {
@@ -32,6 +38,10 @@ pub struct Secrets {
     seed_keys: String,
     /// Each service's secret at the auth service, by service name.
     service_secrets: BTreeMap<String, String>,
+    /// The ledger's `--signing-key` (Go note format `PRIVATE+KEY+<name>+<id>+<base64>`);
+    /// empty in a file written before the ledger joined, and then generated.
+    #[serde(default)]
+    ledger_signing_key: String,
 }
 
 impl std::fmt::Debug for Secrets {
@@ -56,10 +66,20 @@ impl Secrets {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Secrets {
                 seed_keys: format!("k1:{}", random_hex(32)?),
                 service_secrets: BTreeMap::new(),
+                ledger_signing_key: String::new(),
             },
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         };
         let mut changed = !path.exists();
+        if secrets.ledger_signing_key.is_empty() {
+            let mut seed = zeroize::Zeroizing::new([0u8; 32]);
+            getrandom::fill(seed.as_mut_slice())
+                .map_err(|e| anyhow::anyhow!("no OS randomness: {e}"))?;
+            let signer =
+                NoteSigner::from_seed(LEDGER_KEY_NAME, &seed).context("the ledger's key name")?;
+            secrets.ledger_signing_key = signer.to_key_string().as_str().to_owned();
+            changed = true;
+        }
         for name in services {
             if !secrets.service_secrets.contains_key(name) {
                 secrets
@@ -78,6 +98,19 @@ impl Secrets {
     /// The seed keys.
     pub fn seed_keys(&self) -> &str {
         &self.seed_keys
+    }
+
+    /// The ledger's checkpoint signing key (secret).
+    pub fn ledger_signing_key(&self) -> &str {
+        &self.ledger_signing_key
+    }
+
+    /// The ledger's log key (public): `<name>+<key id>+<base64>`, for `fairdeal audit
+    /// --log-key`.
+    pub fn log_key(&self) -> anyhow::Result<NoteVerifier> {
+        let signer = NoteSigner::parse(&self.ledger_signing_key)
+            .map_err(|e| anyhow::anyhow!("the ledger's signing key in {SECRETS_FILE}: {e}"))?;
+        Ok(signer.verifier())
     }
 
     /// Service `name`'s secret.
@@ -173,5 +206,30 @@ mod tests {
         assert_eq!(credentials.split(',').count(), 3);
         assert!(!credentials.contains(again.service_secret("auth").unwrap()));
         assert!(!format!("{again:?}").contains(again.seed_keys()));
+        assert!(!format!("{again:?}").contains(again.ledger_signing_key()));
+        assert_eq!(first.ledger_signing_key(), again.ledger_signing_key());
+        assert_eq!(
+            first.log_key().unwrap().to_string(),
+            again.log_key().unwrap().to_string()
+        );
+        assert!(
+            again
+                .log_key()
+                .unwrap()
+                .to_string()
+                .starts_with(LEDGER_KEY_NAME)
+        );
+        // A file written before the ledger joined gains a key on the next start.
+        let text = fs::read_to_string(&path).unwrap();
+        let old: String = text
+            .lines()
+            .filter(|l| !l.starts_with("ledger_signing_key"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        fs::write(&path, old).unwrap();
+        let upgraded = Secrets::load_or_create(dir.path(), ["auth", "tables", "chat"]).unwrap();
+        assert_eq!(upgraded.seed_keys(), again.seed_keys());
+        assert!(upgraded.log_key().is_ok());
+        assert_ne!(upgraded.ledger_signing_key(), again.ledger_signing_key());
     }
 }

@@ -15,6 +15,12 @@ pub enum Target {
     Dealing,
     /// The tables service (`fairdeal-tables`).
     Tables,
+    /// The chat service (`fairdeal-chat`).
+    Chat,
+    /// The rating service (`fairdeal-rating`).
+    Rating,
+    /// The ledger (`fairdeal-ledger`).
+    Ledger,
 }
 
 impl Target {
@@ -25,6 +31,9 @@ impl Target {
             Target::Commitment => "commitment",
             Target::Dealing => "dealing",
             Target::Tables => "tables",
+            Target::Chat => "chat",
+            Target::Rating => "rating",
+            Target::Ledger => "ledger",
         }
     }
 }
@@ -64,6 +73,31 @@ pub async fn run(target: Target, args: Vec<String>) -> anyhow::Result<()> {
             let config = load_args_or_exit::<fairdeal_tables::TablesSettings, _, _>(name, args);
             let _telemetry = fairdeal_kit::telemetry::init(&config.common).context("telemetry")?;
             let app = fairdeal_tables::Application::build(config)
+                .await
+                .context("starting")?;
+            app.run_until_stopped().await.context("serving")?;
+        }
+        Target::Chat => {
+            let config = load_args_or_exit::<fairdeal_chat::ChatSettings, _, _>(name, args);
+            let _telemetry = fairdeal_kit::telemetry::init(&config.common).context("telemetry")?;
+            let app = fairdeal_chat::Application::build(config)
+                .await
+                .context("starting")?;
+            app.run_until_stopped().await.context("serving")?;
+        }
+        Target::Rating => {
+            let config =
+                load_args_or_exit::<fairdeal_rating_service::RatingSettings, _, _>(name, args);
+            let _telemetry = fairdeal_kit::telemetry::init(&config.common).context("telemetry")?;
+            let app = fairdeal_rating_service::Application::build(config)
+                .await
+                .context("starting")?;
+            app.run_until_stopped().await.context("serving")?;
+        }
+        Target::Ledger => {
+            let config = load_args_or_exit::<fairdeal_ledger::LedgerSettings, _, _>(name, args);
+            let _telemetry = fairdeal_kit::telemetry::init(&config.common).context("telemetry")?;
+            let app = fairdeal_ledger::Application::build(config)
                 .await
                 .context("starting")?;
             app.run_until_stopped().await.context("serving")?;

@@ -213,9 +213,12 @@ async fn up_plays_the_demo_serves_the_examples_and_keeps_state_across_a_restart(
 
     // The demo, as `up` runs it, to the end of its last step.
     let (out, printed) = Output::buffer();
-    let mut demo = Demo::connect(&url, &data_dir.join("mailbox"), out)
-        .await
-        .unwrap();
+    let log_key = fairdeal_server::secrets::Secrets::load_or_create(&data_dir, std::iter::empty())
+        .unwrap()
+        .log_key()
+        .unwrap()
+        .to_string();
+    let mut demo = Demo::connect(&url, &data_dir, &log_key, out).await.unwrap();
     demo.run(STEPS).await.unwrap();
     let printed = String::from_utf8(printed.lock().unwrap().clone()).unwrap();
     let finished = demo.finished.clone().unwrap();
@@ -226,7 +229,77 @@ async fn up_plays_the_demo_serves_the_examples_and_keeps_state_across_a_restart(
     for (seat, player) in finished.players.iter().enumerate() {
         assert_eq!(player.player_id, demo.players[seat].user_id);
     }
+    // The rating service rated the game from the tables' events, in process: one change
+    // per seat, winners up, losers down, E and S as SPEC 6 has them.
+    assert_eq!(demo.ratings.len(), 4);
+    let table_id = demo.table.clone().unwrap().id;
+    for (seat, change) in demo.ratings.iter().enumerate() {
+        assert_eq!(change.table_id, table_id);
+        assert_eq!(change.player_id, demo.players[seat].user_id);
+        assert_eq!(change.seat as usize, seat);
+        assert_eq!(change.k, 32.0);
+        let won = (seat as u32 % 2) == finished.winner;
+        assert_eq!(change.score, if won { 1.0 } else { 0.0 });
+        assert!((change.expectation - 0.5).abs() < 1e-9, "{change:?}");
+        let delta = change.rating_after - change.rating_before;
+        assert!((delta - change.k * (change.score - change.expectation)).abs() < 1e-9);
+    }
+    // Each player's line came through north's subscription to the table's channel, in
+    // order, from its author.
+    assert_eq!(demo.chat.len(), 4);
+    for (seat, message) in demo.chat.iter().enumerate() {
+        assert_eq!(message.channel, format!("table-{table_id}"));
+        assert_eq!(message.author_id, demo.players[seat].user_id);
+        assert!(printed.contains(&format!(
+            "{}: {}",
+            demo.players[seat].username, message.text
+        )));
+    }
+    assert!(demo.chat.windows(2).all(|w| w[0].seq < w[1].seq));
+    // The ledger's export of the game, written under the data directory, passed the
+    // auditor's checks: every hand re-dealt, every move replayed, every rating recomputed.
+    let (export, report) = demo.audit.as_ref().unwrap();
+    assert!(export.starts_with(data_dir.join("exports")));
+    assert!(report.failures.is_empty(), "{:?}", report.failures);
+    assert_eq!(report.hands, u64::from(finished.hands_played));
+    assert_eq!(report.ratings, 4);
+    assert!(report.moves >= 40);
+    for check in [
+        "checkpoint",
+        "inclusion",
+        "chain",
+        "deal",
+        "replay",
+        "rating",
+    ] {
+        assert!(report.checks[check].checked > 0, "{check}: {report:?}");
+    }
+    // The printed command names the file as written and the log key; what it runs
+    // (`fairdeal audit`'s check) passes on that file with that key, read back from there.
+    let command = printed
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("cargo run -q -p fairdeal-cli -- audit "))
+        .unwrap();
+    let words: Vec<&str> = command.split(' ').collect();
+    assert_eq!(words.len(), 10, "{command}");
+    assert_eq!(Path::new(words[7]), export.as_path());
+    assert_eq!(words[8], "--log-key");
+    assert_eq!(words[9], log_key);
+    assert!(printed.contains(&format!("log key: {log_key}")));
+    let again = fairdeal_cli::audit::audit(
+        &std::fs::read_to_string(words[7]).unwrap(),
+        &words[9].parse().unwrap(),
+        None,
+    );
+    assert!(again.failures.is_empty());
+    assert_eq!(again.events, report.events);
     for expected in [
+        "audit verdict: passed",
+        "cargo run -q -p fairdeal-cli -- audit ",
+        "[chat #",
+        "rated in jeu-du-10/dix",
+        " -> ",
         "registered, confirmed with the code mailed to mailbox/",
         "contract",
         "trick  0:",
@@ -247,7 +320,6 @@ async fn up_plays_the_demo_serves_the_examples_and_keeps_state_across_a_restart(
 
     examples_work(&url, &addr.to_string(), &data_dir).await;
 
-    let table_id = demo.table.clone().unwrap().id;
     let revealed = demo.revealed.clone().unwrap();
     let north = demo.players[0].clone();
     shutdown.trigger();

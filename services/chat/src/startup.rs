@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use fairdeal_authn::{AuthLayer, Authenticator, CallerAuthSettings, Clock, SystemClock};
 use fairdeal_kit::config::{Config, ConfigError, Section};
-use fairdeal_kit::{CommonConfig, ServeError, Shutdown};
+use fairdeal_kit::{CommonConfig, Mount, ServeError, Shutdown};
 use fairdeal_platform::quota::{MemoryQuota, RedisQuota, RequestQuota};
 use fairdeal_platform::{Bus, StartError, Storage};
 use fairdeal_proto::fairdeal::chat::v1::chat_service_server::ChatServiceServer;
@@ -127,10 +127,16 @@ impl Parts {
     /// The parts `config` names; the database is opened and migrated; with `--redis-url`,
     /// presence and the rate limit live in Redis (namespace `<subject prefix>:chat`).
     pub async fn from_config(config: &Config<ChatSettings>) -> Result<Self, StartError> {
+        let storage = Storage::open(&config.common, SCHEMA, &[&MIGRATIONS]).await?;
+        Self::over(config, storage).await
+    }
+
+    /// The parts `config` names over an opened `storage` (migrated with [`MIGRATIONS`]; the
+    /// all-in-one process shares one between services).
+    pub async fn over(config: &Config<ChatSettings>, storage: Storage) -> Result<Self, StartError> {
         let settings = &config.service;
         let auth = settings.auth.auth_channel()?;
         let authn = settings.auth.authenticator(auth)?;
-        let storage = Storage::open(&config.common, SCHEMA, &[&MIGRATIONS]).await?;
         let limits = settings.limits();
         let (presence, quota) = limiters(
             config.common.redis_url.as_ref().map(|u| u.expose_secret()),
@@ -182,6 +188,42 @@ pub async fn limiters(
     Ok((Arc::new(presence), Arc::new(quota)))
 }
 
+/// Starts the service's background tasks on `shutdown` (key refresh, the relay, the
+/// membership consumer, the fan-out) and returns its gRPC routes, to serve alone
+/// ([`Application::assemble`]) or beside other services on one server (the all-in-one
+/// process).
+pub async fn mount(
+    common: &CommonConfig,
+    parts: Parts,
+    shutdown: &Shutdown,
+) -> Result<Mount, StartError> {
+    fairdeal_authn::spawn_key_refresh(&parts.authn, shutdown);
+    let bus = Bus::start(common, &parts.storage, SERVICE, shutdown).await?;
+    bus.spawn_consumer(SOURCE, CONSUMER, Arc::new(MembershipProjection), shutdown)
+        .await?;
+    let storage = &parts.storage;
+    let hub = Hub::default();
+    shutdown.spawn(
+        "chat-fan-out",
+        hub.clone()
+            .run(storage.events(), storage.signal().clone(), shutdown.token()),
+    );
+    let chat = Chat::new(ChatDeps {
+        store: chat_store(storage.backend(), storage.signal().clone()),
+        events: storage.events(),
+        hub,
+        presence: parts.presence,
+        quota: parts.quota,
+        clock: parts.clock,
+        filter: parts.filter,
+        limits: parts.limits,
+        shutdown: shutdown.clone(),
+    });
+    Ok(Mount::new()
+        .add_service(AuthLayer::new(parts.authn).wrap(ChatServiceServer::new(ChatApi::new(chat))))
+        .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET))
+}
+
 /// The running chat service.
 #[derive(Debug)]
 pub struct Application {
@@ -196,38 +238,13 @@ impl Application {
         Self::assemble(&config.common, parts).await
     }
 
-    /// Wires `parts` into a bound server: key refresh, the relay, the membership consumer,
-    /// the fan-out, the gRPC service.
+    /// Wires `parts` into a bound server of its own: [`mount`], then bind.
     pub async fn assemble(common: &CommonConfig, parts: Parts) -> Result<Self, StartError> {
         let shutdown = Shutdown::new();
-        fairdeal_authn::spawn_key_refresh(&parts.authn, &shutdown);
-        let bus = Bus::start(common, &parts.storage, SERVICE, &shutdown).await?;
-        bus.spawn_consumer(SOURCE, CONSUMER, Arc::new(MembershipProjection), &shutdown)
-            .await?;
-        let storage = &parts.storage;
-        let hub = Hub::default();
-        shutdown.spawn(
-            "chat-fan-out",
-            hub.clone()
-                .run(storage.events(), storage.signal().clone(), shutdown.token()),
-        );
-        let chat = Chat::new(ChatDeps {
-            store: chat_store(storage.backend(), storage.signal().clone()),
-            events: storage.events(),
-            hub,
-            presence: parts.presence,
-            quota: parts.quota,
-            clock: parts.clock,
-            filter: parts.filter,
-            limits: parts.limits,
-            shutdown: shutdown.clone(),
-        });
+        let routes = mount(common, parts, &shutdown).await?;
         let app = fairdeal_kit::Application::builder(common)
             .with_shutdown(shutdown)
-            .add_service(
-                AuthLayer::new(parts.authn).wrap(ChatServiceServer::new(ChatApi::new(chat))),
-            )
-            .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET)
+            .mount(routes)
             .build()
             .await?;
         Ok(Application { app })

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use fairdeal_db::Db;
 use fairdeal_kit::config::{Config, ConfigError, Secret, Section};
-use fairdeal_kit::{CommonConfig, ServeError, Shutdown};
+use fairdeal_kit::{CommonConfig, Mount, ServeError, Shutdown};
 use fairdeal_platform::{Bus, StartError, Storage};
 use fairdeal_proto::fairdeal::ledger::v1::ledger_service_server::LedgerServiceServer;
 use fairdeal_tlog::NoteSigner;
@@ -118,14 +118,78 @@ pub struct Parts {
 impl Parts {
     /// The parts `config` names; the database is opened and migrated.
     pub async fn from_config(config: &Config<LedgerSettings>) -> Result<Self, StartError> {
+        let storage = Storage::open(&config.common, SCHEMA, &[&MIGRATIONS]).await?;
+        Self::over(config, storage)
+    }
+
+    /// The parts `config` names over an opened `storage` (migrated with [`MIGRATIONS`]; the
+    /// all-in-one process shares one between services, and the ledger tails all of it).
+    pub fn over(config: &Config<LedgerSettings>, storage: Storage) -> Result<Self, StartError> {
         let settings = &config.service;
         Ok(Self {
             signer: settings.signer()?,
             policy: settings.policy(),
             sources: settings.sources.clone(),
-            storage: Storage::open(&config.common, SCHEMA, &[&MIGRATIONS]).await?,
+            storage,
         })
     }
+}
+
+/// The ledger's routes and its use cases, as [`mount`] returns them.
+#[derive(Debug)]
+pub struct Mounted {
+    /// The gRPC routes.
+    pub routes: Mount,
+    /// The use cases (tests and benches read the log directly).
+    pub ledger: Ledger,
+}
+
+/// Rebuilds the tree from the archive and starts the consumers and the follower on
+/// `shutdown`; returns the gRPC routes, to serve alone ([`Application::assemble`]) or beside
+/// other services on one server (the all-in-one process).
+pub async fn mount(
+    common: &CommonConfig,
+    parts: Parts,
+    shutdown: &Shutdown,
+) -> Result<Mounted, StartError> {
+    let log = Log::open(parts.storage.db().clone(), parts.signer)
+        .await
+        .map_err(|e| StartError::Dependency {
+            what: "ledger archive",
+            reason: e.to_string(),
+        })?;
+    let bus = Bus::start(common, &parts.storage, SERVICE, shutdown).await?;
+    let appended = Arc::new(Notify::new());
+    let handler = Arc::new(Ingest::new(
+        appended.clone(),
+        Arc::new(IngestCounters::default()),
+    ));
+    if bus.uses_jetstream() {
+        for source in &parts.sources {
+            let name = format!("{CONSUMER}-{source}");
+            bus.spawn_consumer(source, &name, handler.clone(), shutdown)
+                .await?;
+        }
+    } else if matches!(parts.storage.db(), Db::Postgres { .. }) {
+        // Each service's log is its own schema: only NATS carries them here.
+        return Err(StartError::NeedsNats {
+            consumer: CONSUMER.into(),
+            source_service: parts.sources.join(","),
+        });
+    } else {
+        // Embedded: every service shares this SQLite log; one consumer tails it all.
+        bus.spawn_consumer(SERVICE, CONSUMER, handler, shutdown)
+            .await?;
+    }
+    shutdown.spawn(
+        "ledger-follower",
+        follow(log.clone(), appended, parts.policy, shutdown.token()),
+    );
+    let ledger = Ledger::new(log);
+    let routes = Mount::new()
+        .add_service(LedgerServiceServer::new(LedgerApi::new(ledger.clone())))
+        .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET);
+    Ok(Mounted { routes, ledger })
 }
 
 /// The running ledger.
@@ -142,48 +206,13 @@ impl Application {
         Self::assemble(&config.common, parts).await
     }
 
-    /// Rebuilds the tree from the archive, starts the consumers, the follower and the gRPC
-    /// service.
+    /// Wires `parts` into a bound server of its own: [`mount`], then bind.
     pub async fn assemble(common: &CommonConfig, parts: Parts) -> Result<Self, StartError> {
         let shutdown = Shutdown::new();
-        let log = Log::open(parts.storage.db().clone(), parts.signer)
-            .await
-            .map_err(|e| StartError::Dependency {
-                what: "ledger archive",
-                reason: e.to_string(),
-            })?;
-        let bus = Bus::start(common, &parts.storage, SERVICE, &shutdown).await?;
-        let appended = Arc::new(Notify::new());
-        let handler = Arc::new(Ingest::new(
-            appended.clone(),
-            Arc::new(IngestCounters::default()),
-        ));
-        if bus.uses_jetstream() {
-            for source in &parts.sources {
-                let name = format!("{CONSUMER}-{source}");
-                bus.spawn_consumer(source, &name, handler.clone(), &shutdown)
-                    .await?;
-            }
-        } else if matches!(parts.storage.db(), Db::Postgres { .. }) {
-            // Each service's log is its own schema: only NATS carries them here.
-            return Err(StartError::NeedsNats {
-                consumer: CONSUMER.into(),
-                source_service: parts.sources.join(","),
-            });
-        } else {
-            // Embedded: every service shares this SQLite log; one consumer tails it all.
-            bus.spawn_consumer(SERVICE, CONSUMER, handler, &shutdown)
-                .await?;
-        }
-        shutdown.spawn(
-            "ledger-follower",
-            follow(log.clone(), appended, parts.policy, shutdown.token()),
-        );
-        let ledger = Ledger::new(log);
+        let Mounted { routes, ledger } = mount(common, parts, &shutdown).await?;
         let app = fairdeal_kit::Application::builder(common)
             .with_shutdown(shutdown)
-            .add_service(LedgerServiceServer::new(LedgerApi::new(ledger.clone())))
-            .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET)
+            .mount(routes)
             .build()
             .await?;
         Ok(Application { app, ledger })

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use fairdeal_authn::{AuthLayer, Authenticator, CallerAuthSettings, spawn_key_refresh};
 use fairdeal_kit::config::{Config, ConfigError, Section};
-use fairdeal_kit::{CommonConfig, ServeError, Shutdown};
+use fairdeal_kit::{CommonConfig, Mount, ServeError, Shutdown};
 use fairdeal_platform::{Bus, StartError, Storage};
 use fairdeal_proto::fairdeal::rating::v1::rating_service_server::RatingServiceServer;
 use fairdeal_rating::KFactor;
@@ -60,15 +60,42 @@ pub struct Parts {
 impl Parts {
     /// The parts `config` names; the database is opened and migrated.
     pub async fn from_config(config: &Config<RatingSettings>) -> Result<Self, StartError> {
+        let storage = Storage::open(&config.common, SCHEMA, &[&MIGRATIONS]).await?;
+        Self::over(config, storage)
+    }
+
+    /// The parts `config` names over an opened `storage` (migrated with [`MIGRATIONS`]; the
+    /// all-in-one process shares one between services).
+    pub fn over(config: &Config<RatingSettings>, storage: Storage) -> Result<Self, StartError> {
         let settings = &config.service;
         let k = KFactor::new(settings.k_factor)
             .map_err(|e| ConfigError::invalid("k_factor", e.to_string()))?;
         Ok(Self {
             authn: settings.auth.authenticator(settings.auth.auth_channel()?)?,
-            storage: Storage::open(&config.common, SCHEMA, &[&MIGRATIONS]).await?,
+            storage,
             k,
         })
     }
+}
+
+/// Starts the service's background tasks on `shutdown` (key refresh, the relay of the
+/// rating events, the consumer of the tables' events) and returns its gRPC routes, to serve
+/// alone ([`Application::assemble`]) or beside other services on one server (the
+/// all-in-one process).
+pub async fn mount(
+    common: &CommonConfig,
+    parts: Parts,
+    shutdown: &Shutdown,
+) -> Result<Mount, StartError> {
+    spawn_key_refresh(&parts.authn, shutdown);
+    let bus = Bus::start(common, &parts.storage, SERVICE, shutdown).await?;
+    let ratings = Ratings::new(&parts.storage, parts.k);
+    bus.spawn_consumer(SOURCE, CONSUMER, Arc::new(ratings), shutdown)
+        .await?;
+    let api = RatingApi::new(reads(parts.storage.db()));
+    Ok(Mount::new()
+        .add_service(AuthLayer::new(parts.authn).wrap(RatingServiceServer::new(api)))
+        .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET))
 }
 
 /// The running rating service.
@@ -85,20 +112,13 @@ impl Application {
         Self::assemble(&config.common, parts).await
     }
 
-    /// Wires `parts` into a bound server: key refresh, the relay of the rating events, the
-    /// consumer of the tables' events, the gRPC reads.
+    /// Wires `parts` into a bound server of its own: [`mount`], then bind.
     pub async fn assemble(common: &CommonConfig, parts: Parts) -> Result<Self, StartError> {
         let shutdown = Shutdown::new();
-        spawn_key_refresh(&parts.authn, &shutdown);
-        let bus = Bus::start(common, &parts.storage, SERVICE, &shutdown).await?;
-        let ratings = Ratings::new(&parts.storage, parts.k);
-        bus.spawn_consumer(SOURCE, CONSUMER, Arc::new(ratings), &shutdown)
-            .await?;
-        let api = RatingApi::new(reads(parts.storage.db()));
+        let routes = mount(common, parts, &shutdown).await?;
         let app = fairdeal_kit::Application::builder(common)
             .with_shutdown(shutdown)
-            .add_service(AuthLayer::new(parts.authn).wrap(RatingServiceServer::new(api)))
-            .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET)
+            .mount(routes)
             .build()
             .await?;
         Ok(Application { app })

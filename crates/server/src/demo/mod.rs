@@ -1,13 +1,16 @@
 //! The demo `up` plays while it serves: four players, each a client of the public gRPC API
-//! (their moves chosen by the engine's bot from each seat's own view), play one table to the
-//! end; then the revealed server seed re-derives every hand with `fairdeal-fairness`.
+//! (`fairdeal-client`: each move chosen by the engine's bot from the seat's own view), sign
+//! up, sit at one table, say a line each on the table's chat channel, and play the match to
+//! the end; then the revealed server seed re-derives every hand with `fairdeal-fairness`, the
+//! rating service's changes are read back (before -> after, E, S, K), and the ledger's export
+//! of the game is written under the data directory and checked by `fairdeal_cli::audit`,
+//! the code `fairdeal audit` runs, with the command to re-run that check by hand.
 //!
 //! The demo is a list of [`STEPS`], each reading and extending the shared [`Demo`] state
-//! (players, table, result). A step for another service is one entry there: e.g. a few chat
-//! lines after [`play`], the ratings after the match, the ledger export checked by the
-//! auditor's code.
+//! (players, table, result, chat, ratings, audit). A step for another service is one entry
+//! there.
 
-pub mod moves;
+pub mod text;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -18,18 +21,26 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::{Context as _, anyhow, bail};
+use fairdeal_authn::AccessToken;
+use fairdeal_client::ClientError;
 use fairdeal_fairness::Deck;
 use fairdeal_fairness::commitment::Commitment;
 use fairdeal_fairness::deal::Deal;
 use fairdeal_proto::fairdeal::auth::v1 as apb;
 use fairdeal_proto::fairdeal::auth::v1::auth_service_client::AuthServiceClient;
+use fairdeal_proto::fairdeal::chat::v1 as cpb;
+use fairdeal_proto::fairdeal::chat::v1::chat_service_client::ChatServiceClient;
+use fairdeal_proto::fairdeal::ledger::v1 as lpb;
+use fairdeal_proto::fairdeal::ledger::v1::ledger_service_client::LedgerServiceClient;
+use fairdeal_proto::fairdeal::rating::v1 as rpb;
+use fairdeal_proto::fairdeal::rating::v1::rating_service_client::RatingServiceClient;
 use fairdeal_proto::fairdeal::tables::v1 as pb;
 use fairdeal_proto::fairdeal::tables::v1::tables_service_client::TablesServiceClient;
 use pb::table_event::Event as E;
 use tonic::transport::Channel;
 use tonic::{Request, Streaming};
 
-pub use moves::{SEAT_NAMES, seat_letter};
+pub use text::{SEAT_NAMES, seat_letter};
 
 /// How long the demo waits for one thing (a mail, the next table event) before giving up.
 const WAIT: Duration = Duration::from_secs(60);
@@ -93,6 +104,8 @@ pub struct Player {
     pub user_id: String,
     /// Its access token.
     pub access_token: String,
+    /// Its calls to the tables service (`fairdeal-client`), with that token.
+    pub client: fairdeal_client::Player,
 }
 
 /// The demo's table.
@@ -111,8 +124,12 @@ pub struct TableInfo {
 pub struct Demo {
     /// The platform's one address.
     channel: Channel,
+    /// The platform's data directory (the export is written there).
+    data_dir: PathBuf,
     /// The auth service's mail directory.
     mailbox: PathBuf,
+    /// The ledger's public key (`fairdeal audit --log-key`).
+    log_key: String,
     /// Where progress goes.
     pub out: Output,
     /// The four players, by seat.
@@ -127,6 +144,12 @@ pub struct Demo {
     pub revealed: Option<pb::TableSeedRevealed>,
     /// Deals re-derived from the revealed seed and found equal to what was dealt.
     pub deals_verified: u32,
+    /// The rating changes of the game, by seat, as the rating service reports them.
+    pub ratings: Vec<rpb::RatingChanged>,
+    /// The table chat's messages as north's subscription delivered them.
+    pub chat: Vec<cpb::ChatMessage>,
+    /// The game's ledger export as written under the data directory, and its audit.
+    pub audit: Option<(PathBuf, fairdeal_cli::audit::Report)>,
 }
 
 /// A step's run.
@@ -157,6 +180,10 @@ pub const STEPS: &[Step] = &[
         run: |d| Box::pin(open_table(d)),
     },
     Step {
+        title: "Table chat: the players subscribe to the table's channel and say hello",
+        run: |d| Box::pin(chat(d)),
+    },
+    Step {
         title: "The match, each move chosen by the engine's bot from the seat's own view",
         run: |d| Box::pin(play(d)),
     },
@@ -164,11 +191,26 @@ pub const STEPS: &[Step] = &[
         title: "Fairness: the revealed seed re-derives every hand",
         run: |d| Box::pin(check_seeds(d)),
     },
+    Step {
+        title: "Ratings: the rating service rated the game (SPEC 6: after = before + K (S - E))",
+        run: |d| Box::pin(show_ratings(d)),
+    },
+    Step {
+        title: "The ledger: the game's export, checked by the same code as `fairdeal audit`",
+        run: |d| Box::pin(audit_export(d)),
+    },
 ];
 
 impl Demo {
-    /// A demo against the platform at `url`, whose auth service writes mails to `mailbox`.
-    pub async fn connect(url: &str, mailbox: &Path, out: Output) -> anyhow::Result<Demo> {
+    /// A demo against the platform at `url` whose data directory is `data_dir` (the auth
+    /// service's mails are read there, the ledger export written there) and whose ledger
+    /// signs with `log_key`'s key.
+    pub async fn connect(
+        url: &str,
+        data_dir: &Path,
+        log_key: &str,
+        out: Output,
+    ) -> anyhow::Result<Demo> {
         let channel = Channel::from_shared(url.to_owned())
             .context("platform address")?
             .connect()
@@ -176,7 +218,9 @@ impl Demo {
             .with_context(|| format!("connecting to {url}"))?;
         Ok(Demo {
             channel,
-            mailbox: mailbox.to_owned(),
+            data_dir: data_dir.to_owned(),
+            mailbox: data_dir.join(crate::platform::MAILBOX_DIR),
+            log_key: log_key.to_owned(),
             out,
             players: Vec::new(),
             table: None,
@@ -184,6 +228,9 @@ impl Demo {
             finished: None,
             revealed: None,
             deals_verified: 0,
+            ratings: Vec::new(),
+            chat: Vec::new(),
+            audit: None,
         })
     }
 
@@ -209,6 +256,21 @@ impl Demo {
         TablesServiceClient::new(self.channel.clone())
     }
 
+    /// A chat service client.
+    pub fn chat(&self) -> ChatServiceClient<Channel> {
+        ChatServiceClient::new(self.channel.clone())
+    }
+
+    /// A ledger client.
+    pub fn ledger(&self) -> LedgerServiceClient<Channel> {
+        LedgerServiceClient::new(self.channel.clone())
+    }
+
+    /// A rating service client.
+    pub fn rating(&self) -> RatingServiceClient<Channel> {
+        RatingServiceClient::new(self.channel.clone())
+    }
+
     /// The table, once [`open_table`] ran.
     pub fn table(&self) -> anyhow::Result<&TableInfo> {
         self.table.as_ref().context("no table yet")
@@ -222,16 +284,7 @@ impl Demo {
 
     /// `seat`'s view of the table.
     async fn view(&self, seat: u32) -> anyhow::Result<pb::TableView> {
-        let player = self.player(seat)?;
-        let request = pb::GetTableRequest {
-            table_id: self.table()?.id.clone(),
-        };
-        self.tables()
-            .get_table(authed(&player.access_token, request)?)
-            .await?
-            .into_inner()
-            .table
-            .context("GetTable without a table")
+        Ok(self.player(seat)?.client.view(&self.table()?.id).await?)
     }
 }
 
@@ -333,12 +386,19 @@ async fn sign_up(demo: &mut Demo) -> anyhow::Result<()> {
         demo.out.line(format!(
             "  {username:<14} registered, confirmed with the code mailed to mailbox/{file}, logged in"
         ));
+        let id = uuid::Uuid::parse_str(&user_id).context("Register's user id")?;
+        let client = fairdeal_client::Player::new(
+            id,
+            AccessToken::new(tokens.access_token.clone()),
+            demo.channel.clone(),
+        );
         demo.players.push(Player {
             seat,
             username,
             password,
             user_id,
             access_token: tokens.access_token,
+            client,
         });
     }
     Ok(())
@@ -347,19 +407,15 @@ async fn sign_up(demo: &mut Demo) -> anyhow::Result<()> {
 /// Step 2: north creates the table; everyone sits; three contribute to the client seed (the
 /// fourth seat taken starts the match and deals the first hand).
 async fn open_table(demo: &mut Demo) -> anyhow::Result<()> {
-    let mut tables = demo.tables();
-    let creator = demo.player(0)?.clone();
-    let created = tables
-        .create_table(authed(
-            &creator.access_token,
-            pb::CreateTableRequest {
-                options: None,
-                bot_seats: vec![],
-                move_seconds: 0,
-            },
-        )?)
-        .await?
-        .into_inner();
+    let created = demo
+        .player(0)?
+        .client
+        .create_table(pb::CreateTableRequest {
+            options: None,
+            bot_seats: vec![],
+            move_seconds: 0,
+        })
+        .await?;
     demo.out.line(format!("  table {}", created.table_id));
     demo.out.line(format!(
         "  commitment (SHA-256 of the server seed): {} (short code {})",
@@ -367,16 +423,7 @@ async fn open_table(demo: &mut Demo) -> anyhow::Result<()> {
     ));
     let mut seated_version = created.version;
     for player in demo.players.clone() {
-        let sat = tables
-            .sit(authed(
-                &player.access_token,
-                pb::SitRequest {
-                    table_id: created.table_id.clone(),
-                    seat: player.seat,
-                },
-            )?)
-            .await?
-            .into_inner();
+        let sat = player.client.sit(&created.table_id, player.seat).await?;
         seated_version = sat.version;
         let mut line = format!(
             "  {} sits {} (sees short code {})",
@@ -384,17 +431,10 @@ async fn open_table(demo: &mut Demo) -> anyhow::Result<()> {
         );
         if player.seat < 3 {
             let contribution = format!("{}'s luck {}", player.username, random_hex(4)?);
-            let done = tables
-                .contribute_seed(authed(
-                    &player.access_token,
-                    pb::ContributeSeedRequest {
-                        table_id: created.table_id.clone(),
-                        contribution: contribution.clone(),
-                    },
-                )?)
-                .await?
-                .into_inner();
-            seated_version = done.version;
+            seated_version = player
+                .client
+                .contribute(&created.table_id, &contribution)
+                .await?;
             line.push_str(&format!(
                 " and contributes {contribution:?} to the client seed"
             ));
@@ -488,19 +528,19 @@ impl Progress {
             E::BidPlaced(b) => self.auction.push(format!(
                 "{} {}",
                 seat_letter(b.seat),
-                moves::bid_text(b.bid.as_ref())
+                text::bid_text(b.bid.as_ref())
             )),
             E::PlayerPassed(p) => self.auction.push(format!("{} pass", seat_letter(p.seat))),
             E::AuctionWon(a) => out.line(format!(
                 "    auction {} -> contract {} {}",
                 self.auction.join(", "),
                 seat_letter(a.seat),
-                moves::bid_text(a.bid.as_ref())
+                text::bid_text(a.bid.as_ref())
             )),
             E::TrumpNamed(t) => out.line(format!(
                 "    {} names {} trump",
                 seat_letter(t.seat),
-                moves::suit_name(t.suit)
+                text::suit_name(t.suit)
             )),
             E::CardPlayed(c) => self
                 .trick
@@ -530,7 +570,7 @@ impl Progress {
                 out.line(format!(
                     "    contract {} {} {verdict} (tricks N-S {} : E-W {}): N-S {:+} E-W {:+}; scores N-S {} : E-W {}",
                     seat_letter(s.declarer),
-                    moves::bid_text(s.bid.as_ref()),
+                    text::bid_text(s.bid.as_ref()),
                     self.tricks_won[0],
                     self.tricks_won[1],
                     of(&s.deltas, 0),
@@ -571,18 +611,7 @@ impl Progress {
 /// whoever must act reads its own view, lets the bot choose, and acts.
 async fn play(demo: &mut Demo) -> anyhow::Result<()> {
     let table = demo.table()?.clone();
-    let north = demo.player(0)?.clone();
-    let mut tables = demo.tables();
-    let mut watch = tables
-        .watch(authed(
-            &north.access_token,
-            pb::WatchRequest {
-                table_id: table.id.clone(),
-                after_version: 0,
-            },
-        )?)
-        .await?
-        .into_inner();
+    let mut watch = demo.player(0)?.client.watch(&table.id, 0).await?;
     let mut progress = Progress::default();
     progress
         .follow(&mut watch, table.seated_version, &demo.out)
@@ -604,27 +633,22 @@ async fn play(demo: &mut Demo) -> anyhow::Result<()> {
             continue;
         };
         let mine = demo.view(turn).await?;
-        let Some(action) = moves::choose(&mine, 0x5eed ^ u64::from(turn))? else {
+        let Some(action) = fairdeal_client::choose(&mine, 0x5eed ^ u64::from(turn))? else {
             // The view changed since (a turn clock fired): read on.
             continue;
         };
-        let player = demo.player(turn)?;
-        let acted = tables
-            .act(authed(
-                &player.access_token,
-                pb::ActRequest {
-                    table_id: table.id.clone(),
-                    expected_version: mine.version,
-                    command_id: uuid::Uuid::now_v7().to_string(),
-                    action: Some(action),
-                },
-            )?)
+        let acted = demo
+            .player(turn)?
+            .client
+            .act(&table.id, mine.version, action)
             .await;
         let version = match acted {
-            Ok(response) => response.into_inner().version,
+            Ok(version) => version,
             // The table moved on under us (a turn clock): decide again from a fresh view.
-            Err(status) if status.code() == tonic::Code::Aborted => continue,
-            Err(status) => return Err(status).context("Act"),
+            Err(ClientError::Status(status)) if status.code() == tonic::Code::Aborted => {
+                continue;
+            }
+            Err(error) => return Err(error).context("Act"),
         };
         progress.follow(&mut watch, version, &demo.out).await?;
         moves += 1;
@@ -677,18 +701,7 @@ async fn check_seeds(demo: &mut Demo) -> anyhow::Result<()> {
         _ => Deck::Dix,
     };
     // After the game every event is public: replay the table from the start.
-    let north = demo.player(0)?.clone();
-    let mut replay = demo
-        .tables()
-        .watch(authed(
-            &north.access_token,
-            pb::WatchRequest {
-                table_id: table.id.clone(),
-                after_version: 0,
-            },
-        )?)
-        .await?
-        .into_inner();
+    let mut replay = demo.player(0)?.client.watch(&table.id, 0).await?;
     let mut current: Option<(u32, Deal)> = None;
     let mut matched: BTreeMap<u32, u32> = BTreeMap::new();
     let mut version = 0;
@@ -746,5 +759,303 @@ async fn check_seeds(demo: &mut Demo) -> anyhow::Result<()> {
         "  fairness check passed: {} deals re-derived with fairdeal-fairness",
         demo.deals_verified
     ));
+    Ok(())
+}
+
+/// How often the ratings step asks whether the game is rated yet (the rating service's
+/// consumer rates it in the background once the tables' `GameFinished` is appended).
+const RATING_POLL: Duration = Duration::from_millis(100);
+
+/// Step 5: each player's change for this game, read from the rating service's history (as
+/// any logged-in client can); waits until the consumer has rated the game.
+async fn show_ratings(demo: &mut Demo) -> anyhow::Result<()> {
+    let table = demo.table()?.clone();
+    let mut rating = demo.rating();
+    let mut changes = Vec::new();
+    for player in demo.players.clone() {
+        let wait = async {
+            loop {
+                let history = rating
+                    .list_rating_history(authed(
+                        &player.access_token,
+                        rpb::ListRatingHistoryRequest {
+                            player_id: player.user_id.clone(),
+                            game_kind: String::new(),
+                            page_size: 0,
+                            page_token: String::new(),
+                        },
+                    )?)
+                    .await?
+                    .into_inner();
+                if let Some(change) = history
+                    .entries
+                    .into_iter()
+                    .filter_map(|e| e.change)
+                    .find(|c| c.table_id == table.id)
+                {
+                    return anyhow::Ok(change);
+                }
+                tokio::time::sleep(RATING_POLL).await;
+            }
+        };
+        let change = tokio::time::timeout(WAIT, wait)
+            .await
+            .map_err(|_| anyhow!("{} not rated within {WAIT:?}", player.username))??;
+        demo.out.line(format!(
+            "  {:<14} {} {:>7.1} -> {:>7.1} ({:+.1}): E {:.3}, S {}, K {}{}",
+            player.username,
+            seat_letter(change.seat),
+            change.rating_before,
+            change.rating_after,
+            change.rating_after - change.rating_before,
+            change.expectation,
+            change.score,
+            change.k,
+            if change.abandoned { " (abandoned)" } else { "" },
+        ));
+        changes.push(change);
+    }
+    if let Some(kind) = changes.first().map(|c| c.game_kind.clone()) {
+        demo.out.line(format!(
+            "  rated in {kind}; each player's history: fairdeal.rating.v1.RatingService/ListRatingHistory"
+        ));
+    }
+    demo.ratings = changes;
+    Ok(())
+}
+
+/// What the demo's players say at the table, by seat.
+const CHAT_LINES: [&str; 4] = [
+    "Good luck, everyone!",
+    "Have fun. May the cards be kind.",
+    "Hello from south: let's play.",
+    "gl hf",
+];
+
+/// How often a subscription is retried while the chat has not yet seen the player sit (its
+/// membership consumer reads the tables' events in the background).
+const CHAT_RETRY: Duration = Duration::from_millis(100);
+
+/// `player`'s subscription to `channel`, once connected (its first item).
+async fn subscribe(
+    demo: &Demo,
+    player: &Player,
+    channel: &str,
+) -> anyhow::Result<Streaming<cpb::SubscribeResponse>> {
+    let mut chat = demo.chat();
+    let wait = async {
+        loop {
+            let request = authed(
+                &player.access_token,
+                cpb::SubscribeRequest {
+                    channel: channel.to_owned(),
+                },
+            )?;
+            match chat.subscribe(request).await {
+                Ok(response) => {
+                    let mut stream = response.into_inner();
+                    match stream.message().await?.and_then(|r| r.item) {
+                        Some(cpb::subscribe_response::Item::Connected(_)) => {
+                            return anyhow::Ok(stream);
+                        }
+                        other => bail!("a subscription began with {other:?}, not Connected"),
+                    }
+                }
+                // Not a member yet: the chat has not read the Sit event yet.
+                Err(status) if status.code() == tonic::Code::PermissionDenied => {
+                    tokio::time::sleep(CHAT_RETRY).await;
+                }
+                Err(status) => return Err(status).context("Subscribe"),
+            }
+        }
+    };
+    tokio::time::timeout(WAIT, wait).await.map_err(|_| {
+        anyhow!(
+            "{} could not subscribe to {channel} within {WAIT:?}",
+            player.username
+        )
+    })?
+}
+
+/// Step 3: every player subscribes to `table-<id>` (the chat knows the members from the
+/// tables' events); each posts a line, printed as north's subscription delivers it. The
+/// match is on (the last seat taken started it); the channel turns read-only at its end.
+async fn chat(demo: &mut Demo) -> anyhow::Result<()> {
+    let channel = format!("table-{}", demo.table()?.id);
+    let mut streams = Vec::new();
+    for player in &demo.players {
+        streams.push(subscribe(demo, player, &channel).await?);
+    }
+    demo.out.line(format!(
+        "  the four players are subscribed to {channel} (fairdeal.chat.v1.ChatService/Subscribe)"
+    ));
+    let mut chat = demo.chat();
+    let north = streams.first_mut().context("no subscription")?;
+    for (player, text) in demo.players.clone().iter().zip(CHAT_LINES) {
+        let posted = chat
+            .post(authed(
+                &player.access_token,
+                cpb::PostRequest {
+                    channel: channel.clone(),
+                    text: text.to_owned(),
+                },
+            )?)
+            .await
+            .context("Post")?
+            .into_inner()
+            .message
+            .context("Post without the message")?;
+        // Printed as it arrives on north's subscription, not from Post's answer.
+        let arrived = loop {
+            let item = tokio::time::timeout(WAIT, north.message())
+                .await
+                .map_err(|_| anyhow!("no chat message within {WAIT:?}"))??
+                .context("north's subscription ended")?;
+            if let Some(cpb::subscribe_response::Item::Message(m)) = item.item
+                && m.message_id == posted.message_id
+            {
+                break m;
+            }
+        };
+        let author = demo
+            .players
+            .iter()
+            .find(|p| p.user_id == arrived.author_id)
+            .map_or("?", |p| p.username.as_str());
+        demo.out.line(format!(
+            "  [chat #{}] {author}: {}",
+            arrived.seq, arrived.text
+        ));
+        demo.chat.push(arrived);
+    }
+    Ok(())
+}
+
+/// The directory under the data directory receiving the demo's ledger exports.
+pub const EXPORTS_DIR: &str = "exports";
+
+/// How often the ledger step asks again while the ledger has not yet ingested the game to
+/// its end (its consumer tails the shared log in the background; there is no signal to wait
+/// on from a client).
+const LEDGER_POLL: Duration = Duration::from_millis(100);
+
+/// The ledger's export of `table_id` (its NDJSON lines).
+async fn export_game(
+    ledger: &mut LedgerServiceClient<Channel>,
+    table_id: &str,
+) -> Result<Vec<String>, tonic::Status> {
+    let mut stream = ledger
+        .export_game(lpb::ExportGameRequest {
+            table_id: table_id.to_owned(),
+            previous_tree_sizes: vec![],
+        })
+        .await?
+        .into_inner();
+    let mut lines = Vec::new();
+    while let Some(chunk) = stream.message().await? {
+        lines.extend(chunk.lines);
+    }
+    Ok(lines)
+}
+
+/// A path or key as one shell word (single-quoted unless plainly safe).
+fn shell_word(text: &str) -> String {
+    if !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,".contains(&b))
+    {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
+/// Step 7: the ledger's export of the game (every event of it, each with its inclusion
+/// proof under a signed checkpoint), written under the data directory and checked by
+/// `fairdeal_cli::audit::audit`, the code `fairdeal audit` runs; then the command to run
+/// that check by hand.
+async fn audit_export(demo: &mut Demo) -> anyhow::Result<()> {
+    let table = demo.table()?.clone();
+    let verifier: fairdeal_tlog::NoteVerifier = demo
+        .log_key
+        .parse()
+        .map_err(|e| anyhow!("the ledger's log key: {e}"))?;
+    let mut ledger = demo.ledger();
+    let rated = demo.ratings.len() as u64;
+    // Until the ledger has ingested the game to its seed reveal and its rating changes.
+    let wait = async {
+        loop {
+            match export_game(&mut ledger, &table.id).await {
+                Ok(lines) => {
+                    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+                    let report = fairdeal_cli::audit::audit(&text, &verifier, None);
+                    if report.ratings >= rated {
+                        return anyhow::Ok((text, report));
+                    }
+                }
+                Err(status)
+                    if matches!(
+                        status.code(),
+                        tonic::Code::NotFound | tonic::Code::FailedPrecondition
+                    ) => {}
+                Err(status) => return Err(status).context("ExportGame"),
+            }
+            tokio::time::sleep(LEDGER_POLL).await;
+        }
+    };
+    let (text, report) = tokio::time::timeout(WAIT, wait)
+        .await
+        .map_err(|_| anyhow!("the ledger did not export the whole game within {WAIT:?}"))??;
+    let dir = demo.data_dir.join(EXPORTS_DIR);
+    crate::secrets::create_private_dir(&dir)?;
+    let file = dir.join(format!("game-{}.ndjson", table.id));
+    std::fs::write(&file, &text).with_context(|| format!("writing {}", file.display()))?;
+    demo.out.line(format!(
+        "  ExportGame: {} events of {} streams under the checkpoint of tree size {}, written to {}",
+        report.events,
+        report.streams,
+        report.tree_size,
+        file.display()
+    ));
+    let checked: Vec<String> = report
+        .checks
+        .iter()
+        .filter(|(_, count)| count.checked > 0)
+        .map(|(check, count)| format!("{check} {}", count.checked))
+        .collect();
+    demo.out
+        .line(format!("  checks run: {}", checked.join(", ")));
+    demo.out.line(format!(
+        "  re-derived: {} hands, {} moves replayed by the rules engine, {} rating changes recomputed",
+        report.hands, report.moves, report.ratings
+    ));
+    let verdict = if report.failures.is_empty() {
+        "passed"
+    } else {
+        "FAILED"
+    };
+    demo.out.line(format!(
+        "  audit verdict: {verdict} ({} failed checks)",
+        report.failures.len()
+    ));
+    for failure in report.failures.iter().take(5) {
+        demo.out.line(format!(
+            "    {} at line {}: {}",
+            failure.check, failure.line, failure.detail
+        ));
+    }
+    demo.out.line(format!("  log key: {}", demo.log_key));
+    demo.out.line("  check it yourself (from the repository):");
+    demo.out.line(format!(
+        "  cargo run -q -p fairdeal-cli -- audit {} --log-key {}",
+        shell_word(&file.display().to_string()),
+        shell_word(&demo.log_key)
+    ));
+    let failed = report.failures.len();
+    demo.audit = Some((file, report));
+    if failed > 0 {
+        bail!("the audit of the game's export failed {failed} checks");
+    }
     Ok(())
 }
