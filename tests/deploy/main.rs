@@ -334,7 +334,10 @@ async fn ledger_key(bin_dir: &Path) -> anyhow::Result<String> {
         .env_clear()
         .output()
         .await?;
-    ensure!(output.status.success(), "fairdeal-ledger --generate-key failed");
+    ensure!(
+        output.status.success(),
+        "fairdeal-ledger --generate-key failed"
+    );
     let text = String::from_utf8(output.stdout)?;
     let key = text.lines().next().unwrap_or_default();
     ensure!(
@@ -628,16 +631,7 @@ async fn compose_services_run_natively_and_play_a_bot_table() {
         let token = play::player_token(&url("auth"), &mail).await?;
         let before = more::ledger_status(&url("ledger")).await?;
         let played = play::play_bot_table(&url("tables"), &token).await?;
-        // Signed over more leaves than the ledger held before the table: the table's events.
-        let checkpoint = more::ledger_checkpoint_above(&url("ledger"), before.tree_size).await?;
-        println!(
-            "ledger: {} leaves before the table, then a signed checkpoint of {} leaves",
-            before.tree_size, checkpoint.tree_size
-        );
-        let message = more::chat_round_trip(&url("chat"), &token).await?;
-        println!("chat: message {message} posted, delivered and in the lobby's history");
-        let entries = more::leaderboard(&url("rating"), &token).await?;
-        println!("rating: the leaderboard answers ({entries} entries)");
+        more::check_after_table(&url, &token, &before).await?;
         anyhow::Ok(played)
     }
     .await;
@@ -679,7 +673,13 @@ async fn compose_stack_plays_a_bot_table() {
     let token = play::player_token(&urls["auth"], &mail)
         .await
         .unwrap_or_else(|e| panic!("{e:#}"));
+    let before = more::ledger_status(&urls["ledger"])
+        .await
+        .unwrap_or_else(|e| panic!("{e:#}"));
     let played = play::play_bot_table(&urls["tables"], &token)
+        .await
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    more::check_after_table(&|name| urls[name].clone(), &token, &before)
         .await
         .unwrap_or_else(|e| panic!("{e:#}"));
     assert!(

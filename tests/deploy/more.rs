@@ -32,7 +32,10 @@ pub(crate) async fn chat_round_trip(chat_url: &str, token: &str) -> anyhow::Resu
         .await
         .context("chat Subscribe")?
         .into_inner();
-    let first = stream.message().await.context("chat Subscribe: first item")?;
+    let first = stream
+        .message()
+        .await
+        .context("chat Subscribe: first item")?;
     ensure!(
         matches!(
             first.and_then(|f| f.item),
@@ -164,4 +167,24 @@ pub(crate) async fn ledger_checkpoint_above(
         // Checkpoints are signed on a timer; nothing to wait on from outside.
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+}
+
+/// After a played table: the ledger signs a checkpoint over more leaves than it held
+/// `before` the table (its events), a chat round trip in the lobby, a leaderboard read.
+/// `url` names each service's address.
+pub(crate) async fn check_after_table(
+    url: &dyn Fn(&str) -> String,
+    token: &str,
+    before: &lpb::GetStatusResponse,
+) -> anyhow::Result<()> {
+    let checkpoint = ledger_checkpoint_above(&url("ledger"), before.tree_size).await?;
+    println!(
+        "ledger: {} leaves before the table, then a signed checkpoint of {} leaves",
+        before.tree_size, checkpoint.tree_size
+    );
+    let message = chat_round_trip(&url("chat"), token).await?;
+    println!("chat: message {message} posted, delivered and in the lobby's history");
+    let entries = leaderboard(&url("rating"), token).await?;
+    println!("rating: the leaderboard answers ({entries} entries)");
+    Ok(())
 }

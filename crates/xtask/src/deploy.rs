@@ -7,7 +7,8 @@
 //!   virtual environment under the target directory; without kubectl or python3 the check is
 //!   skipped, and says so.
 //! - [`secrets`]: a fresh set of the compose stack's secret files (database password, seed
-//!   key, the internal services' secrets and the auth service's list of their hashes).
+//!   key, the internal services' secrets and the auth service's list of their hashes, the
+//!   ledger's checkpoint signing key from `fairdeal-ledger --generate-key`).
 //! - [`check`]: builds the image, starts the compose stack under its own project name with
 //!   fresh secrets and free host ports, waits until every service reports healthy, plays a
 //!   table of bots to GameFinished through it (the `fairdeal-e2e` test `deploy`'s ignored
@@ -297,7 +298,15 @@ fn ledger_key(origin: &str) -> Result<String, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut command = Command::new(cargo);
     command
-        .args(["run", "--quiet", "-p", "fairdeal-ledger", "--", "--generate-key", origin])
+        .args([
+            "run",
+            "--quiet",
+            "-p",
+            "fairdeal-ledger",
+            "--",
+            "--generate-key",
+            origin,
+        ])
         .current_dir(root())
         .stdin(Stdio::null())
         .stderr(Stdio::inherit());
