@@ -292,9 +292,9 @@ fn sha256_hex(text: &str) -> Result<String, String> {
 /// The origin (key name) of the compose stack's ledger.
 const LEDGER_ORIGIN: &str = "fairdeal-ledger";
 
-/// A fresh ledger signing key named `origin`: the first line of `fairdeal-ledger
-/// --generate-key` (the second is its public verifier key), run through cargo.
-fn ledger_key(origin: &str) -> Result<String, String> {
+/// A fresh ledger signing key named `origin` and its public verifier key: the two lines of
+/// `fairdeal-ledger --generate-key`, run through cargo.
+fn ledger_key(origin: &str) -> Result<(String, String), String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut command = Command::new(cargo);
     command
@@ -316,9 +316,12 @@ fn ledger_key(origin: &str) -> Result<String, String> {
         .output()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
     let text = String::from_utf8_lossy(&output.stdout);
-    match text.lines().next() {
-        Some(key) if output.status.success() && key.starts_with("PRIVATE+KEY+") => {
-            Ok(key.to_owned())
+    let mut lines = text.lines();
+    match (lines.next(), lines.next()) {
+        (Some(key), Some(verifier))
+            if output.status.success() && key.starts_with("PRIVATE+KEY+") =>
+        {
+            Ok((key.to_owned(), verifier.to_owned()))
         }
         _ => Err(format!(
             "fairdeal-ledger --generate-key failed ({})",
@@ -372,12 +375,15 @@ pub(crate) fn secrets(dir: &Path) -> Result<(), String> {
             format!("database_url = \"{database}\"\n"),
         ));
     }
+    let (ledger_key, ledger_verifier) = ledger_key(LEDGER_ORIGIN)?;
+    // Public: what auditors give `fairdeal audit --log-key`.
+    files.push(("ledger.pub".to_owned(), format!("{ledger_verifier}\n")));
     files.push((
         "ledger.toml".to_owned(),
         format!(
             "database_url = \"{database}\"\n# The checkpoint signing key (Ed25519, Go's note \
              format; its name is the log's origin).\nsigning_key = \"{}\"\n",
-            ledger_key(LEDGER_ORIGIN)?
+            ledger_key
         ),
     ));
     files.push((
