@@ -104,8 +104,9 @@ const NEEDS: &[(&str, &[(&str, &str)])] = &[
     ("ledger", &[("FAIRDEAL_NATS_URL", "nats")]),
 ];
 
-/// The services whose events each service consumes over NATS: compose must start it after
-/// them (healthy), so that their streams exist.
+/// The services whose events each service consumes over NATS: compose starts it after them
+/// (healthy), the stack's data-flow order (not required for correctness: a durable consumer
+/// created first waits for the events).
 const CONSUMES: &[(&str, &[&str])] = &[
     ("chat", &["tables"]),
     ("rating", &["tables"]),
