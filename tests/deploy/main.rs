@@ -3,7 +3,8 @@
 //! - `compose_names_every_binary_with_its_settings`: docker-compose.yml parses (merge keys and
 //!   interpolation as compose does them), runs every binary deploy/Dockerfile builds, each
 //!   with its service name, its secret file, the addresses of what it calls (and waits for
-//!   them, healthy), a health check and a published port, and no secret in its environment.
+//!   them, healthy), waits for the services whose events it consumes (healthy), a health
+//!   check and a published port, and no secret in its environment.
 //! - `compose_services_run_natively_and_play_a_bot_table` (the smoke test): starts every
 //!   fairdeal service of the compose file as a native process with exactly the command and
 //!   environment compose gives it (plus the image's `ENV`), the compose host names mapped to
@@ -14,7 +15,12 @@
 //!   (`FAIRDEAL_SUBJECT_PREFIX`); the secret files hold the test database's URL. Each service
 //!   starts once what it depends on serves (compose's order); the compose health check
 //!   command (`fairdeal-health-probe`) must pass for each. Then a player registers, confirms
-//!   with the mailed code, logs in and plays a table with three bots to GameFinished.
+//!   with the mailed code, logs in and plays a table with three bots to GameFinished; the
+//!   ledger (its signing key from `fairdeal-ledger --generate-key`) must then sign a
+//!   checkpoint over more leaves than it held before the table (no stream halted, no event
+//!   refused); the player posts in the chat's lobby and receives the message on a
+//!   subscription and in the history (presence and the rate limit in Redis); the rating
+//!   service's leaderboard answers.
 //! - `compose_stack_plays_a_bot_table` (ignored): the same player against a running compose
 //!   stack, at the addresses `cargo xtask deploy-check` passes in `FAIRDEAL_DEPLOY_URLS`
 //!   (`auth=http://127.0.0.1:port,tables=...`) with the mail catcher's directory in
@@ -26,6 +32,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 mod compose;
+mod more;
 mod play;
 mod smtp;
 
@@ -82,6 +89,31 @@ const NEEDS: &[(&str, &[(&str, &str)])] = &[
             ("FAIRDEAL_DEALING_URL", "dealing"),
         ],
     ),
+    (
+        "chat",
+        &[
+            ("FAIRDEAL_NATS_URL", "nats"),
+            ("FAIRDEAL_REDIS_URL", "redis"),
+            ("FAIRDEAL_AUTH_URL", "auth"),
+        ],
+    ),
+    (
+        "rating",
+        &[("FAIRDEAL_NATS_URL", "nats"), ("FAIRDEAL_AUTH_URL", "auth")],
+    ),
+    ("ledger", &[("FAIRDEAL_NATS_URL", "nats")]),
+];
+
+/// The services whose events each service consumes over NATS: compose starts it after them
+/// (healthy), the stack's data-flow order (not required for correctness: a durable consumer
+/// created first waits for the events).
+const CONSUMES: &[(&str, &[&str])] = &[
+    ("chat", &["tables"]),
+    ("rating", &["tables"]),
+    (
+        "ledger",
+        &["auth", "commitment", "dealing", "tables", "chat", "rating"],
+    ),
 ];
 
 /// The keys each service's secret file must hold (checked on the files the smoke test and
@@ -91,6 +123,9 @@ const SECRET_KEYS: &[(&str, &[&str])] = &[
     ("commitment", &["database_url", "seed_keys"]),
     ("dealing", &["database_url", "service_secret"]),
     ("tables", &["database_url", "service_secret"]),
+    ("chat", &["database_url"]),
+    ("rating", &["database_url"]),
+    ("ledger", &["database_url", "signing_key"]),
 ];
 
 /// Names of settings that are secrets and must never be in a compose `environment`.
@@ -100,6 +135,7 @@ const SECRET_WORDS: &[&str] = &[
     "SEED_KEYS",
     "CREDENTIALS",
     "DATABASE_URL",
+    "SIGNING_KEY",
 ];
 
 /// deploy/Dockerfile as the checks need it.
@@ -256,6 +292,18 @@ fn compose_names_every_binary_with_its_settings() {
                 context(&format!("depends_on {host}"))
             );
         }
+        for producer in CONSUMES
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(&[][..], |(_, p)| *p)
+        {
+            assert_eq!(
+                service.depends_on.get(*producer).map(String::as_str),
+                Some("service_healthy"),
+                "{}",
+                context(&format!("consumes {producer}'s events: depends_on it"))
+            );
+        }
         assert_eq!(
             service.healthcheck.as_deref(),
             Some(&["CMD".to_owned(), "fairdeal-health-probe".to_owned()][..]),
@@ -280,8 +328,28 @@ fn compose_names_every_binary_with_its_settings() {
 // ---------------------------------------------------------------------------------------
 // The native smoke test.
 
+/// A fresh ledger signing key from `fairdeal-ledger --generate-key` in `bin_dir`.
+async fn ledger_key(bin_dir: &Path) -> anyhow::Result<String> {
+    let output = Command::new(bin_dir.join("fairdeal-ledger"))
+        .args(["--generate-key", "fairdeal-deploy-check"])
+        .env_clear()
+        .output()
+        .await?;
+    ensure!(
+        output.status.success(),
+        "fairdeal-ledger --generate-key failed"
+    );
+    let text = String::from_utf8(output.stdout)?;
+    let key = text.lines().next().unwrap_or_default();
+    ensure!(
+        key.starts_with("PRIVATE+KEY+fairdeal-deploy-check+"),
+        "fairdeal-ledger --generate-key printed no key"
+    );
+    Ok(key.to_owned())
+}
+
 /// Writes the secret files a compose stack needs into `dir`, with `database_url` as given.
-fn write_secrets(dir: &Path, database_url: &str) -> anyhow::Result<()> {
+fn write_secrets(dir: &Path, database_url: &str, ledger_key: &str) -> anyhow::Result<()> {
     let hex32 = || {
         let mut bytes = [0u8; 32];
         getrandom::fill(&mut bytes).expect("the system's random generator");
@@ -314,7 +382,17 @@ fn write_secrets(dir: &Path, database_url: &str) -> anyhow::Result<()> {
             "tables",
             format!("database_url = \"{database_url}\"\nservice_secret = \"{tables}\"\n"),
         ),
+        ("chat", format!("database_url = \"{database_url}\"\n")),
+        ("rating", format!("database_url = \"{database_url}\"\n")),
+        (
+            "ledger",
+            format!("database_url = \"{database_url}\"\nsigning_key = \"{ledger_key}\"\n"),
+        ),
     ];
+    ensure!(
+        files.len() == SECRET_KEYS.len(),
+        "a secret file for each service"
+    );
     for (name, text) in files {
         let keys = SECRET_KEYS
             .iter()
@@ -354,13 +432,24 @@ fn binaries(services: &[String]) -> anyhow::Result<PathBuf> {
     };
     let mut names: Vec<String> = services.iter().map(|s| format!("fairdeal-{s}")).collect();
     names.push("fairdeal-health-probe".to_owned());
+    // The packages (the rating service's binary is in `fairdeal-rating-service`).
+    let packages: Vec<String> = names
+        .iter()
+        .map(|n| {
+            if n == "fairdeal-rating" {
+                "fairdeal-rating-service".to_owned()
+            } else {
+                n.clone()
+            }
+        })
+        .collect();
     let missing: Vec<&String> = names.iter().filter(|n| !dir.join(n).is_file()).collect();
     ensure!(
         missing.is_empty(),
         "{missing:?} not found in {}: `cargo xtask test` builds them; or run `cargo build {}` \
          first",
         dir.display(),
-        names
+        packages
             .iter()
             .map(|n| format!("-p {n}"))
             .collect::<Vec<_>>()
@@ -472,7 +561,8 @@ async fn compose_services_run_natively_and_play_a_bot_table() {
     std::fs::create_dir_all(&secrets).unwrap();
     std::fs::create_dir_all(&mail).unwrap();
     let database = fairdeal_testkit::TestDatabase::create().await.unwrap();
-    write_secrets(&secrets, database.url()).unwrap();
+    let key = ledger_key(&bin_dir).await.unwrap();
+    write_secrets(&secrets, database.url(), &key).unwrap();
 
     let smtp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let smtp_addr = smtp.local_addr().unwrap();
@@ -540,7 +630,10 @@ async fn compose_services_run_natively_and_play_a_bot_table() {
     let url = |name: &str| format!("http://{}", hosts[&(name.to_owned(), CONTAINER_PORT)]);
     let result = async {
         let token = play::player_token(&url("auth"), &mail).await?;
-        play::play_bot_table(&url("tables"), &token).await
+        let before = more::ledger_status(&url("ledger")).await?;
+        let played = play::play_bot_table(&url("tables"), &token).await?;
+        more::check_after_table(&url, &token, &before).await?;
+        anyhow::Ok(played)
     }
     .await;
     if let Err(error) = &result {
@@ -581,7 +674,13 @@ async fn compose_stack_plays_a_bot_table() {
     let token = play::player_token(&urls["auth"], &mail)
         .await
         .unwrap_or_else(|e| panic!("{e:#}"));
+    let before = more::ledger_status(&urls["ledger"])
+        .await
+        .unwrap_or_else(|e| panic!("{e:#}"));
     let played = play::play_bot_table(&urls["tables"], &token)
+        .await
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    more::check_after_table(&|name| urls[name].clone(), &token, &before)
         .await
         .unwrap_or_else(|e| panic!("{e:#}"));
     assert!(

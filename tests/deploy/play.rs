@@ -38,7 +38,7 @@ pub(crate) struct Played {
     pub(crate) seed_revealed: bool,
 }
 
-fn channel(url: &str) -> anyhow::Result<Channel> {
+pub(crate) fn channel(url: &str) -> anyhow::Result<Channel> {
     Ok(Endpoint::from_shared(url.to_owned())
         .with_context(|| format!("bad URL {url}"))?
         .connect_timeout(Duration::from_secs(5))
@@ -46,7 +46,7 @@ fn channel(url: &str) -> anyhow::Result<Channel> {
         .connect_lazy())
 }
 
-fn authorized<T>(message: T, token: &str) -> anyhow::Result<Request<T>> {
+pub(crate) fn authorized<T>(message: T, token: &str) -> anyhow::Result<Request<T>> {
     let mut request = Request::new(message);
     let value: MetadataValue<_> = format!("Bearer {token}").parse()?;
     request.metadata_mut().insert("authorization", value);

@@ -7,7 +7,8 @@
 //!   virtual environment under the target directory; without kubectl or python3 the check is
 //!   skipped, and says so.
 //! - [`secrets`]: a fresh set of the compose stack's secret files (database password, seed
-//!   key, the internal services' secrets and the auth service's list of their hashes).
+//!   key, the internal services' secrets and the auth service's list of their hashes, the
+//!   ledger's checkpoint signing key from `fairdeal-ledger --generate-key`).
 //! - [`check`]: builds the image, starts the compose stack under its own project name with
 //!   fresh secrets and free host ports, waits until every service reports healthy, plays a
 //!   table of bots to GameFinished through it (the `fairdeal-e2e` test `deploy`'s ignored
@@ -24,6 +25,10 @@ use crate::say;
 
 /// The internal services that get their own token from auth (a secret each).
 const CALLERS: &[&str] = &["dealing", "tables"];
+
+/// The services whose secret file holds only the database URL (they verify callers' tokens
+/// with auth's published keys and call no other service).
+const DATABASE_ONLY: &[&str] = &["chat", "rating"];
 
 /// The compose project deploy-check runs under (its containers, network and volumes), unless
 /// `FAIRDEAL_DEPLOY_PROJECT` names another (to run two checks side by side).
@@ -212,6 +217,16 @@ pub(crate) fn image_services() -> Result<Vec<String>, String> {
         .ok_or_else(|| format!("{} has no ARG SERVICES=\"...\"", path.display()))
 }
 
+/// The package building the binary `fairdeal-<service>`: `fairdeal-<service>`, except the
+/// rating service's `fairdeal-rating-service` (`fairdeal-rating` is the rules' library; the
+/// same exception as deploy/Dockerfile's `case`).
+pub(crate) fn package_of(service: &str) -> String {
+    match service {
+        "rating" => "fairdeal-rating-service".to_owned(),
+        _ => format!("fairdeal-{service}"),
+    }
+}
+
 /// Builds the service binaries and the health probe for the smoke test (tests/deploy), in
 /// the profile of the test run; returns the directory holding them. A test cannot build
 /// them itself: the `cargo test` running it holds the build directory's lock.
@@ -223,7 +238,7 @@ pub(crate) fn build_binaries(release: bool) -> Result<PathBuf, String> {
         command.arg("--release");
     }
     for service in image_services()? {
-        command.arg("-p").arg(format!("fairdeal-{service}"));
+        command.arg("-p").arg(package_of(&service));
     }
     command.args(["-p", "fairdeal-health-probe"]);
     crate::clean_cargo_env(&mut command);
@@ -274,6 +289,47 @@ fn sha256_hex(text: &str) -> Result<String, String> {
     }
 }
 
+/// The origin (key name) of the compose stack's ledger.
+const LEDGER_ORIGIN: &str = "fairdeal-ledger";
+
+/// A fresh ledger signing key named `origin` and its public verifier key: the two lines of
+/// `fairdeal-ledger --generate-key`, run through cargo.
+fn ledger_key(origin: &str) -> Result<(String, String), String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let mut command = Command::new(cargo);
+    command
+        .args([
+            "run",
+            "--quiet",
+            "-p",
+            "fairdeal-ledger",
+            "--",
+            "--generate-key",
+            origin,
+        ])
+        .current_dir(root())
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit());
+    crate::clean_cargo_env(&mut command);
+    say("generating the ledger's signing key (cargo run -p fairdeal-ledger -- --generate-key)");
+    let output = command
+        .output()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let mut lines = text.lines();
+    match (lines.next(), lines.next()) {
+        (Some(key), Some(verifier))
+            if output.status.success() && key.starts_with("PRIVATE+KEY+") =>
+        {
+            Ok((key.to_owned(), verifier.to_owned()))
+        }
+        _ => Err(format!(
+            "fairdeal-ledger --generate-key failed ({})",
+            output.status
+        )),
+    }
+}
+
 /// Writes a fresh set of the compose stack's secrets into `dir` (created 0700; the files
 /// 0644 because the services read them as the image's non-root user through bind mounts).
 /// Refuses to overwrite an existing set.
@@ -313,6 +369,23 @@ pub(crate) fn secrets(dir: &Path) -> Result<(), String> {
             format!("database_url = \"{database}\"\nservice_secret = \"{secret}\"\n"),
         ));
     }
+    for service in DATABASE_ONLY {
+        files.push((
+            format!("{service}.toml"),
+            format!("database_url = \"{database}\"\n"),
+        ));
+    }
+    let (ledger_key, ledger_verifier) = ledger_key(LEDGER_ORIGIN)?;
+    // Public: what auditors give `fairdeal audit --log-key`.
+    files.push(("ledger.pub".to_owned(), format!("{ledger_verifier}\n")));
+    files.push((
+        "ledger.toml".to_owned(),
+        format!(
+            "database_url = \"{database}\"\n# The checkpoint signing key (Ed25519, Go's note \
+             format; its name is the log's origin).\nsigning_key = \"{}\"\n",
+            ledger_key
+        ),
+    ));
     files.push((
         "auth.toml".to_owned(),
         format!(
