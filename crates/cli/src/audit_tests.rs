@@ -464,6 +464,8 @@ fn record_game() -> Game {
                     })
                     .collect(),
                 games_played: if s == 0 { 2 } else { 1 },
+                abandoned: false,
+                seat: u32::try_from(s).unwrap(),
             },
         );
     }
