@@ -275,6 +275,12 @@ impl Ledger {
                 "table {id} finished but its seed is not revealed yet"
             ))
         })?;
+        if !game_complete(&rows, &table_stream) {
+            return Err(LedgerError::Precondition(format!(
+                "table {id} finished but the ledger has not ingested all of its game yet \
+                 (the commitment's reveal and one deal per hand); retry shortly"
+            )));
+        }
         let last = rows.last().map_or(0, |r| u64_of(r.0));
         let checkpoint = self.log.checkpoint_covering(last + 1).await?;
         let mut lines = Vec::with_capacity(rows.len() + 1 + previous.len());
@@ -323,6 +329,36 @@ impl Ledger {
             })
             .collect()
     }
+}
+
+/// Whether the rows hold the whole game the auditor requires beside the table stream: the
+/// commitment service's reveal of the session and one `HandDealt` per hand played. Each
+/// service's events reach the ledger through its own consumer (on NATS, one per source
+/// stream), so the table's `GameFinished` can be in before the other services' last events;
+/// an export waits for them rather than hand out a partial game.
+fn game_complete(rows: &[Row], table_stream: &str) -> bool {
+    use fairdeal_proto::fairdeal::commitment::v1 as cpb;
+    use fairdeal_proto::fairdeal::dealing::v1 as dpb;
+    let hands_played = rows
+        .iter()
+        .filter(|r| r.1 == table_stream && r.3 == tpb::GameFinished::full_name())
+        .find_map(|r| {
+            fairdeal_proto::fairdeal::event::v1::Envelope::decode(r.4.as_slice())
+                .ok()
+                .and_then(|e| tpb::GameFinished::decode(e.payload.as_slice()).ok())
+                .map(|m| m.hands_played)
+        });
+    let Some(hands_played) = hands_played else {
+        return false;
+    };
+    let dealt = rows
+        .iter()
+        .filter(|r| r.3 == dpb::HandDealt::full_name())
+        .count();
+    let revealed = rows
+        .iter()
+        .any(|r| r.3 == cpb::TableSeedRevealed::full_name());
+    revealed && dealt >= hands_played as usize
 }
 
 /// The server seed the table stream reveals (its `TableSeedRevealed`, recorded after
