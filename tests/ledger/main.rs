@@ -1,5 +1,6 @@
-//! The ledger over real games ([`fairdeal_e2e::platform::GameStack`], both backends): a
-//! match played through gRPC is ingested from every service's events, exported, and
+//! The ledger over real games ([`fairdeal_e2e::platform::GameStack`] and the rating
+//! service, both backends): a match played through gRPC by four players is rated (one
+//! `RatingChanged` per seat, SPEC 6), ingested from every service's events, exported, and
 //! `fairdeal audit` (the `fairdeal_cli` library the binary runs) passes it offline; a
 //! changed byte fails it; a game not finished exports nothing; the archive refuses UPDATE
 //! and DELETE; a restarted ledger rebuilds the same tree from its archive.
@@ -50,6 +51,25 @@ async fn start_ledger(stack: &mut GameStack, storage: Storage) -> u16 {
     port
 }
 
+/// The rating service on `stack`, consuming its tables' `GameFinished`.
+async fn start_rating(stack: &mut GameStack) {
+    use fairdeal_rating_service::projection::MIGRATIONS as RATING_MIGRATIONS;
+    use fairdeal_rating_service::startup::{Application, Parts, SCHEMA};
+    let storage = stack.storage(SCHEMA, &[&RATING_MIGRATIONS]).await.unwrap();
+    let app = Application::assemble(
+        &stack.common("rating").unwrap(),
+        Parts {
+            storage,
+            authn: stack.authenticator(),
+            k: fairdeal_rating::DEFAULT_K,
+        },
+    )
+    .await
+    .unwrap();
+    stack.on_stop(app.shutdown());
+    tokio::spawn(app.run_until_stopped());
+}
+
 fn client(port: u16) -> LedgerServiceClient<Channel> {
     LedgerServiceClient::new(channel(port).unwrap())
 }
@@ -73,17 +93,31 @@ async fn export(
     Ok(lines)
 }
 
-/// The export once the ledger has ingested the game to its seed reveal. The ledger's
-/// consumers run on their own; there is no signal to wait on from outside, so this asks
-/// again (every 50 ms, at most 60 s) while the answer is "not finished yet".
+/// The export once the ledger has ingested the game to its seed reveal and `ratings`
+/// rating changes. The ledger's and the rating service's consumers run on their own; there
+/// is no signal to wait on from outside, so this asks again (every 50 ms, at most 60 s)
+/// while the answer is "not finished yet" or lacks rating changes.
 async fn export_when_ingested(
     ledger: &mut LedgerServiceClient<Channel>,
     table_id: &str,
+    ratings: usize,
 ) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         match export(ledger, table_id, vec![]).await {
-            Ok(lines) => return lines,
+            Ok(lines)
+                if lines
+                    .iter()
+                    .filter(|l| l.contains("fairdeal.rating.v1.RatingChanged"))
+                    .count()
+                    >= ratings =>
+            {
+                return lines;
+            }
+            Ok(_) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Ok(_) => panic!("export of {table_id}: fewer than {ratings} rating changes"),
             Err(s)
                 if matches!(s.code(), Code::NotFound | Code::FailedPrecondition)
                     && Instant::now() < deadline =>
@@ -103,6 +137,7 @@ async fn a_finished_game_exports_and_audits(backend: Backend) {
     let mut stack = GameStack::start(backend).await.unwrap();
     let storage = stack.storage(SCHEMA, &[&MIGRATIONS]).await.unwrap();
     let port = start_ledger(&mut stack, storage.clone()).await;
+    start_rating(&mut stack).await;
     let mut ledger = client(port);
     let key: NoteVerifier = signer().verifier();
 
@@ -114,12 +149,14 @@ async fn a_finished_game_exports_and_audits(backend: Backend) {
         .unwrap()
         .table_id;
     let (_players, view) = stack.play_bot_table().await.unwrap();
-    let lines = export_when_ingested(&mut ledger, &view.table_id).await;
+    // Four people sat: the game is rated, one change per seat, in the export.
+    let lines = export_when_ingested(&mut ledger, &view.table_id, 4).await;
 
-    // The audit passes, having checked everything.
+    // The audit passes, having checked everything, the four rating changes recomputed.
     let report = audit(&text(&lines), &key, None);
     assert!(report.failures.is_empty(), "{:#?}", report.failures);
     assert!(report.hands >= 1 && report.moves >= 40, "{report:?}");
+    assert_eq!(report.ratings, 4, "{report:?}");
     for check in [
         "checkpoint",
         "inclusion",
@@ -129,6 +166,7 @@ async fn a_finished_game_exports_and_audits(backend: Backend) {
         "deal",
         "replay",
         "result",
+        "rating",
     ] {
         assert!(report.checks[check].checked > 0, "{check} was not checked");
     }

@@ -583,6 +583,10 @@ async fn one_trace_per_table_move_across_grpc_and_nats() {
             .any(|(a, _)| a.get("consumer").map(String::as_str) == Some("observer")),
         "the observer's lag is recorded"
     );
+    assert!(
+        !metrics.points("fairdeal.tables.active").is_empty(),
+        "the tables' timer samples the active tables"
+    );
 
     platform.stop(&prefix).await;
     database.drop().await.unwrap();

@@ -1,16 +1,28 @@
-//! Waking relays and embedded consumers when events are appended, instead of polling only.
+//! Waking relays, embedded consumers and live readers when events are appended, instead of
+//! polling only.
 //!
 //! [`AppendSignal`] is a counter in a `tokio::sync::watch` channel: every append bumps it and
 //! every [`AppendWaiter`] remembers the last value it saw, so a wake-up that fires while the
-//! waiter is busy reading is never lost (unlike `Notify::notify_waiters`). Appends made by
-//! other processes (another replica writing to the same PostgreSQL schema) do not pass through
-//! the signal; the waiters' poll interval covers those.
+//! waiter is busy reading is never lost (unlike `Notify::notify_waiters`). Readers of the
+//! whole log (relays, consumers) wait on it.
+//!
+//! Readers of one stream (a table's watchers) wait on a [`StreamWaiter`] instead, which wakes
+//! only when *its* stream moves past the version it last saw: with many tables live at once,
+//! an append wakes the four or five watchers of its table, not every watcher of the process.
+//! Stream wake-ups come from [`NotifyingEventStore`] (this process's appends) and, on
+//! PostgreSQL, from the other processes' commits (the notification names the stream and its
+//! new version, see `fairdeal-platform`'s `wake`); [`AppendSignal::notify_all_streams`] wakes
+//! every stream waiter when what happened is unknown (a listening connection re-established).
+//! Appends made inside a service's own transaction (`append_in_tx`) fire only the log-wide
+//! counter; on the embedded default they reach no stream waiter, so a stream read live must
+//! be appended through the store.
 //!
 //! [`NotifyingEventStore`] wraps any [`EventStore`] and fires the signal after each successful
 //! append, so services keep appending through a plain `Arc<dyn EventStore>`.
 
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -21,11 +33,16 @@ use fairdeal_kit::metrics::{Counter, Histogram, KeyValue};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+/// Stream id -> the last version notified, for the streams someone waits on.
+type StreamSenders = Arc<Mutex<HashMap<String, watch::Sender<u64>>>>;
+
 /// Fired after events are appended; cheap to clone and share.
 #[derive(Debug, Clone)]
 pub struct AppendSignal {
     /// Counts appends; waiters only compare it with what they saw last.
     sender: Arc<watch::Sender<u64>>,
+    /// One channel per stream with a [`StreamWaiter`], dropped with its last waiter.
+    streams: StreamSenders,
 }
 
 impl Default for AppendSignal {
@@ -34,15 +51,21 @@ impl Default for AppendSignal {
     }
 }
 
+/// The map, whatever panicked while holding it (every entry stays valid on its own).
+fn lock(streams: &StreamSenders) -> MutexGuard<'_, HashMap<String, watch::Sender<u64>>> {
+    streams.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 impl AppendSignal {
     /// A signal nobody waits on yet.
     pub fn new() -> Self {
         Self {
             sender: Arc::new(watch::Sender::new(0)),
+            streams: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
-    /// Wakes every waiter (call after the appending transaction committed).
+    /// Wakes every log-wide waiter (call after the appending transaction committed).
     pub fn notify(&self) {
         self.sender
             .send_modify(|count| *count = count.wrapping_add(1));
@@ -53,6 +76,47 @@ impl AppendSignal {
         AppendWaiter {
             receiver: self.sender.subscribe(),
         }
+    }
+
+    /// Records that `stream` reached `version` (committed): wakes its waiters unless they
+    /// were told of this version already (this process's append and the database's
+    /// notification of it wake a watcher once).
+    pub fn notify_stream(&self, stream: &str, version: u64) {
+        if let Some(sender) = lock(&self.streams).get(stream) {
+            sender.send_if_modified(|seen| {
+                let newer = version > *seen;
+                if newer {
+                    *seen = version;
+                }
+                newer
+            });
+        }
+    }
+
+    /// Wakes every stream waiter (something was appended, nobody knows where).
+    pub fn notify_all_streams(&self) {
+        for sender in lock(&self.streams).values() {
+            sender.send_modify(|_| {});
+        }
+    }
+
+    /// A waiter that wakes when `stream` is notified past the last version notified so far
+    /// (or on [`AppendSignal::notify_all_streams`]).
+    pub fn subscribe_stream(&self, stream: &StreamId) -> StreamWaiter {
+        let receiver = lock(&self.streams)
+            .entry(stream.as_str().to_owned())
+            .or_insert_with(|| watch::Sender::new(0))
+            .subscribe();
+        StreamWaiter {
+            receiver,
+            stream: stream.as_str().to_owned(),
+            streams: Arc::clone(&self.streams),
+        }
+    }
+
+    /// Streams with at least one waiter (for tests and diagnostics).
+    pub fn watched_streams(&self) -> usize {
+        lock(&self.streams).len()
     }
 }
 
@@ -66,10 +130,45 @@ pub struct AppendWaiter {
 impl AppendWaiter {
     /// Waits for the next append notified after this waiter was created or last woke (an
     /// append notified meanwhile wakes it at once). `false` once every [`AppendSignal`] is
-    /// gone and nothing can wake it any more. For live readers outside this crate (a
-    /// table's watchers): subscribe, read, then wait, and no append is missed.
+    /// gone and nothing can wake it any more.
     pub async fn changed(&mut self) -> bool {
         self.receiver.changed().await.is_ok()
+    }
+}
+
+/// Waits for appends to one stream (see [`AppendSignal::subscribe_stream`]). For live
+/// readers: subscribe, read, then wait, and no append is missed.
+#[derive(Debug)]
+pub struct StreamWaiter {
+    /// The last version this waiter was woken for.
+    receiver: watch::Receiver<u64>,
+    /// The stream.
+    stream: String,
+    /// The signal's map, to drop the stream's channel with its last waiter.
+    streams: StreamSenders,
+}
+
+impl StreamWaiter {
+    /// Waits until the stream is notified past what this waiter saw when it was created or
+    /// last woke (a notification meanwhile wakes it at once).
+    pub async fn changed(&mut self) {
+        // The sender lives in the map while this receiver exists (see Drop): never closed.
+        if self.receiver.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+impl Drop for StreamWaiter {
+    fn drop(&mut self) {
+        let mut streams = lock(&self.streams);
+        // This waiter's receiver still counts: it is the last one when the count is 1.
+        if streams
+            .get(&self.stream)
+            .is_some_and(|sender| sender.receiver_count() <= 1)
+        {
+            streams.remove(&self.stream);
+        }
     }
 }
 
@@ -185,6 +284,8 @@ impl EventStore for NotifyingEventStore {
                 &[],
             );
             self.signal.notify();
+            self.signal
+                .notify_stream(stream_id.as_str(), appended.version);
         }
         Ok(appended)
     }
@@ -230,6 +331,41 @@ mod tests {
         let wake = wait_for_events(Some(&mut waiter), Duration::from_secs(60), &shutdown).await;
         assert_eq!(wake, Wake::Check);
         assert!(started.elapsed() < Duration::from_secs(1));
+    }
+
+    /// Whether `waiter` wakes within a (paused-clock) second.
+    async fn woke(waiter: &mut StreamWaiter) -> bool {
+        tokio::time::timeout(Duration::from_secs(1), waiter.changed())
+            .await
+            .is_ok()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stream_waiter_wakes_for_its_stream_once_per_new_version() {
+        let signal = AppendSignal::new();
+        let table = StreamId::parse("table-1").unwrap();
+        let mut waiter = signal.subscribe_stream(&table);
+        let mut second = signal.subscribe_stream(&table);
+        assert_eq!(signal.watched_streams(), 1);
+        // Another stream's append wakes nobody here.
+        signal.notify_stream("table-2", 5);
+        assert!(!woke(&mut waiter).await);
+        // Version 3 of ours, notified by the append and again by the database: one wake.
+        signal.notify_stream("table-1", 3);
+        signal.notify_stream("table-1", 3);
+        assert!(woke(&mut waiter).await);
+        assert!(!woke(&mut waiter).await);
+        signal.notify_stream("table-1", 2);
+        assert!(!woke(&mut waiter).await);
+        // Every waiter of the stream hears it; a wake for everyone reaches it too.
+        assert!(woke(&mut second).await);
+        signal.notify_all_streams();
+        assert!(woke(&mut waiter).await);
+        // The channel goes with the stream's last waiter.
+        drop(waiter);
+        assert_eq!(signal.watched_streams(), 1);
+        drop(second);
+        assert_eq!(signal.watched_streams(), 0);
     }
 
     #[tokio::test(start_paused = true)]

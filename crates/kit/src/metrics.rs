@@ -17,20 +17,20 @@
 //! - the relay: published and withheld events, its lag; consumers: their lag and dead
 //!   letters.
 //!
-//! A service adds its own levels with [`level`] (active tables, connected chat users) and
-//! counts with [`counter`]:
+//! A service adds its own levels with [`level`] (connected chat users), samples with
+//! [`gauge`] (active tables) and counts with [`counter`]:
 //!
 //! ```
-//! let active = fairdeal_kit::metrics::level(
-//!     "fairdeal.tables.active",
-//!     "Tables being played in this process",
-//!     "{table}",
+//! let connected = fairdeal_kit::metrics::level(
+//!     "fairdeal.chat.connected_users",
+//!     "Open chat subscriptions on this replica",
+//!     "{subscription}",
 //! );
-//! active.add(1);
+//! connected.add(1);
 //! {
-//!     let _connected = active.hold(); // +1 now, -1 when dropped
+//!     let _subscribed = connected.hold(); // +1 now, -1 when dropped
 //! }
-//! active.add(-1);
+//! connected.add(-1);
 //! ```
 
 use std::borrow::Cow;

@@ -1,11 +1,15 @@
 //! Wake-ups from other processes: the PostgreSQL event store sends a notification on
-//! channel [`CHANNEL`] (payload: the schema) when a transaction that appended events commits
-//! (migration `0002_notify.sql`). [`spawn_listener`] forwards the ones of this service's schema
-//! to the storage's [`AppendSignal`], so the relay and live readers of a replica see another
-//! replica's appends at once instead of polling for them.
+//! channel [`CHANNEL`] when a transaction that appended events commits, one per stream it
+//! appended to, payload `<schema> <stream id> <new version>` (migration
+//! `0003_notify_streams.sql`; the older payload `<schema>` is still understood).
+//! [`spawn_listener`] forwards the ones of this service's schema to the storage's
+//! [`AppendSignal`]: the log-wide waiters (relay, consumers) and that stream's waiters (a
+//! table's watchers) of a replica see another replica's appends at once instead of polling
+//! for them. A notification of this process's own append finds its stream's waiters told of
+//! that version already and wakes nobody twice.
 //!
-//! Whenever the listening connection is (re)established, the signal fires too: whatever
-//! committed while nobody listened is re-read.
+//! Whenever the listening connection is (re)established, the signal fires for everything:
+//! whatever committed while nobody listened is re-read.
 
 use std::time::Duration;
 
@@ -53,14 +57,70 @@ async fn listen(pool: &PgPool, schema: &Schema, signal: &AppendSignal) -> Result
     let mut listener = PgListener::connect_with(pool).await?;
     listener.listen(CHANNEL).await?;
     // Anything committed before we listened is read now.
-    signal.notify();
+    wake_everything(signal);
     loop {
         match listener.try_recv().await? {
-            Some(notification) if notification.payload() == schema.as_str() => signal.notify(),
-            Some(_) => {}
+            Some(notification) => forward(notification.payload(), schema.as_str(), signal),
             // The connection was lost and is re-established on the next call: notifications
             // may have been missed.
-            None => signal.notify(),
+            None => wake_everything(signal),
         }
+    }
+}
+
+fn wake_everything(signal: &AppendSignal) {
+    signal.notify();
+    signal.notify_all_streams();
+}
+
+/// Fires `signal` for a notification's `payload` if it is about `schema`.
+fn forward(payload: &str, schema: &str, signal: &AppendSignal) {
+    let mut parts = payload.split(' ');
+    if parts.next() != Some(schema) {
+        return;
+    }
+    match (
+        parts.next(),
+        parts.next().map(str::parse::<u64>),
+        parts.next(),
+    ) {
+        (Some(stream), Some(Ok(version)), None) => {
+            signal.notify();
+            signal.notify_stream(stream, version);
+        }
+        // The schema alone (an older trigger) or a payload not understood: wake everyone.
+        _ => wake_everything(signal),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fairdeal_eventstore::StreamId;
+
+    /// Whether `waiter` wakes within a (paused-clock) second.
+    async fn woke(waiter: &mut fairdeal_bus::StreamWaiter) -> bool {
+        tokio::time::timeout(Duration::from_secs(1), waiter.changed())
+            .await
+            .is_ok()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_notification_wakes_its_schemas_stream_only() {
+        let signal = AppendSignal::new();
+        let mut log = signal.subscribe();
+        let mut one = signal.subscribe_stream(&StreamId::parse("table-1").unwrap());
+        let mut two = signal.subscribe_stream(&StreamId::parse("table-2").unwrap());
+        forward("other table-1 4", "tables", &signal);
+        assert!(!woke(&mut one).await);
+        forward("tables table-1 4", "tables", &signal);
+        assert!(woke(&mut one).await);
+        assert!(!woke(&mut two).await);
+        assert!(log.changed().await);
+        // The older payload, or one not understood, wakes every stream.
+        forward("tables", "tables", &signal);
+        assert!(woke(&mut one).await && woke(&mut two).await);
+        forward("tables table-2 x", "tables", &signal);
+        assert!(woke(&mut two).await);
     }
 }

@@ -180,6 +180,8 @@ struct Inner {
     limits: ChatLimits,
     /// Ends subscriptions when the server drains.
     shutdown: Shutdown,
+    /// `fairdeal.chat.connected_users`: this replica's open subscriptions.
+    connected: fairdeal_kit::metrics::Level,
 }
 
 impl fmt::Debug for Chat {
@@ -294,6 +296,11 @@ impl Chat {
                 filter: deps.filter,
                 limits: deps.limits,
                 shutdown: deps.shutdown,
+                connected: fairdeal_kit::metrics::level(
+                    "fairdeal.chat.connected_users",
+                    "Open chat subscriptions on this replica (a user in two channels counts twice)",
+                    "{subscription}",
+                ),
             }),
         }
     }
@@ -354,6 +361,8 @@ impl Chat {
         let _ = tx.try_send(Ok(connected));
         let this = self.clone();
         tokio::spawn(async move {
+            // Counted while the subscription's loop runs.
+            let _connected = this.inner.connected.hold();
             let result = this
                 .feed(user, channel, &stream, head, live, &tx, connection)
                 .await;

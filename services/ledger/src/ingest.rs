@@ -11,8 +11,9 @@
 //!
 //! A gap, a broken link, a wrong version or a different event at an ingested position stops
 //! the stream: the event is recorded in `ledger_refused` (never in the tree) with an
-//! `ERROR` line carrying `alert = "ledger_stream_halted"`, and every later event of that
-//! stream is refused too, until an operator repairs it.
+//! `ERROR` line carrying `alert = "ledger_stream_halted"`, counted by the metrics
+//! `fairdeal.ledger.refused` and (the first refusal of a stream) `fairdeal.ledger.halted`,
+//! and every later event of that stream is refused too, until an operator repairs it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,6 +22,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use fairdeal_bus::{Handler, HandlerError};
 use fairdeal_db::{Backend, BackendKind};
 use fairdeal_eventstore::{ChainVerifier, Hash, RecordedEvent};
+use fairdeal_kit::metrics::Counter;
 use sqlx::Transaction;
 use tokio::sync::Notify;
 
@@ -41,6 +43,40 @@ pub struct IngestCounters {
     pub duplicates: AtomicU64,
 }
 
+/// The ingest's OpenTelemetry instruments (docs/operations.md).
+#[derive(Debug, Clone)]
+struct Metrics {
+    /// `fairdeal.ledger.leaves`: events appended as leaves.
+    leaves: Counter<u64>,
+    /// `fairdeal.ledger.refused`: events refused (alert on any).
+    refused: Counter<u64>,
+    /// `fairdeal.ledger.halted`: streams whose ingest stopped (alert on any).
+    halted: Counter<u64>,
+}
+
+impl Metrics {
+    fn new() -> Self {
+        use fairdeal_kit::metrics::counter;
+        Self {
+            leaves: counter(
+                "fairdeal.ledger.leaves",
+                "Events appended to the ledger's tree",
+                "{event}",
+            ),
+            refused: counter(
+                "fairdeal.ledger.refused",
+                "Events the ledger refused (a gap, a broken hash chain, a halted stream)",
+                "{event}",
+            ),
+            halted: counter(
+                "fairdeal.ledger.halted",
+                "Streams whose ingest the ledger stopped at a refused event",
+                "{stream}",
+            ),
+        }
+    }
+}
+
 /// The handler every ledger consumer runs.
 #[derive(Debug, Clone)]
 pub struct Ingest {
@@ -48,12 +84,19 @@ pub struct Ingest {
     appended: Arc<Notify>,
     /// Counters.
     counters: Arc<IngestCounters>,
+    /// The exported metrics.
+    metrics: Metrics,
 }
 
 impl Ingest {
-    /// A handler waking `appended` after each new leaf.
+    /// A handler waking `appended` after each new leaf. Its metrics are bound to the meter
+    /// provider installed when it is created.
     pub fn new(appended: Arc<Notify>, counters: Arc<IngestCounters>) -> Self {
-        Self { appended, counters }
+        Self {
+            appended,
+            counters,
+            metrics: Metrics::new(),
+        }
     }
 }
 
@@ -187,6 +230,10 @@ fairdeal_db::for_each_backend! { DB =>
                     .await
                     .map_err(transient)?;
                     self.counters.refused.fetch_add(1, Ordering::Relaxed);
+                    self.metrics.refused.add(1, &[]);
+                    if halted.is_none() {
+                        self.metrics.halted.add(1, &[]);
+                    }
                     Ok(())
                 }
                 Verdict::Append => {
@@ -213,6 +260,7 @@ fairdeal_db::for_each_backend! { DB =>
                     .await
                     .map_err(transient)?;
                     self.counters.leaves.fetch_add(1, Ordering::Relaxed);
+                    self.metrics.leaves.add(1, &[]);
                     self.appended.notify_one();
                     Ok(())
                 }

@@ -177,7 +177,7 @@ pub struct Tables {
     /// The event store (for watchers' reads).
     store: Arc<dyn EventStore>,
     /// Fired after every append (this process's, and others' through the PostgreSQL
-    /// listener): wakes the watchers.
+    /// listener): wakes each table's watchers.
     signal: AppendSignal,
     /// The database (the lobby).
     db: Db,
@@ -264,7 +264,15 @@ impl Tables {
     /// decided on the table's current state. At start, and then every
     /// [`DEADLINES_RELOAD`] as a safety net, it also takes the deadlines the projection holds,
     /// so a restarted replica waits for the tables nobody has touched since.
+    ///
+    /// Each reload also samples `fairdeal.tables.active`: the tables started and not
+    /// finished (the projection's deadlines), the same figure on every replica.
     pub async fn run_timers(self, stop: CancellationToken) {
+        let active = fairdeal_kit::metrics::gauge(
+            "fairdeal.tables.active",
+            "Tables started and not finished (every replica reports the whole platform's)",
+            "{table}",
+        );
         let mut changed = self.timers.changed.subscribe();
         // Deadlines fired here, so a projected row that is stale is not fired again.
         let mut fired: HashMap<Uuid, i64> = HashMap::new();
@@ -285,6 +293,7 @@ impl Tables {
                 result = changed.changed() => if result.is_err() { return },
                 _ = reload.tick() => match lobby::deadlines(&self.db).await {
                     Ok(rows) => {
+                        active.record(u64::try_from(rows.len()).unwrap_or(u64::MAX), &[]);
                         // A finished table's row is gone: forget that it fired.
                         fired.retain(|id, _| rows.iter().any(|(row, _)| row == id));
                         for (table_id, deadline) in rows {
@@ -724,8 +733,10 @@ impl Tables {
         Ok(rx)
     }
 
-    /// The watcher's loop: subscribe to the append signal, read what is there, wait, read
-    /// again. Subscribing before each read means no append is missed; reading from the next version means none is sent twice.
+    /// The watcher's loop: subscribe to the table stream's wake-ups, read what is there,
+    /// wait, read again. Subscribing before the first read means no append is missed;
+    /// reading from the next version means none is sent twice. Only appends to this table
+    /// wake it (see `fairdeal_bus::signal`).
     /// `(viewer, finished)` is the player's place at the table when the watch began, kept
     /// up to date from the events sent (seats are fixed once cards are dealt; from
     /// `GameFinished` on, everything is public).
@@ -739,7 +750,7 @@ impl Tables {
     ) -> Result<(), Status> {
         let stream = stream_of::<Table>(&table_id).map_err(|e| internal(e.into()))?;
         let table_text = table_id.to_string();
-        let mut waiter = self.signal.subscribe();
+        let mut waiter = self.signal.subscribe_stream(&stream);
         let mut next = after_version.saturating_add(1);
         loop {
             let page = self
@@ -749,7 +760,7 @@ impl Tables {
                 .map_err(|e| Status::from(fairdeal_platform::store_error(e)))?;
             if page.is_empty() {
                 tokio::select! {
-                    alive = waiter.changed() => if !alive { return Ok(()) },
+                    () = waiter.changed() => {}
                     () = tx.closed() => return Ok(()),
                     () = self.shutdown.draining() => return Ok(()),
                 }
