@@ -9,6 +9,8 @@
 //! Readers of one stream (a table's watchers) wait on a [`StreamWaiter`] instead, which wakes
 //! only when *its* stream moves past the version it last saw: with many tables live at once,
 //! an append wakes the four or five watchers of its table, not every watcher of the process.
+//! When what moved the stream was this process's own append, the waiter is handed the
+//! events as stored ([`StreamWaiter::appended_from`]) and need not read them back.
 //! Stream wake-ups come from [`NotifyingEventStore`] (this process's appends) and, on
 //! PostgreSQL, from the other processes' commits (the notification names the stream and its
 //! new version, see `fairdeal-platform`'s `wake`); [`AppendSignal::notify_all_streams`] wakes
@@ -33,8 +35,18 @@ use fairdeal_kit::metrics::{Counter, Histogram, KeyValue};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-/// Stream id -> the last version notified, for the streams someone waits on.
-type StreamSenders = Arc<Mutex<HashMap<String, watch::Sender<u64>>>>;
+/// What a stream's waiters were last told.
+#[derive(Debug, Clone, Default)]
+struct Notified {
+    /// The stream's last version notified.
+    version: u64,
+    /// The events, as stored, of this process's append that took the stream to `version`
+    /// (`None` when another process's commit did).
+    events: Option<Arc<[RecordedEvent]>>,
+}
+
+/// Stream id -> what was last notified, for the streams someone waits on.
+type StreamSenders = Arc<Mutex<HashMap<String, watch::Sender<Notified>>>>;
 
 /// Fired after events are appended; cheap to clone and share.
 #[derive(Debug, Clone)]
@@ -52,7 +64,7 @@ impl Default for AppendSignal {
 }
 
 /// The map, whatever panicked while holding it (every entry stays valid on its own).
-fn lock(streams: &StreamSenders) -> MutexGuard<'_, HashMap<String, watch::Sender<u64>>> {
+fn lock(streams: &StreamSenders) -> MutexGuard<'_, HashMap<String, watch::Sender<Notified>>> {
     streams.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -84,9 +96,31 @@ impl AppendSignal {
     pub fn notify_stream(&self, stream: &str, version: u64) {
         if let Some(sender) = lock(&self.streams).get(stream) {
             sender.send_if_modified(|seen| {
-                let newer = version > *seen;
+                let newer = version > seen.version;
                 if newer {
-                    *seen = version;
+                    *seen = Notified {
+                        version,
+                        events: None,
+                    };
+                }
+                newer
+            });
+        }
+    }
+
+    /// Records this process's committed append of `events` (in version order) to `stream`:
+    /// as [`AppendSignal::notify_stream`] with their last version, and the stream's waiters
+    /// are handed the events themselves. They are copied only when someone waits.
+    pub fn notify_appended(&self, stream: &str, events: &[RecordedEvent]) {
+        let Some(last) = events.last() else { return };
+        if let Some(sender) = lock(&self.streams).get(stream) {
+            sender.send_if_modified(|seen| {
+                let newer = last.version > seen.version;
+                if newer {
+                    *seen = Notified {
+                        version: last.version,
+                        events: Some(events.into()),
+                    };
                 }
                 newer
             });
@@ -105,7 +139,7 @@ impl AppendSignal {
     pub fn subscribe_stream(&self, stream: &StreamId) -> StreamWaiter {
         let receiver = lock(&self.streams)
             .entry(stream.as_str().to_owned())
-            .or_insert_with(|| watch::Sender::new(0))
+            .or_insert_with(|| watch::Sender::new(Notified::default()))
             .subscribe();
         StreamWaiter {
             receiver,
@@ -140,8 +174,8 @@ impl AppendWaiter {
 /// readers: subscribe, read, then wait, and no append is missed.
 #[derive(Debug)]
 pub struct StreamWaiter {
-    /// The last version this waiter was woken for.
-    receiver: watch::Receiver<u64>,
+    /// What this waiter was last told.
+    receiver: watch::Receiver<Notified>,
     /// The stream.
     stream: String,
     /// The signal's map, to drop the stream's channel with its last waiter.
@@ -149,13 +183,27 @@ pub struct StreamWaiter {
 }
 
 impl StreamWaiter {
-    /// Waits until the stream is notified past what this waiter saw when it was created or
-    /// last woke (a notification meanwhile wakes it at once).
+    /// Waits until the stream is notified past what this waiter last looked at (creation,
+    /// the last wake-up or [`StreamWaiter::appended_from`]); a notification meanwhile wakes
+    /// it at once.
     pub async fn changed(&mut self) {
         // The sender lives in the map while this receiver exists (see Drop): never closed.
         if self.receiver.changed().await.is_err() {
             std::future::pending::<()>().await;
         }
+    }
+
+    /// Marks the latest notification seen and returns the events of this process's append
+    /// that it was about, if they start at version `next`: exactly what reading the stream
+    /// from `next` returns, up to the last version notified, without reading it. `None`:
+    /// read the store (another process appended, or versions before the append's are
+    /// unread). Anything notified after this call wakes [`StreamWaiter::changed`].
+    pub fn appended_from(&mut self, next: u64) -> Option<Arc<[RecordedEvent]>> {
+        let seen = self.receiver.borrow_and_update();
+        seen.events
+            .as_ref()
+            .filter(|events| events.first().is_some_and(|e| e.version == next))
+            .cloned()
     }
 }
 
@@ -285,7 +333,7 @@ impl EventStore for NotifyingEventStore {
             );
             self.signal.notify();
             self.signal
-                .notify_stream(stream_id.as_str(), appended.version);
+                .notify_appended(stream_id.as_str(), &appended.events);
         }
         Ok(appended)
     }
@@ -333,6 +381,27 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(1));
     }
 
+    /// Events of `stream` at `versions`, as the store returns them (hashes left out).
+    fn stored(stream: &str, versions: std::ops::RangeInclusive<u64>) -> Vec<RecordedEvent> {
+        let stream_id = StreamId::parse(stream).unwrap();
+        versions
+            .map(|version| RecordedEvent {
+                position: version,
+                event_id: uuid::Uuid::now_v7(),
+                stream_id: stream_id.clone(),
+                version,
+                event_type: "t.v1.X".to_owned(),
+                occurred_at: std::time::SystemTime::UNIX_EPOCH,
+                correlation_id: String::new(),
+                causation_id: String::new(),
+                trace_context: std::collections::BTreeMap::new(),
+                payload: Vec::new(),
+                prev_hash: [0; 32],
+                hash: [0; 32],
+            })
+            .collect()
+    }
+
     /// Whether `waiter` wakes within a (paused-clock) second.
     async fn woke(waiter: &mut StreamWaiter) -> bool {
         tokio::time::timeout(Duration::from_secs(1), waiter.changed())
@@ -361,6 +430,22 @@ mod tests {
         assert!(woke(&mut second).await);
         signal.notify_all_streams();
         assert!(woke(&mut waiter).await);
+        // This process's append hands its events over once they follow what was read.
+        let events = stored("table-1", 4..=5);
+        signal.notify_appended("table-1", &events);
+        assert!(woke(&mut waiter).await);
+        assert!(waiter.appended_from(3).is_none(), "version 3 is unread");
+        assert_eq!(
+            waiter
+                .appended_from(4)
+                .as_deref()
+                .map(<[RecordedEvent]>::len),
+            Some(2)
+        );
+        // Another process's commit after it: the events are no longer the latest news.
+        signal.notify_stream("table-1", 6);
+        assert!(woke(&mut waiter).await);
+        assert!(waiter.appended_from(6).is_none());
         // The channel goes with the stream's last waiter.
         drop(waiter);
         assert_eq!(signal.watched_streams(), 1);

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use fairdeal_authn::{TokenProvider, TokenUnavailable, attach_bearer};
 use fairdeal_bus::AppendSignal;
 use fairdeal_db::Db;
-use fairdeal_eventstore::EventStore;
+use fairdeal_eventstore::{EventStore, RecordedEvent};
 use fairdeal_games::{Card, Command};
 use fairdeal_kit::propagation::{TraceContextInterceptor, traced as traced_channel};
 use fairdeal_kit::{ServiceError, Shutdown};
@@ -752,21 +752,37 @@ impl Tables {
         let table_text = table_id.to_string();
         let mut waiter = self.signal.subscribe_stream(&stream);
         let mut next = after_version.saturating_add(1);
+        // What was appended before the subscription is read from the store.
+        let mut woken = false;
         loop {
-            let page = self
-                .store
-                .read_stream(&stream, next, WATCH_PAGE)
-                .await
-                .map_err(|e| Status::from(fairdeal_platform::store_error(e)))?;
+            // Woken by this process's append right after what was sent: its events as
+            // stored, without reading them back; otherwise a read.
+            let handed = if woken {
+                waiter.appended_from(next)
+            } else {
+                None
+            };
+            let from_store = handed.is_none();
+            let page: Arc<[RecordedEvent]> = match handed {
+                Some(events) => events,
+                None => self
+                    .store
+                    .read_stream(&stream, next, WATCH_PAGE)
+                    .await
+                    .map_err(|e| Status::from(fairdeal_platform::store_error(e)))?
+                    .into(),
+            };
             if page.is_empty() {
                 tokio::select! {
-                    () = waiter.changed() => {}
+                    () = waiter.changed() => woken = true,
                     () = tx.closed() => return Ok(()),
                     () = self.shutdown.draining() => return Ok(()),
                 }
                 continue;
             }
-            for recorded in &page {
+            // A full page from the store may have more behind it: read on at once.
+            let more = from_store && page.len() == WATCH_PAGE;
+            for recorded in page.iter() {
                 let event =
                     crate::events::from_recorded(recorded).map_err(|e| internal(e.into()))?;
                 match &event {
@@ -792,6 +808,14 @@ impl Tables {
                     return Ok(());
                 }
                 next = recorded.version + 1;
+            }
+            woken = false;
+            if !more {
+                tokio::select! {
+                    () = waiter.changed() => woken = true,
+                    () = tx.closed() => return Ok(()),
+                    () = self.shutdown.draining() => return Ok(()),
+                }
             }
         }
     }
