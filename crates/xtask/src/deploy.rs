@@ -425,6 +425,17 @@ fn compose_program() -> Option<Vec<String>> {
     }
 }
 
+/// The images deploy/Dockerfile and docker-compose.yml start from (the mail catcher is
+/// built from the runtime base).
+const BASE_IMAGES: [&str; 6] = [
+    "rust:1.95-bookworm",
+    "debian:bookworm-slim",
+    "postgres:15",
+    "nats:2.10",
+    "redis:7",
+    "otel/opentelemetry-collector:0.110.0",
+];
+
 /// The compose stack of one deploy-check run.
 struct Stack {
     /// The compose command and its fixed arguments (file, project).
@@ -561,6 +572,21 @@ pub(crate) fn check(args: &[String]) -> Result<ExitCode, String> {
             "neither `docker compose` nor `docker-compose` is installed".to_owned(),
         );
     };
+    // Where no image registry is reachable (CI, this project's machines) the base images
+    // must be here already; `--if-available` says which are missing instead of failing.
+    let missing: Vec<&str> = BASE_IMAGES
+        .iter()
+        .copied()
+        .filter(|image| !answers("docker", &["image", "inspect", image]))
+        .collect();
+    if if_available && !missing.is_empty() {
+        return unavailable(format!(
+            "base images not present locally: {} (`../shared/tools/docker-standins.sh {}` \
+             builds stand-ins where no registry is reachable)",
+            missing.join(", "),
+            BASE_IMAGES.join(" ")
+        ));
+    }
     let root = root();
     let started = Instant::now();
 
@@ -585,9 +611,9 @@ pub(crate) fn check(args: &[String]) -> Result<ExitCode, String> {
             .current_dir(&root));
         if let Err(error) = build {
             return Err(format!(
-                "{error}\n(no image registry reachable? `../shared/tools/docker-standins.sh \
-                 rust:1.95-bookworm debian:bookworm-slim postgres:15 nats:2.10 redis:7 \
-                 otel/opentelemetry-collector:0.110.0` builds local stand-ins)"
+                "{error}\n(no image registry reachable? `../shared/tools/docker-standins.sh {}` \
+                 builds local stand-ins)",
+                BASE_IMAGES.join(" ")
             ));
         }
         say(format!("image built in {}s", step.elapsed().as_secs()));
