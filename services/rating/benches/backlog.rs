@@ -4,8 +4,9 @@
 //! For each backend (embedded SQLite; PostgreSQL + NATS JetStream): append N finished games
 //! (4 distinct players each out of 1,000) to "tables" streams with 64 concurrent writers
 //! (the raw append rate), then start the rating service and time until the last game is
-//! rated (every game is applied in order, each in the consumer's transaction: 4 reads of
-//! ratings, 4 stream versions, 4 `RatingChanged` appends, 8 projection writes).
+//! rated (every game is applied in order, each in the consumer's transaction: one read of
+//! the four ratings, one of the four stream versions, 4 `RatingChanged` appends, one
+//! multi-row write per projection).
 //!
 //! `cargo bench -p fairdeal-rating-service --bench backlog`; `FAIRDEAL_BENCH_GAMES` (default
 //! 100000) and `FAIRDEAL_BENCH_BACKENDS` (`sqlite,postgres`) adjust the run. Needs the

@@ -153,28 +153,45 @@ fairdeal_db::for_each_backend! { DB =>
                 tracing::warn!(table_id = %table, "game already rated; ignored");
                 return Ok(());
             }
+            // The four players' ratings in this kind and their streams' versions, in one
+            // statement each (the players are distinct: `players` checked it).
+            let ids = players.map(|p| p.to_string());
+            let seat_of = |id: &str| ids.iter().position(|p| p == id);
             let mut before = [DEFAULT_RATING; 4];
             let mut games = [0u32; 4];
             let mut versions = [0u64; 4];
-            for (seat, player) in players.iter().enumerate() {
-                let player = player.to_string();
-                let row = sqlx::query(
-                    "SELECT rating, games_played FROM ratings WHERE player_id = $1 AND game_kind = $2",
-                )
-                .bind(&player)
-                .bind(kind)
-                .fetch_optional(&mut **tx)
-                .await?;
-                if let Some(row) = row {
+            let rows = sqlx::query(
+                "SELECT player_id, rating, games_played FROM ratings \
+                 WHERE game_kind = $1 AND player_id IN ($2, $3, $4, $5)",
+            )
+            .bind(kind)
+            .bind(&ids[0])
+            .bind(&ids[1])
+            .bind(&ids[2])
+            .bind(&ids[3])
+            .fetch_all(&mut **tx)
+            .await?;
+            for row in rows {
+                let id: String = row.try_get("player_id")?;
+                if let Some(seat) = seat_of(&id) {
                     before[seat] = stored_rating(row.try_get("rating")?)?;
                     games[seat] = to_u32(row.try_get("games_played")?, "games_played")?;
                 }
-                let version: Option<i64> =
-                    sqlx::query_scalar("SELECT MAX(version) FROM rating_history WHERE player_id = $1")
-                        .bind(&player)
-                        .fetch_one(&mut **tx)
-                        .await?;
-                versions[seat] = u64::try_from(version.unwrap_or(0)).unwrap_or(0);
+            }
+            let heads: Vec<(String, i64)> = sqlx::query_as(
+                "SELECT player_id, MAX(version) FROM rating_history \
+                 WHERE player_id IN ($1, $2, $3, $4) GROUP BY player_id",
+            )
+            .bind(&ids[0])
+            .bind(&ids[1])
+            .bind(&ids[2])
+            .bind(&ids[3])
+            .fetch_all(&mut **tx)
+            .await?;
+            for (id, version) in heads {
+                if let Some(seat) = seat_of(&id) {
+                    versions[seat] = u64::try_from(version).unwrap_or(0);
+                }
             }
             let changes = match game.rate(before, self.k) {
                 Ok(changes) => changes,
@@ -185,6 +202,7 @@ fairdeal_db::for_each_backend! { DB =>
             };
             let store = <DB as StoreOf>::store_of(&self.events)
                 .ok_or_else(|| permanent("the event store is not on the consumer's database"))?;
+            let mut recorded = Vec::with_capacity(changes.len());
             for seat in &changes {
                 let message = rating_changed(&game, seat, games[seat.seat].saturating_add(1));
                 let new = NewEvent::from_message(&message)
@@ -201,8 +219,9 @@ fairdeal_db::for_each_backend! { DB =>
                     )
                     .await
                     .map_err(append_error)?;
-                apply(tx, appended.version, &message).await?;
+                recorded.push((appended.version, message));
             }
+            apply(tx, &recorded).await?;
             tracing::info!(table_id = %table, kind, "game rated");
             Ok(())
         }
@@ -251,7 +270,7 @@ fairdeal_db::for_each_backend! { DB =>
                         .decode_payload()
                         .map_err(|e| RebuildError::Invalid(event.event_id, e.to_string()))?;
                     checker.check(event, &message)?;
-                    apply(&mut tx, event.version, &message).await?;
+                    apply(&mut tx, &[(event.version, message)]).await?;
                 }
             }
             tx.commit().await?;
@@ -260,25 +279,27 @@ fairdeal_db::for_each_backend! { DB =>
     }
 }
 
-/// Writes one recorded change into the projections: the history row (the payload as
-/// recorded) and the player's current rating in the kind (its `rating_after`, exactly).
+/// Writes recorded changes into the projections: each change's history row (the payload as
+/// recorded) and its player's current rating in the kind (its `rating_after`, exactly).
+/// One statement per table for all of them; the players must be distinct (a game's are).
 pub(crate) async fn apply<DB>(
     tx: &mut Transaction<'_, DB>,
-    version: u64,
-    change: &rpb::RatingChanged,
+    changes: &[(u64, rpb::RatingChanged)],
 ) -> Result<(), sqlx::Error>
 where
     DB: ApplyOn,
 {
-    DB::apply_on(tx, version, change).await
+    if changes.is_empty() {
+        return Ok(());
+    }
+    DB::apply_on(tx, changes).await
 }
 
 /// [`apply`] on each backend.
 pub(crate) trait ApplyOn: sqlx::Database {
     fn apply_on(
         tx: &mut Transaction<'_, Self>,
-        version: u64,
-        change: &rpb::RatingChanged,
+        changes: &[(u64, rpb::RatingChanged)],
     ) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
 }
 
@@ -286,32 +307,33 @@ fairdeal_db::for_each_backend! { DB =>
     impl ApplyOn for DB {
         async fn apply_on(
             tx: &mut Transaction<'_, DB>,
-            version: u64,
-            change: &rpb::RatingChanged,
+            changes: &[(u64, rpb::RatingChanged)],
         ) -> Result<(), sqlx::Error> {
-            sqlx::query(
-                "INSERT INTO rating_history (player_id, version, table_id, game_kind, payload) \
-                 VALUES ($1, $2, $3, $4, $5)",
-            )
-            .bind(&change.player_id)
-            .bind(i64::try_from(version).unwrap_or(i64::MAX))
-            .bind(&change.table_id)
-            .bind(&change.game_kind)
-            .bind(change.encode_to_vec())
-            .execute(&mut **tx)
-            .await?;
-            sqlx::query(
-                "INSERT INTO ratings (player_id, game_kind, rating, games_played) \
-                 VALUES ($1, $2, $3, $4) \
-                 ON CONFLICT (player_id, game_kind) DO UPDATE \
+            let mut history = sqlx::QueryBuilder::<DB>::new(
+                "INSERT INTO rating_history (player_id, version, table_id, game_kind, payload) ",
+            );
+            history.push_values(changes, |mut row, (version, change)| {
+                row.push_bind(change.player_id.clone())
+                    .push_bind(i64::try_from(*version).unwrap_or(i64::MAX))
+                    .push_bind(change.table_id.clone())
+                    .push_bind(change.game_kind.clone())
+                    .push_bind(change.encode_to_vec());
+            });
+            history.build().execute(&mut **tx).await?;
+            let mut ratings = sqlx::QueryBuilder::<DB>::new(
+                "INSERT INTO ratings (player_id, game_kind, rating, games_played) ",
+            );
+            ratings.push_values(changes, |mut row, (_, change)| {
+                row.push_bind(change.player_id.clone())
+                    .push_bind(change.game_kind.clone())
+                    .push_bind(change.rating_after)
+                    .push_bind(i64::from(change.games_played));
+            });
+            ratings.push(
+                " ON CONFLICT (player_id, game_kind) DO UPDATE \
                  SET rating = excluded.rating, games_played = excluded.games_played",
-            )
-            .bind(&change.player_id)
-            .bind(&change.game_kind)
-            .bind(change.rating_after)
-            .bind(i64::from(change.games_played))
-            .execute(&mut **tx)
-            .await?;
+            );
+            ratings.build().execute(&mut **tx).await?;
             Ok(())
         }
     }
