@@ -160,9 +160,16 @@ fairdeal_db::for_each_backend! { DB =>
             let mut before = [DEFAULT_RATING; 4];
             let mut games = [0u32; 4];
             let mut versions = [0u64; 4];
+            // Four primary-key lookups in one statement (point lookups whatever the plan).
             let rows = sqlx::query(
                 "SELECT player_id, rating, games_played FROM ratings \
-                 WHERE game_kind = $1 AND player_id IN ($2, $3, $4, $5)",
+                 WHERE player_id = $2 AND game_kind = $1 \
+                 UNION ALL SELECT player_id, rating, games_played FROM ratings \
+                 WHERE player_id = $3 AND game_kind = $1 \
+                 UNION ALL SELECT player_id, rating, games_played FROM ratings \
+                 WHERE player_id = $4 AND game_kind = $1 \
+                 UNION ALL SELECT player_id, rating, games_played FROM ratings \
+                 WHERE player_id = $5 AND game_kind = $1",
             )
             .bind(kind)
             .bind(&ids[0])
@@ -178,20 +185,23 @@ fairdeal_db::for_each_backend! { DB =>
                     games[seat] = to_u32(row.try_get("games_played")?, "games_played")?;
                 }
             }
-            let heads: Vec<(String, i64)> = sqlx::query_as(
-                "SELECT player_id, MAX(version) FROM rating_history \
-                 WHERE player_id IN ($1, $2, $3, $4) GROUP BY player_id",
+            // One subquery per player: each is a backward scan of the primary key, where an
+            // `IN (...) GROUP BY` lets PostgreSQL's generic plan scan the whole history.
+            let heads: (Option<i64>, Option<i64>, Option<i64>, Option<i64>) = sqlx::query_as(
+                "SELECT \
+                 (SELECT MAX(version) FROM rating_history WHERE player_id = $1), \
+                 (SELECT MAX(version) FROM rating_history WHERE player_id = $2), \
+                 (SELECT MAX(version) FROM rating_history WHERE player_id = $3), \
+                 (SELECT MAX(version) FROM rating_history WHERE player_id = $4)",
             )
             .bind(&ids[0])
             .bind(&ids[1])
             .bind(&ids[2])
             .bind(&ids[3])
-            .fetch_all(&mut **tx)
+            .fetch_one(&mut **tx)
             .await?;
-            for (id, version) in heads {
-                if let Some(seat) = seat_of(&id) {
-                    versions[seat] = u64::try_from(version).unwrap_or(0);
-                }
+            for (seat, version) in [heads.0, heads.1, heads.2, heads.3].into_iter().enumerate() {
+                versions[seat] = u64::try_from(version.unwrap_or(0)).unwrap_or(0);
             }
             let changes = match game.rate(before, self.k) {
                 Ok(changes) => changes,
