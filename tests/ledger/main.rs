@@ -114,18 +114,17 @@ async fn export_when_ingested(
             {
                 return lines;
             }
-            Ok(_) if Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            Ok(_) => panic!("export of {table_id}: fewer than {ratings} rating changes"),
+            Ok(_) => assert!(
+                Instant::now() < deadline,
+                "export of {table_id}: fewer than {ratings} rating changes"
+            ),
             Err(s)
                 if matches!(s.code(), Code::NotFound | Code::FailedPrecondition)
-                    && Instant::now() < deadline =>
-            {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
+                    && Instant::now() < deadline => {}
             Err(s) => panic!("export of {table_id}: {s:?}"),
         }
+        // Not finished yet, or without its rating changes: ask again.
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 

@@ -94,32 +94,33 @@ impl AppendSignal {
     /// were told of this version already (this process's append and the database's
     /// notification of it wake a watcher once).
     pub fn notify_stream(&self, stream: &str, version: u64) {
-        if let Some(sender) = lock(&self.streams).get(stream) {
-            sender.send_if_modified(|seen| {
-                let newer = version > seen.version;
-                if newer {
-                    *seen = Notified {
-                        version,
-                        events: None,
-                    };
-                }
-                newer
-            });
-        }
+        self.advance(stream, version, || None);
     }
 
     /// Records this process's committed append of `events` (in version order) to `stream`:
     /// as [`AppendSignal::notify_stream`] with their last version, and the stream's waiters
     /// are handed the events themselves. They are copied only when someone waits.
     pub fn notify_appended(&self, stream: &str, events: &[RecordedEvent]) {
-        let Some(last) = events.last() else { return };
+        if let Some(last) = events.last() {
+            self.advance(stream, last.version, || Some(events.into()));
+        }
+    }
+
+    /// Tells `stream`'s waiters, if any, that it reached `version`, with the `events` that
+    /// took it there when known; nothing if they were told of this version already.
+    fn advance(
+        &self,
+        stream: &str,
+        version: u64,
+        events: impl FnOnce() -> Option<Arc<[RecordedEvent]>>,
+    ) {
         if let Some(sender) = lock(&self.streams).get(stream) {
             sender.send_if_modified(|seen| {
-                let newer = last.version > seen.version;
+                let newer = version > seen.version;
                 if newer {
                     *seen = Notified {
-                        version: last.version,
-                        events: Some(events.into()),
+                        version,
+                        events: events(),
                     };
                 }
                 newer

@@ -156,19 +156,19 @@ fairdeal_db::for_each_backend! { DB =>
             // The four players' ratings in this kind and their streams' versions, in one
             // statement each (the players are distinct: `players` checked it).
             let ids = players.map(|p| p.to_string());
-            let seat_of = |id: &str| ids.iter().position(|p| p == id);
             let mut before = [DEFAULT_RATING; 4];
             let mut games = [0u32; 4];
             let mut versions = [0u64; 4];
-            // Four primary-key lookups in one statement (point lookups whatever the plan).
+            // Four primary-key lookups in one statement (point lookups whatever the plan),
+            // each row tagged with its seat.
             let rows = sqlx::query(
-                "SELECT player_id, rating, games_played FROM ratings \
+                "SELECT 0 AS seat, rating, games_played FROM ratings \
                  WHERE player_id = $2 AND game_kind = $1 \
-                 UNION ALL SELECT player_id, rating, games_played FROM ratings \
+                 UNION ALL SELECT 1, rating, games_played FROM ratings \
                  WHERE player_id = $3 AND game_kind = $1 \
-                 UNION ALL SELECT player_id, rating, games_played FROM ratings \
+                 UNION ALL SELECT 2, rating, games_played FROM ratings \
                  WHERE player_id = $4 AND game_kind = $1 \
-                 UNION ALL SELECT player_id, rating, games_played FROM ratings \
+                 UNION ALL SELECT 3, rating, games_played FROM ratings \
                  WHERE player_id = $5 AND game_kind = $1",
             )
             .bind(kind)
@@ -179,11 +179,13 @@ fairdeal_db::for_each_backend! { DB =>
             .fetch_all(&mut **tx)
             .await?;
             for row in rows {
-                let id: String = row.try_get("player_id")?;
-                if let Some(seat) = seat_of(&id) {
-                    before[seat] = stored_rating(row.try_get("rating")?)?;
-                    games[seat] = to_u32(row.try_get("games_played")?, "games_played")?;
-                }
+                let seat: i32 = row.try_get("seat")?;
+                let seat = usize::try_from(seat)
+                    .ok()
+                    .filter(|s| *s < 4)
+                    .ok_or_else(|| permanent(format!("seat {seat} out of 0..4")))?;
+                before[seat] = stored_rating(row.try_get("rating")?)?;
+                games[seat] = to_u32(row.try_get("games_played")?, "games_played")?;
             }
             // One subquery per player: each is a backward scan of the primary key, where an
             // `IN (...) GROUP BY` lets PostgreSQL's generic plan scan the whole history.

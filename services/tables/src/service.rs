@@ -772,16 +772,6 @@ impl Tables {
                     .map_err(|e| Status::from(fairdeal_platform::store_error(e)))?
                     .into(),
             };
-            if page.is_empty() {
-                tokio::select! {
-                    () = waiter.changed() => woken = true,
-                    () = tx.closed() => return Ok(()),
-                    () = self.shutdown.draining() => return Ok(()),
-                }
-                continue;
-            }
-            // A full page from the store may have more behind it: read on at once.
-            let more = from_store && page.len() == WATCH_PAGE;
             for recorded in page.iter() {
                 let event =
                     crate::events::from_recorded(recorded).map_err(|e| internal(e.into()))?;
@@ -809,13 +799,15 @@ impl Tables {
                 }
                 next = recorded.version + 1;
             }
+            // A full page from the store may have more behind it: read on at once.
             woken = false;
-            if !more {
-                tokio::select! {
-                    () = waiter.changed() => woken = true,
-                    () = tx.closed() => return Ok(()),
-                    () = self.shutdown.draining() => return Ok(()),
-                }
+            if from_store && page.len() == WATCH_PAGE {
+                continue;
+            }
+            tokio::select! {
+                () = waiter.changed() => woken = true,
+                () = tx.closed() => return Ok(()),
+                () = self.shutdown.draining() => return Ok(()),
             }
         }
     }
