@@ -134,6 +134,17 @@ pub struct Claims {
 }
 
 impl Claims {
+    /// Whether a token with these claims is valid at `now` (Unix seconds), allowing
+    /// `leeway_seconds` of clock skew: [`TokenError::Expired`] from `exp` on, or before `iat`.
+    pub fn check_time(&self, now: i64, leeway_seconds: i64) -> Result<(), TokenError> {
+        if now >= self.exp.saturating_add(leeway_seconds)
+            || now < self.iat.saturating_sub(leeway_seconds)
+        {
+            return Err(TokenError::Expired);
+        }
+        Ok(())
+    }
+
     /// Claims for a player's token valid from `now` for `ttl_seconds`.
     pub fn player(user_id: Uuid, now: i64, ttl_seconds: i64) -> Self {
         Self {
@@ -472,11 +483,7 @@ impl<'a> UnverifiedToken<'a> {
             return Err(TokenError::InvalidClaims("issuer"));
         }
         claims.caller()?;
-        if now >= claims.exp.saturating_add(leeway_seconds)
-            || now < claims.iat.saturating_sub(leeway_seconds)
-        {
-            return Err(TokenError::Expired);
-        }
+        claims.check_time(now, leeway_seconds)?;
         Ok(claims)
     }
 }

@@ -35,14 +35,47 @@ use fairdeal_kit::metrics::{Counter, Histogram, KeyValue};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+/// Events of its latest appends a watched stream keeps in memory, at most (beyond one
+/// append), for waiters that fell behind by a few appends.
+const TAIL_EVENTS: usize = 256;
+
 /// What a stream's waiters were last told.
 #[derive(Debug, Clone, Default)]
 struct Notified {
     /// The stream's last version notified.
     version: u64,
-    /// The events, as stored, of this process's append that took the stream to `version`
-    /// (`None` when another process's commit did).
-    events: Option<Arc<[RecordedEvent]>>,
+    /// The events, as stored, of this process's latest appends to the stream, one slice per
+    /// append, contiguous and ending at `version` (empty when another process's commit
+    /// took the stream there, or nobody knows).
+    tail: std::collections::VecDeque<Arc<[RecordedEvent]>>,
+    /// Wake-ups for every stream so far ([`AppendSignal::notify_all_streams`]): each one
+    /// means "anything may have been appended here".
+    unknown: u64,
+    /// This process's appends to the stream under way ([`AppendSignal::appending`]).
+    in_flight: usize,
+    /// A notification from the database arrived while one was under way: its wake-up waits
+    /// for the append to finish, which most likely is what it was about.
+    deferred: bool,
+}
+
+impl Notified {
+    /// Keeps `events` (this process's append ending at `self.version`) after the tail if
+    /// they follow it, instead of it otherwise; drops the oldest appends past
+    /// [`TAIL_EVENTS`].
+    fn keep(&mut self, events: Arc<[RecordedEvent]>) {
+        let follows = match (self.tail.back().and_then(|t| t.last()), events.first()) {
+            (Some(last), Some(first)) => last.version + 1 == first.version,
+            _ => false,
+        };
+        if !follows {
+            self.tail.clear();
+        }
+        self.tail.push_back(events);
+        let mut kept: usize = self.tail.iter().map(|t| t.len()).sum();
+        while kept > TAIL_EVENTS && self.tail.len() > 1 {
+            kept -= self.tail.pop_front().map_or(0, |t| t.len());
+        }
+    }
 }
 
 /// Stream id -> what was last notified, for the streams someone waits on.
@@ -90,48 +123,96 @@ impl AppendSignal {
         }
     }
 
-    /// Records that `stream` reached `version` (committed): wakes its waiters unless they
-    /// were told of this version already (this process's append and the database's
-    /// notification of it wake a watcher once).
+    /// Records that `stream` reached `version` (committed), as the database notifies it:
+    /// wakes its waiters unless they were told of this version already. While this
+    /// process's own append to the stream is under way, the wake-up waits for it to finish:
+    /// the notification is most likely that very append's, coming back first, and waking
+    /// at once would have the waiters read back what the append hands them a moment later.
     pub fn notify_stream(&self, stream: &str, version: u64) {
-        self.advance(stream, version, || None);
+        if let Some(sender) = lock(&self.streams).get(stream) {
+            sender.send_if_modified(|seen| {
+                if version <= seen.version {
+                    return false;
+                }
+                seen.version = version;
+                if seen.in_flight > 0 {
+                    seen.deferred = true;
+                    return false;
+                }
+                // Another process's commit: what is kept no longer reaches the end.
+                seen.tail.clear();
+                true
+            });
+        }
+    }
+
+    /// Marks an append of this process to `stream` under way until the returned guard is
+    /// finished with [`Appending::appended`] or dropped (failed, or cancelled).
+    pub fn appending(&self, stream: &str) -> Appending {
+        let counted = lock(&self.streams).get(stream).is_some_and(|sender| {
+            sender.send_if_modified(|seen| {
+                seen.in_flight += 1;
+                false
+            });
+            true
+        });
+        Appending {
+            signal: self.clone(),
+            stream: counted.then(|| stream.to_owned()),
+        }
     }
 
     /// Records this process's committed append of `events` (in version order) to `stream`:
-    /// as [`AppendSignal::notify_stream`] with their last version, and the stream's waiters
-    /// are handed the events themselves. They are copied only when someone waits.
+    /// its waiters wake, and the stream keeps the events for them (the last [`TAIL_EVENTS`]
+    /// or so, while contiguous). They are copied only when someone waits.
     pub fn notify_appended(&self, stream: &str, events: &[RecordedEvent]) {
-        if let Some(last) = events.last() {
-            self.advance(stream, last.version, || Some(events.into()));
-        }
+        self.finish(stream, false, events);
     }
 
-    /// Tells `stream`'s waiters, if any, that it reached `version`, with the `events` that
-    /// took it there when known; nothing if they were told of this version already.
-    fn advance(
-        &self,
-        stream: &str,
-        version: u64,
-        events: impl FnOnce() -> Option<Arc<[RecordedEvent]>>,
-    ) {
-        if let Some(sender) = lock(&self.streams).get(stream) {
-            sender.send_if_modified(|seen| {
-                let newer = version > seen.version;
-                if newer {
-                    *seen = Notified {
-                        version,
-                        events: events(),
-                    };
+    /// The end of an append to `stream` (`counted`: announced by [`AppendSignal::appending`]):
+    /// its `events` (none when it failed) are kept and its waiters woken, with any wake-up
+    /// deferred meanwhile.
+    fn finish(&self, stream: &str, counted: bool, events: &[RecordedEvent]) {
+        let Some(sender) = lock(&self.streams).get(stream).cloned() else {
+            return;
+        };
+        sender.send_if_modified(|seen| {
+            if counted {
+                seen.in_flight = seen.in_flight.saturating_sub(1);
+            }
+            let mut wake = false;
+            if let Some(last) = events.last() {
+                let kept_up_to = seen.tail.back().and_then(|t| t.last()).map(|e| e.version);
+                if last.version > seen.version {
+                    seen.version = last.version;
+                    seen.keep(events.into());
+                    wake = true;
+                } else if last.version == seen.version && kept_up_to != Some(last.version) {
+                    // The database's notification of this very append came first.
+                    seen.keep(events.into());
                 }
-                newer
-            });
-        }
+            }
+            if seen.deferred && seen.in_flight == 0 {
+                seen.deferred = false;
+                let kept_up_to = seen.tail.back().and_then(|t| t.last()).map(|e| e.version);
+                if kept_up_to != Some(seen.version) {
+                    // What was notified was not (only) ours: the kept events no longer
+                    // reach the end.
+                    seen.tail.clear();
+                }
+                wake = true;
+            }
+            wake
+        });
     }
 
     /// Wakes every stream waiter (something was appended, nobody knows where).
     pub fn notify_all_streams(&self) {
         for sender in lock(&self.streams).values() {
-            sender.send_modify(|_| {});
+            sender.send_modify(|seen| {
+                seen.tail.clear();
+                seen.unknown = seen.unknown.wrapping_add(1);
+            });
         }
     }
 
@@ -142,8 +223,10 @@ impl AppendSignal {
             .entry(stream.as_str().to_owned())
             .or_insert_with(|| watch::Sender::new(Notified::default()))
             .subscribe();
+        let unknown = receiver.borrow().unknown;
         StreamWaiter {
             receiver,
+            unknown,
             stream: stream.as_str().to_owned(),
             streams: Arc::clone(&self.streams),
         }
@@ -152,6 +235,38 @@ impl AppendSignal {
     /// Streams with at least one waiter (for tests and diagnostics).
     pub fn watched_streams(&self) -> usize {
         lock(&self.streams).len()
+    }
+}
+
+/// An append of this process under way (see [`AppendSignal::appending`]).
+#[derive(Debug)]
+#[must_use = "dropping it at once ends the append's mark"]
+pub struct Appending {
+    /// The signal.
+    signal: AppendSignal,
+    /// The stream, when it was counted (someone watches it).
+    stream: Option<String>,
+}
+
+impl Appending {
+    /// The append committed `events` (in version order): as
+    /// [`AppendSignal::notify_appended`].
+    pub fn appended(mut self, events: &[RecordedEvent]) {
+        if let Some(stream) = self.stream.take() {
+            self.signal.finish(&stream, true, events);
+        } else if let Some(first) = events.first() {
+            self.signal
+                .notify_appended(first.stream_id.as_str(), events);
+        }
+    }
+}
+
+impl Drop for Appending {
+    fn drop(&mut self) {
+        // Failed or cancelled: nothing appended; a deferred wake-up is due now.
+        if let Some(stream) = self.stream.take() {
+            self.signal.finish(&stream, true, &[]);
+        }
     }
 }
 
@@ -177,6 +292,8 @@ impl AppendWaiter {
 pub struct StreamWaiter {
     /// What this waiter was last told.
     receiver: watch::Receiver<Notified>,
+    /// The count of wake-ups for every stream this waiter last looked at.
+    unknown: u64,
     /// The stream.
     stream: String,
     /// The signal's map, to drop the stream's channel with its last waiter.
@@ -194,17 +311,40 @@ impl StreamWaiter {
         }
     }
 
-    /// Marks the latest notification seen and returns the events of this process's append
-    /// that it was about, if they start at version `next`: exactly what reading the stream
-    /// from `next` returns, up to the last version notified, without reading it. `None`:
-    /// read the store (another process appended, or versions before the append's are
-    /// unread). Anything notified after this call wakes [`StreamWaiter::changed`].
-    pub fn appended_from(&mut self, next: u64) -> Option<Arc<[RecordedEvent]>> {
+    /// Marks the latest notification seen and returns the stream's events from version
+    /// `next` up to the last version notified, from this process's latest appends, when it
+    /// kept them all: exactly what reading the stream from `next` returns, without reading
+    /// it (in slices, one per append; the first may start before `next`). `None`: read the
+    /// store (another process appended, or `next` is older than what is kept). Anything
+    /// notified after this call wakes [`StreamWaiter::changed`].
+    pub fn appended_from(&mut self, next: u64) -> Option<Vec<Arc<[RecordedEvent]>>> {
         let seen = self.receiver.borrow_and_update();
-        seen.events
-            .as_ref()
-            .filter(|events| events.first().is_some_and(|e| e.version == next))
-            .cloned()
+        let first = seen.tail.front().and_then(|t| t.first())?.version;
+        let last = seen.tail.back().and_then(|t| t.last())?.version;
+        if last != seen.version || next < first || next > last.saturating_add(1) {
+            return None;
+        }
+        Some(
+            seen.tail
+                .iter()
+                .filter(|t| t.last().is_some_and(|e| e.version >= next))
+                .cloned()
+                .collect(),
+        )
+    }
+
+    /// Whether no version past `version` was notified for the stream, nor a wake-up for
+    /// every stream since the last call (or the waiter's creation). Marks the latest
+    /// notification seen: after a `false` the caller reads the stream, and the next call
+    /// answers for what came after.
+    ///
+    /// "Notified" is as good as the notifications: another process's commit is known once
+    /// its notification arrived (milliseconds), so a reader trusting this may be that much
+    /// behind another replica, never behind this process.
+    pub fn is_current(&mut self, version: u64) -> bool {
+        let seen = self.receiver.borrow_and_update();
+        let unknown = std::mem::replace(&mut self.unknown, seen.unknown);
+        unknown == seen.unknown && seen.version <= version
     }
 }
 
@@ -321,6 +461,7 @@ impl EventStore for NotifyingEventStore {
         events: Vec<NewEvent>,
     ) -> Result<Appended, StoreError> {
         let started = std::time::Instant::now();
+        let appending = self.signal.appending(stream_id.as_str());
         let result = self.inner.append(stream_id, expected, events).await;
         self.duration.record(
             started.elapsed().as_secs_f64(),
@@ -333,8 +474,7 @@ impl EventStore for NotifyingEventStore {
                 &[],
             );
             self.signal.notify();
-            self.signal
-                .notify_appended(stream_id.as_str(), &appended.events);
+            appending.appended(&appended.events);
         }
         Ok(appended)
     }
@@ -403,6 +543,18 @@ mod tests {
             .collect()
     }
 
+    /// The versions `waiter` is handed from `next` on, as a watcher sends them.
+    fn handed(waiter: &mut StreamWaiter, next: u64) -> Option<Vec<u64>> {
+        let slices = waiter.appended_from(next)?;
+        Some(
+            slices
+                .iter()
+                .flat_map(|slice| slice.iter().map(|e| e.version))
+                .filter(|v| *v >= next)
+                .collect(),
+        )
+    }
+
     /// Whether `waiter` wakes within a (paused-clock) second.
     async fn woke(waiter: &mut StreamWaiter) -> bool {
         tokio::time::timeout(Duration::from_secs(1), waiter.changed())
@@ -436,22 +588,100 @@ mod tests {
         signal.notify_appended("table-1", &events);
         assert!(woke(&mut waiter).await);
         assert!(waiter.appended_from(3).is_none(), "version 3 is unread");
-        assert_eq!(
-            waiter
-                .appended_from(4)
-                .as_deref()
-                .map(<[RecordedEvent]>::len),
-            Some(2)
-        );
-        // Another process's commit after it: the events are no longer the latest news.
+        assert_eq!(handed(&mut waiter, 4), Some(vec![4, 5]));
+        // The database's notice of an append can come before the append's own: one wake,
+        // and the events are handed over all the same.
         signal.notify_stream("table-1", 6);
         assert!(woke(&mut waiter).await);
-        assert!(waiter.appended_from(6).is_none());
+        signal.notify_appended("table-1", &stored("table-1", 6..=6));
+        assert!(!woke(&mut waiter).await);
+        assert_eq!(handed(&mut waiter, 6), Some(vec![6]));
+        // A waiter that fell behind by a few appends gets all of them.
+        signal.notify_appended("table-1", &stored("table-1", 7..=8));
+        signal.notify_appended("table-1", &stored("table-1", 9..=9));
+        assert!(woke(&mut waiter).await);
+        assert_eq!(handed(&mut waiter, 6), Some(vec![6, 7, 8, 9]));
+        assert!(
+            waiter.appended_from(5).is_none(),
+            "version 5 came from the database"
+        );
+        assert_eq!(handed(&mut waiter, 10), Some(vec![]));
+        // Another process's commit after it: the events no longer reach the end.
+        signal.notify_stream("table-1", 10);
+        assert!(woke(&mut waiter).await);
+        assert!(waiter.appended_from(10).is_none());
+        // What is kept starts again with the next append of ours; older versions are read.
+        signal.notify_appended("table-1", &stored("table-1", 11..=11));
+        assert_eq!(handed(&mut waiter, 11), Some(vec![11]));
+        assert!(waiter.appended_from(10).is_none());
+        // Only so much is kept.
+        for v in 12..=(12 + TAIL_EVENTS as u64) {
+            signal.notify_appended("table-1", &stored("table-1", v..=v));
+        }
+        assert!(waiter.appended_from(11).is_none());
+        assert_eq!(handed(&mut waiter, 13).map(|v| v.len()), Some(TAIL_EVENTS));
         // The channel goes with the stream's last waiter.
         drop(waiter);
         assert_eq!(signal.watched_streams(), 1);
         drop(second);
         assert_eq!(signal.watched_streams(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_databases_notice_waits_for_this_process_append_under_way() {
+        let signal = AppendSignal::new();
+        let table = StreamId::parse("table-1").unwrap();
+        let mut waiter = signal.subscribe_stream(&table);
+        // Our append of version 1 is under way; the database's notice of it comes first.
+        let appending = signal.appending("table-1");
+        signal.notify_stream("table-1", 1);
+        assert!(
+            !woke(&mut waiter).await,
+            "deferred while the append is under way"
+        );
+        appending.appended(&stored("table-1", 1..=1));
+        assert!(woke(&mut waiter).await);
+        assert_eq!(handed(&mut waiter, 1), Some(vec![1]));
+        // Our append fails (another process's commit of version 2 won): the deferred
+        // wake-up comes when it ends, and version 2 is read from the store.
+        let appending = signal.appending("table-1");
+        signal.notify_stream("table-1", 2);
+        assert!(!woke(&mut waiter).await);
+        drop(appending);
+        assert!(woke(&mut waiter).await);
+        assert!(waiter.appended_from(2).is_none());
+        // Nothing under way: the notice wakes at once.
+        signal.notify_stream("table-1", 3);
+        assert!(woke(&mut waiter).await);
+    }
+
+    #[test]
+    fn a_stream_waiter_says_whether_a_version_is_the_latest_notified() {
+        let signal = AppendSignal::new();
+        let table = StreamId::parse("table-1").unwrap();
+        let mut waiter = signal.subscribe_stream(&table);
+        assert!(
+            waiter.is_current(0),
+            "nothing notified since the subscription"
+        );
+        signal.notify_appended("table-1", &stored("table-1", 1..=2));
+        assert!(
+            waiter.is_current(2),
+            "this process's own append, already folded"
+        );
+        assert!(!waiter.is_current(1), "version 2 was notified");
+        signal.notify_stream("table-2", 9);
+        assert!(waiter.is_current(2), "another stream's news");
+        signal.notify_stream("table-1", 3);
+        assert!(!waiter.is_current(2), "another process committed version 3");
+        assert!(waiter.is_current(3));
+        // Something may have been appended anywhere: not current once, whatever the version.
+        signal.notify_all_streams();
+        assert!(!waiter.is_current(3));
+        assert!(
+            waiter.is_current(3),
+            "the caller read the stream after the last answer"
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -78,7 +78,7 @@ pub struct PgEventStore {
 /// The pool, schema and SQL of a store.
 #[derive(Debug, Clone)]
 struct PgCore {
-    /// Connections (from [`fairdeal_db::postgres_pool_options`] in services).
+    /// Connections, from [`fairdeal_db::postgres_pool_options`] (see [`PgEventStore::new`]).
     pool: PgPool,
     /// The schema holding `events`.
     schema: Schema,
@@ -107,12 +107,10 @@ impl PgSql {
         let safe = |s: String| AssertSqlSafe(s).into_sql_str();
         Self {
             // For a standalone append (autocommit, no xid yet): the stream head, the largest
-            // stored position, the snapshot's xmax (for the restore guard) and whether this
-            // statement really runs in its own transaction (see `fetch_head`).
+            // stored position and the snapshot's xmax (for the restore guard).
             head: safe(format!(
                 "SELECT head.version, head.hash, top.max_position, \
-                        pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS xmax, \
-                        transaction_timestamp() = statement_timestamp() AS autocommit \
+                        pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS xmax \
                  FROM (SELECT 1) AS one \
                  LEFT JOIN LATERAL (SELECT version, hash FROM {t} WHERE stream_id = $1 \
                      ORDER BY version DESC LIMIT 1) AS head ON true \
@@ -154,13 +152,12 @@ impl PgSql {
             )),
             // A group commit's reads, one round trip (autocommit): the head of each stream
             // ($1), which of the batch's event ids ($2) are stored, and as `head` above the
-            // restore guard's figures and the stale-transaction check, repeated on each row.
+            // restore guard's figures, repeated on each row.
             batch_heads: safe(format!(
                 "SELECT s.stream_id, head.version, head.hash, g.max_position, g.xmax, \
-                        g.autocommit, g.stored_ids \
+                        g.stored_ids \
                  FROM (SELECT (SELECT max(position) FROM {t}) AS max_position, \
                          pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS xmax, \
-                         transaction_timestamp() = statement_timestamp() AS autocommit, \
                          ARRAY(SELECT event_id FROM {t} WHERE event_id = ANY($2::uuid[])) \
                              AS stored_ids) AS g \
                  CROSS JOIN UNNEST($1::text[]) AS s(stream_id) \
@@ -219,6 +216,11 @@ impl PgEventStore {
     /// A store over `pool` for the `events` table in `schema` (a lowercase SQL identifier:
     /// `[a-z_][a-z0-9_]*`, at most 63 bytes). Does not touch the database; call
     /// [`Self::migrate`] once at start.
+    ///
+    /// Build `pool` with [`fairdeal_db::postgres_pool_options`]: standalone appends
+    /// autocommit, and its release guard is what keeps a connection left inside a
+    /// transaction (sqlx 0.9, a future cancelled in `begin()`) from being handed to one,
+    /// where the append would answer success and never commit.
     pub fn new(pool: PgPool, schema: &str) -> Result<Self, StoreError> {
         let schema = validate_schema(schema)?;
         Ok(Self {
@@ -341,7 +343,11 @@ impl PgCore {
         } else {
             &self.sql.head
         };
-        let head = fetch_head(conn, sql, stream_id, in_tx).await?;
+        let head = sqlx::query(sql.clone())
+            .bind(stream_id.as_str())
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(StoreError::from)?;
         let current: Option<i64> = head.try_get("version").map_err(StoreError::from)?;
         let current_hash: Option<Vec<u8>> = head.try_get("hash").map_err(StoreError::from)?;
         let max_position: Option<i64> = head.try_get("max_position").map_err(StoreError::from)?;
@@ -672,8 +678,7 @@ impl PgCore {
     }
 
     /// The heads of a batch's streams and which of its event ids are already stored, after
-    /// the restore guard (see `append_on`) and the stale-transaction check (see
-    /// [`fetch_head`]).
+    /// the restore guard (see `append_on`).
     async fn read_batch_heads(
         &self,
         conn: &mut PgConnection,
@@ -689,25 +694,11 @@ impl PgCore {
             .iter()
             .flat_map(|r| r.events.iter().map(|e| e.event_id))
             .collect();
-        let query = || {
-            sqlx::query(self.sql.batch_heads.clone())
-                .bind(streams.clone())
-                .bind(ids.clone())
-        };
-        let first = query().fetch_all(&mut *conn).await;
-        let stale = match &first {
-            Ok(rows) => match rows.first() {
-                Some(row) => !row.try_get::<bool, _>("autocommit")?,
-                None => false,
-            },
-            Err(e) => in_aborted_transaction(e),
-        };
-        let rows = if stale {
-            roll_back_stale(conn).await?;
-            query().fetch_all(&mut *conn).await?
-        } else {
-            first?
-        };
+        let rows = sqlx::query(self.sql.batch_heads.clone())
+            .bind(streams)
+            .bind(ids)
+            .fetch_all(&mut *conn)
+            .await?;
         let mut heads = HashMap::with_capacity(rows.len());
         let mut stored = HashSet::new();
         for (i, row) in rows.iter().enumerate() {
@@ -737,74 +728,6 @@ impl PgCore {
         }
         Ok((heads, stored))
     }
-}
-
-/// Reads the stream head; for a standalone append, first makes sure the pooled connection
-/// is not stuck inside a transaction.
-///
-/// sqlx 0.9 can hand back a PostgreSQL connection that is still inside a transaction: when a
-/// future is cancelled during `pool.begin()` after `BEGIN` was sent but before sqlx counted
-/// it, nothing queues the rollback. An autocommit append on such a connection would report
-/// success for rows that never commit. In an autocommit statement `transaction_timestamp()`
-/// equals `statement_timestamp()`; inside an older transaction it does not (and in an
-/// aborted one the statement fails with 25P02). Either way the stale transaction is rolled
-/// back (it holds nothing of ours) and the head read again, at no extra round trip in the
-/// normal case.
-async fn fetch_head(
-    conn: &mut PgConnection,
-    sql: &SqlStr,
-    stream_id: &StreamId,
-    in_tx: bool,
-) -> Result<PgRow, StoreError> {
-    let query = || sqlx::query(sql.clone()).bind(stream_id.as_str());
-    let first = query().fetch_one(&mut *conn).await;
-    if in_tx {
-        return Ok(first?);
-    }
-    let stale = match &first {
-        Ok(row) => !row.try_get::<bool, _>("autocommit")?,
-        Err(e) => in_aborted_transaction(e),
-    };
-    if !stale {
-        return Ok(first?);
-    }
-    roll_back_stale(conn).await?;
-    Ok(query().fetch_one(&mut *conn).await?)
-}
-
-/// Whether `error` says the connection is inside an aborted transaction (25P02).
-fn in_aborted_transaction(error: &sqlx::Error) -> bool {
-    matches!(error, sqlx::Error::Database(db) if db.code().as_deref() == Some("25P02"))
-}
-
-/// Rolls back the transaction a pooled connection was found inside (it holds nothing of
-/// ours).
-async fn roll_back_stale(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
-    tracing::warn!("pooled connection was inside a stale transaction; rolling it back");
-    sqlx::raw_sql(AssertSqlSafe("ROLLBACK").into_sql_str())
-        .execute(conn)
-        .await?;
-    Ok(())
-}
-
-/// Makes sure `conn` is not inside a transaction sqlx does not know about, before a
-/// standalone (autocommit) write on it: one extra round trip. See [`fetch_head`] for how a
-/// pooled connection ends up there; a write on it would report success and never commit.
-/// Any service writing outside an explicit transaction on a PostgreSQL pool calls this first.
-pub async fn leave_stale_transaction(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
-    let check =
-        sqlx::query_scalar::<_, bool>("SELECT transaction_timestamp() = statement_timestamp()")
-            .fetch_one(&mut *conn)
-            .await;
-    let stale = match check {
-        Ok(autocommit) => !autocommit,
-        Err(e) if in_aborted_transaction(&e) => true,
-        Err(e) => return Err(e),
-    };
-    if stale {
-        roll_back_stale(conn).await?;
-    }
-    Ok(())
 }
 
 /// How `append_on` fails: a typed error, or a unique violation still to be explained (which

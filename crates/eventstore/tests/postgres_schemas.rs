@@ -94,11 +94,13 @@ async fn opens_postgres_by_url() {
 
 /// A pooled connection left inside a transaction (as sqlx 0.9 leaves one when a future is
 /// cancelled inside `pool.begin()`) must not swallow the next standalone append: the append
-/// commits and is visible to everyone else.
+/// commits and is visible to everyone else. The pool's release guard
+/// (`fairdeal_db::postgres_pool_options`, which every store's pool is built with) is what
+/// sees to it.
 #[tokio::test]
 async fn append_on_a_connection_left_in_a_transaction_still_commits() {
     with_backend(PgBackend::create, |backend: Arc<PgBackend>| async move {
-        let pool = sqlx::postgres::PgPoolOptions::new()
+        let pool = fairdeal_db::postgres_pool_options()
             .max_connections(1)
             .connect_with(backend.connect_options())
             .await

@@ -7,8 +7,9 @@
 //!    in-memory owner per stream (a lock holding the stream's cached state), so ordinary
 //!    concurrency in one process never conflicts. Only writers in *other* processes can.
 //! 2. **Catch up.** The owner holds the state at some version; it is brought up to date by
-//!    reading the events after that version (all of them the first time, or after a
-//!    conflict). On the hot path nothing is read: the append below decides.
+//!    reading the events after that version (all of them the first time, after a conflict,
+//!    or when a later version was notified). On the hot path nothing is read: the append
+//!    below decides.
 //! 3. **Prepare** (async, optional): whatever the decision needs from outside, given the
 //!    state (e.g. an opened seed, another service's answer): [`Streams::execute_with`].
 //! 4. **Decide** (pure): command + state + prepared input -> events and a reply, or a domain
@@ -22,6 +23,16 @@
 //!
 //! The owners live in a bounded map: past [`RunnerSettings::cache_capacity`] streams, owners
 //! nobody is using are dropped (their state is re-read on next use).
+//!
+//! **Notified streams** ([`Streams::notified`]). Without more, a decision that appends
+//! nothing and a [`Streams::load`] ask the store for the stream's version or its new events
+//! (another process may have written). Given the storage's [`AppendSignal`], each owner
+//! follows its stream's notifications (this process's appends; on PostgreSQL every
+//! replica's commits): while no later version was notified, the cached state is the
+//! stream's, and nothing is read. The price is a read-side lag behind *other* replicas of
+//! one notification's delivery (milliseconds), never behind this process; appends are still
+//! decided by the store's expected version, and refusals are still re-checked. Only for
+//! streams appended to through the notifying store (not `append_in_tx`).
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -29,6 +40,7 @@ use std::convert::Infallible;
 use std::fmt;
 use std::sync::Arc;
 
+use fairdeal_bus::{AppendSignal, StreamWaiter};
 use fairdeal_event::{EventError, NewEvent, RecordedEvent, StreamId};
 use fairdeal_eventstore::{EventStore, ExpectedVersion, StoreError};
 use fairdeal_kit::ServiceError;
@@ -213,6 +225,32 @@ struct Owned<A> {
     loaded: bool,
     /// The state at the last version this process saw.
     snapshot: Snapshot<A>,
+    /// The stream's notifications (notified streams only).
+    waiter: Option<StreamWaiter>,
+}
+
+impl<A> Owned<A> {
+    /// Whether the state is known to be the stream's latest: read, and no later version
+    /// notified. Always `false` without notifications (unknown).
+    fn known_current(&mut self) -> bool {
+        let version = self.snapshot.version;
+        self.loaded
+            && self
+                .waiter
+                .as_mut()
+                .is_some_and(|waiter| waiter.is_current(version))
+    }
+
+    /// Whether the state must be read before deciding: never read, or a later version was
+    /// notified.
+    fn known_behind(&mut self) -> bool {
+        let version = self.snapshot.version;
+        !self.loaded
+            || self
+                .waiter
+                .as_mut()
+                .is_some_and(|waiter| !waiter.is_current(version))
+    }
 }
 
 type Owner<A> = Arc<tokio::sync::Mutex<Owned<A>>>;
@@ -226,6 +264,8 @@ pub struct Streams<A: Aggregate> {
     owners: Arc<parking_lot::Mutex<HashMap<StreamId, Owner<A>>>>,
     /// Tuning.
     settings: RunnerSettings,
+    /// The storage's notifications (see "Notified streams" in the module docs).
+    signal: Option<AppendSignal>,
 }
 
 impl<A: Aggregate> Clone for Streams<A> {
@@ -234,6 +274,7 @@ impl<A: Aggregate> Clone for Streams<A> {
             store: Arc::clone(&self.store),
             owners: Arc::clone(&self.owners),
             settings: self.settings,
+            signal: self.signal.clone(),
         }
     }
 }
@@ -243,6 +284,7 @@ impl<A: Aggregate> fmt::Debug for Streams<A> {
         f.debug_struct("Streams")
             .field("category", &A::CATEGORY)
             .field("settings", &self.settings)
+            .field("notified", &self.signal.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -259,6 +301,16 @@ impl<A: Aggregate> Streams<A> {
             store,
             owners: Arc::new(parking_lot::Mutex::new(HashMap::new())),
             settings,
+            signal: None,
+        }
+    }
+
+    /// A runner over `store` (which fires `signal`) that trusts a cached state while no
+    /// later version of its stream was notified: see "Notified streams" in the module docs.
+    pub fn notified(store: Arc<dyn EventStore>, signal: AppendSignal) -> Self {
+        Self {
+            signal: Some(signal),
+            ..Self::new(store)
         }
     }
 
@@ -278,12 +330,15 @@ impl<A: Aggregate> Streams<A> {
         match owners.entry(stream.clone()) {
             Entry::Occupied(entry) => Arc::clone(entry.get()),
             Entry::Vacant(entry) => {
+                // Subscribed before the first read: nothing appended after it goes unnoticed.
+                let waiter = self.signal.as_ref().map(|s| s.subscribe_stream(stream));
                 Arc::clone(entry.insert(Arc::new(tokio::sync::Mutex::new(Owned {
                     loaded: false,
                     snapshot: Snapshot {
                         version: 0,
                         state: None,
                     },
+                    waiter,
                 }))))
             }
         }
@@ -320,13 +375,15 @@ impl<A: Aggregate> Streams<A> {
         }
     }
 
-    /// The current state of `id` (read from the store, so it includes other processes'
-    /// appends).
+    /// The current state of `id`: read from the store, so it includes other processes'
+    /// appends, unless the stream is notified and no later version was.
     pub async fn load(&self, id: &A::Id) -> Result<Snapshot<A>, RunError<Infallible>> {
         let stream = stream_of::<A>(id)?;
         let owner = self.owner(&stream);
         let mut owned = owner.lock().await;
-        self.catch_up(&stream, &mut owned).await?;
+        if !owned.known_current() {
+            self.catch_up(&stream, &mut owned).await?;
+        }
         Ok(owned.snapshot.clone())
     }
 
@@ -387,7 +444,7 @@ impl<A: Aggregate> Streams<A> {
         let stream = stream_of::<A>(id)?;
         let owner = self.owner(&stream);
         let mut owned = owner.lock().await;
-        if !owned.loaded {
+        if owned.known_behind() {
             self.catch_up(&stream, &mut owned).await?;
         }
         let mut attempt = 0;
@@ -400,6 +457,14 @@ impl<A: Aggregate> Streams<A> {
                 prepared.and_then(|c| decide(&owned.snapshot, c).map_err(RunError::Rejected));
             let decision = match decision {
                 Ok(decision) if !decision.events.is_empty() => decision,
+                // A no-op decided on a state known to be current.
+                Ok(decision) if owned.known_current() => {
+                    return Ok(Executed {
+                        reply: decision.reply,
+                        after: owned.snapshot.clone(),
+                        recorded: Vec::new(),
+                    });
+                }
                 // A refusal or a no-op decided on cached state: valid only if no other
                 // process has written since.
                 other => {

@@ -208,3 +208,118 @@ async fn owners_past_the_cache_capacity_are_dropped_and_reloaded() {
         vec![2, 2, 2]
     );
 }
+
+/// Counts the reads a runner makes (stream reads and version queries).
+#[derive(Debug)]
+struct Counting {
+    inner: Arc<dyn EventStore>,
+    reads: std::sync::atomic::AtomicUsize,
+}
+
+impl Counting {
+    fn reads(&self) -> usize {
+        self.reads.load(std::sync::atomic::Ordering::SeqCst)
+    }
+    fn read(&self) {
+        self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[async_trait]
+impl EventStore for Counting {
+    async fn append(
+        &self,
+        stream_id: &StreamId,
+        expected: ExpectedVersion,
+        events: Vec<NewEvent>,
+    ) -> Result<Appended, StoreError> {
+        self.inner.append(stream_id, expected, events).await
+    }
+    async fn read_stream(
+        &self,
+        stream_id: &StreamId,
+        from_version: u64,
+        limit: usize,
+    ) -> Result<Vec<RecordedEvent>, StoreError> {
+        self.read();
+        self.inner.read_stream(stream_id, from_version, limit).await
+    }
+    async fn read_all(&self, from: u64, limit: usize) -> Result<Vec<RecordedEvent>, StoreError> {
+        self.inner.read_all(from, limit).await
+    }
+    async fn head_position(&self) -> Result<u64, StoreError> {
+        self.inner.head_position().await
+    }
+    async fn stream_version(&self, stream_id: &StreamId) -> Result<u64, StoreError> {
+        self.read();
+        self.inner.stream_version(stream_id).await
+    }
+}
+
+#[tokio::test]
+async fn a_notified_stream_is_read_only_when_a_later_version_was_notified() {
+    let (_dir, store) = store().await;
+    let signal = fairdeal_bus::AppendSignal::new();
+    let counting = Arc::new(Counting {
+        inner: Arc::new(fairdeal_bus::NotifyingEventStore::new(
+            Arc::clone(&store),
+            signal.clone(),
+        )),
+        reads: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let here = Streams::<Counter>::notified(counting.clone(), signal.clone());
+    let id = "n".to_owned();
+    assert_eq!(add(&here, "n", 1).await.unwrap(), (1, 1));
+    let first = counting.reads();
+    assert_eq!(first, 1, "the first command reads the stream once");
+    // Its own appends and loads, and a no-op decision, read nothing more.
+    assert_eq!(add(&here, "n", 2).await.unwrap(), (2, 3));
+    assert_eq!(here.load(&id).await.unwrap().version, 2);
+    let noop = here
+        .execute(&id, |s| {
+            Ok::<_, WouldGoNegative>(Decision::<i64, u64>::nothing(s.version))
+        })
+        .await
+        .unwrap();
+    assert_eq!(noop.reply, 2);
+    assert_eq!(counting.reads(), first);
+    // A refusal is still checked against the store.
+    assert!(add(&here, "n", -100).await.is_err());
+    assert_eq!(counting.reads(), first + 1);
+
+    // Another process appends (not through this process's store) and its commit is
+    // notified: the next load reads it.
+    let stream = StreamId::of("counter", "n").unwrap();
+    store
+        .append(
+            &stream,
+            ExpectedVersion::Exact(2),
+            vec![NewEvent::new(ADDED, 10i64.to_be_bytes().to_vec())],
+        )
+        .await
+        .unwrap();
+    signal.notify_stream(stream.as_str(), 3);
+    let loaded = here.load(&id).await.unwrap();
+    assert_eq!(
+        (loaded.version, loaded.state),
+        (3, Some(Counter { value: 13 }))
+    );
+    assert_eq!(counting.reads(), first + 2);
+    // A command after a notified write decides on the read state: no conflict, no retry.
+    store
+        .append(
+            &stream,
+            ExpectedVersion::Exact(3),
+            vec![NewEvent::new(ADDED, 100i64.to_be_bytes().to_vec())],
+        )
+        .await
+        .unwrap();
+    signal.notify_stream(stream.as_str(), 4);
+    assert_eq!(add(&here, "n", 1).await.unwrap(), (5, 114));
+    assert_eq!(counting.reads(), first + 3);
+    // "Anything may have changed" (a listener reconnected): read once.
+    signal.notify_all_streams();
+    assert_eq!(here.load(&id).await.unwrap().version, 5);
+    assert_eq!(here.load(&id).await.unwrap().version, 5);
+    assert_eq!(counting.reads(), first + 4);
+}

@@ -13,6 +13,7 @@
 //! do not make a player's `expected_version` stale ([`Table::decided_at`]).
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use fairdeal_games::{
     Actor, Bot, Card, Command, Event, Game, HeuristicBot, Phase, RuleError, Rules, Seat,
@@ -296,8 +297,10 @@ pub struct Table {
     pending: Option<PendingHand>,
     /// The client seed, once the first hand is dealt.
     pub client_seed: Option<String>,
-    /// Accepted commands: (seat, command id) -> version after them.
-    commands: HashMap<(Seat, String), u64>,
+    /// Accepted commands: (seat, command id) -> version after them. Shared, so cloning a
+    /// table (a snapshot handed out, a preview of events) does not copy the whole match's
+    /// commands; the fold copies it only while a clone still holds it.
+    commands: Arc<HashMap<(Seat, String), u64>>,
     /// The summary, once finished.
     pub finished: Option<Finished>,
     /// The server seed, once revealed.
@@ -459,7 +462,7 @@ impl Table {
                     game: Game::new(),
                     pending: None,
                     client_seed: None,
-                    commands: HashMap::new(),
+                    commands: Arc::default(),
                     finished: None,
                     server_seed: None,
                     deadline: None,
@@ -492,8 +495,7 @@ impl Table {
                     if !command.command_id.contains(':') {
                         table.timeouts[seat.index()] = 0;
                     }
-                    table
-                        .commands
+                    Arc::make_mut(&mut table.commands)
                         .insert((seat, command.command_id.clone()), command.version_after);
                 }
                 table.deadline = None;
@@ -746,6 +748,8 @@ impl Table {
     /// `events`, then a `TurnClock` when after them a player (not the service) must act.
     fn clocked(&self, mut events: Vec<TableEvent>, now: i64) -> Vec<TableEvent> {
         let mut after = self.clone();
+        // What follows needs no command ids: folding into a shared map would copy it.
+        after.commands = Arc::default();
         for e in &events {
             match Table::apply(Some(after), e) {
                 Ok(next) => after = next,

@@ -242,7 +242,7 @@ impl Tables {
         shutdown: Shutdown,
     ) -> Self {
         Tables {
-            streams: Streams::new(storage.events()),
+            streams: Streams::notified(storage.events(), storage.signal().clone()),
             store: storage.events(),
             signal: storage.signal().clone(),
             db: storage.db().clone(),
@@ -755,24 +755,28 @@ impl Tables {
         // What was appended before the subscription is read from the store.
         let mut woken = false;
         loop {
-            // Woken by this process's append right after what was sent: its events as
-            // stored, without reading them back; otherwise a read.
+            // Woken by this process's appends after what was sent: their events as stored,
+            // without reading them back; otherwise a read.
             let handed = if woken {
                 waiter.appended_from(next)
             } else {
                 None
             };
             let from_store = handed.is_none();
-            let page: Arc<[RecordedEvent]> = match handed {
-                Some(events) => events,
-                None => self
-                    .store
-                    .read_stream(&stream, next, WATCH_PAGE)
-                    .await
-                    .map_err(|e| Status::from(fairdeal_platform::store_error(e)))?
-                    .into(),
+            let pages: Vec<Arc<[RecordedEvent]>> = match handed {
+                Some(slices) => slices,
+                None => vec![
+                    self.store
+                        .read_stream(&stream, next, WATCH_PAGE)
+                        .await
+                        .map_err(|e| Status::from(fairdeal_platform::store_error(e)))?
+                        .into(),
+                ],
             };
-            for recorded in page.iter() {
+            let read = pages.first().map_or(0, |page| page.len());
+            let from = next;
+            let events = pages.iter().flat_map(|page| page.iter());
+            for recorded in events.filter(|e| e.version >= from) {
                 let event =
                     crate::events::from_recorded(recorded).map_err(|e| internal(e.into()))?;
                 match &event {
@@ -801,7 +805,7 @@ impl Tables {
             }
             // A full page from the store may have more behind it: read on at once.
             woken = false;
-            if from_store && page.len() == WATCH_PAGE {
+            if from_store && read == WATCH_PAGE {
                 continue;
             }
             tokio::select! {
