@@ -56,13 +56,21 @@ struct Notified {
     /// A notification from the database arrived while one was under way: its wake-up waits
     /// for the append to finish, which most likely is what it was about.
     deferred: bool,
+    /// Waiters that take the events ([`AppendSignal::subscribe_stream`]); without any,
+    /// nothing is kept (a [`AppendSignal::follow_stream`] follower needs only versions).
+    readers: usize,
 }
 
 impl Notified {
     /// Keeps `events` (this process's append ending at `self.version`) after the tail if
     /// they follow it, instead of it otherwise; drops the oldest appends past
     /// [`TAIL_EVENTS`].
-    fn keep(&mut self, events: Arc<[RecordedEvent]>) {
+    fn keep(&mut self, events: &[RecordedEvent]) {
+        if self.readers == 0 {
+            self.tail.clear();
+            return;
+        }
+        let events: Arc<[RecordedEvent]> = events.into();
         let follows = match (self.tail.back().and_then(|t| t.last()), events.first()) {
             (Some(last), Some(first)) => last.version + 1 == first.version,
             _ => false,
@@ -185,11 +193,11 @@ impl AppendSignal {
                 let kept_up_to = seen.tail.back().and_then(|t| t.last()).map(|e| e.version);
                 if last.version > seen.version {
                     seen.version = last.version;
-                    seen.keep(events.into());
+                    seen.keep(events);
                     wake = true;
                 } else if last.version == seen.version && kept_up_to != Some(last.version) {
                     // The database's notification of this very append came first.
-                    seen.keep(events.into());
+                    seen.keep(events);
                 }
             }
             if seen.deferred && seen.in_flight == 0 {
@@ -217,16 +225,38 @@ impl AppendSignal {
     }
 
     /// A waiter that wakes when `stream` is notified past the last version notified so far
-    /// (or on [`AppendSignal::notify_all_streams`]).
+    /// (or on [`AppendSignal::notify_all_streams`]), and takes the events of this process's
+    /// appends ([`StreamWaiter::appended_from`]): while one exists, the stream keeps them.
     pub fn subscribe_stream(&self, stream: &StreamId) -> StreamWaiter {
-        let receiver = lock(&self.streams)
-            .entry(stream.as_str().to_owned())
-            .or_insert_with(|| watch::Sender::new(Notified::default()))
-            .subscribe();
+        self.waiter(stream, true)
+    }
+
+    /// A waiter for `stream`'s versions only ([`StreamWaiter::is_current`],
+    /// [`StreamWaiter::changed`]); [`StreamWaiter::appended_from`] on it finds nothing kept
+    /// unless a [`AppendSignal::subscribe_stream`] waiter exists too.
+    pub fn follow_stream(&self, stream: &StreamId) -> StreamWaiter {
+        self.waiter(stream, false)
+    }
+
+    fn waiter(&self, stream: &StreamId, reads: bool) -> StreamWaiter {
+        let receiver = {
+            let mut streams = lock(&self.streams);
+            let sender = streams
+                .entry(stream.as_str().to_owned())
+                .or_insert_with(|| watch::Sender::new(Notified::default()));
+            if reads {
+                sender.send_if_modified(|seen| {
+                    seen.readers += 1;
+                    false
+                });
+            }
+            sender.subscribe()
+        };
         let unknown = receiver.borrow().unknown;
         StreamWaiter {
             receiver,
             unknown,
+            reads,
             stream: stream.as_str().to_owned(),
             streams: Arc::clone(&self.streams),
         }
@@ -294,6 +324,8 @@ pub struct StreamWaiter {
     receiver: watch::Receiver<Notified>,
     /// The count of wake-ups for every stream this waiter last looked at.
     unknown: u64,
+    /// Whether it counts among the stream's readers (see [`AppendSignal::subscribe_stream`]).
+    reads: bool,
     /// The stream.
     stream: String,
     /// The signal's map, to drop the stream's channel with its last waiter.
@@ -351,12 +383,20 @@ impl StreamWaiter {
 impl Drop for StreamWaiter {
     fn drop(&mut self) {
         let mut streams = lock(&self.streams);
+        let Some(sender) = streams.get(&self.stream) else {
+            return;
+        };
         // This waiter's receiver still counts: it is the last one when the count is 1.
-        if streams
-            .get(&self.stream)
-            .is_some_and(|sender| sender.receiver_count() <= 1)
-        {
+        if sender.receiver_count() <= 1 {
             streams.remove(&self.stream);
+        } else if self.reads {
+            sender.send_if_modified(|seen| {
+                seen.readers = seen.readers.saturating_sub(1);
+                if seen.readers == 0 {
+                    seen.tail.clear();
+                }
+                false
+            });
         }
     }
 }
@@ -653,6 +693,25 @@ mod tests {
         // Nothing under way: the notice wakes at once.
         signal.notify_stream("table-1", 3);
         assert!(woke(&mut waiter).await);
+    }
+
+    #[test]
+    fn events_are_kept_only_while_a_waiter_takes_them() {
+        let signal = AppendSignal::new();
+        let table = StreamId::parse("table-1").unwrap();
+        // A cached aggregate follows versions only: nothing is kept for it.
+        let mut follower = signal.follow_stream(&table);
+        signal.notify_appended("table-1", &stored("table-1", 1..=1));
+        assert!(follower.is_current(1));
+        assert!(follower.appended_from(1).is_none());
+        // A watcher takes the events: from now on they are kept.
+        let mut watcher = signal.subscribe_stream(&table);
+        signal.notify_appended("table-1", &stored("table-1", 2..=2));
+        assert_eq!(handed(&mut watcher, 2), Some(vec![2]));
+        // The watcher gone, what was kept goes too (the follower remains).
+        drop(watcher);
+        assert!(follower.appended_from(2).is_none());
+        assert_eq!(signal.watched_streams(), 1);
     }
 
     #[test]

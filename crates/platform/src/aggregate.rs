@@ -331,7 +331,7 @@ impl<A: Aggregate> Streams<A> {
             Entry::Occupied(entry) => Arc::clone(entry.get()),
             Entry::Vacant(entry) => {
                 // Subscribed before the first read: nothing appended after it goes unnoticed.
-                let waiter = self.signal.as_ref().map(|s| s.subscribe_stream(stream));
+                let waiter = self.signal.as_ref().map(|s| s.follow_stream(stream));
                 Arc::clone(entry.insert(Arc::new(tokio::sync::Mutex::new(Owned {
                     loaded: false,
                     snapshot: Snapshot {
