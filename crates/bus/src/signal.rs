@@ -62,6 +62,11 @@ struct Notified {
 }
 
 impl Notified {
+    /// The last version kept, if any.
+    fn last_kept(&self) -> Option<u64> {
+        self.tail.back().and_then(|t| t.last()).map(|e| e.version)
+    }
+
     /// Keeps `events` (this process's append ending at `self.version`) after the tail if
     /// they follow it, instead of it otherwise; drops the oldest appends past
     /// [`TAIL_EVENTS`].
@@ -71,8 +76,8 @@ impl Notified {
             return;
         }
         let events: Arc<[RecordedEvent]> = events.into();
-        let follows = match (self.tail.back().and_then(|t| t.last()), events.first()) {
-            (Some(last), Some(first)) => last.version + 1 == first.version,
+        let follows = match (self.last_kept(), events.first()) {
+            (Some(last), Some(first)) => last + 1 == first.version,
             _ => false,
         };
         if !follows {
@@ -190,20 +195,18 @@ impl AppendSignal {
             }
             let mut wake = false;
             if let Some(last) = events.last() {
-                let kept_up_to = seen.tail.back().and_then(|t| t.last()).map(|e| e.version);
                 if last.version > seen.version {
                     seen.version = last.version;
                     seen.keep(events);
                     wake = true;
-                } else if last.version == seen.version && kept_up_to != Some(last.version) {
+                } else if last.version == seen.version && seen.last_kept() != Some(last.version) {
                     // The database's notification of this very append came first.
                     seen.keep(events);
                 }
             }
             if seen.deferred && seen.in_flight == 0 {
                 seen.deferred = false;
-                let kept_up_to = seen.tail.back().and_then(|t| t.last()).map(|e| e.version);
-                if kept_up_to != Some(seen.version) {
+                if seen.last_kept() != Some(seen.version) {
                     // What was notified was not (only) ours: the kept events no longer
                     // reach the end.
                     seen.tail.clear();
@@ -352,7 +355,7 @@ impl StreamWaiter {
     pub fn appended_from(&mut self, next: u64) -> Option<Vec<Arc<[RecordedEvent]>>> {
         let seen = self.receiver.borrow_and_update();
         let first = seen.tail.front().and_then(|t| t.first())?.version;
-        let last = seen.tail.back().and_then(|t| t.last())?.version;
+        let last = seen.last_kept()?;
         if last != seen.version || next < first || next > last.saturating_add(1) {
             return None;
         }

@@ -122,28 +122,49 @@ async fn a_refusal_on_a_stale_cache_is_checked_against_the_store() {
     assert_eq!(here.load(&"c".to_owned()).await.unwrap().version, 3);
 }
 
-/// A store where another writer always gets in first: before each append of the runner, it
-/// appends an event of its own to the same stream.
+/// The store a runner sees in these tests: counts its reads (stream reads and version
+/// queries) and, when `racing`, lets another writer always get in first (before each append
+/// of the runner, an event of its own to the same stream).
 #[derive(Debug)]
-struct Racing {
+struct Probe {
     inner: Arc<dyn EventStore>,
+    racing: bool,
+    reads: std::sync::atomic::AtomicUsize,
+}
+
+impl Probe {
+    fn new(inner: Arc<dyn EventStore>, racing: bool) -> Self {
+        Self {
+            inner,
+            racing,
+            reads: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+    fn reads(&self) -> usize {
+        self.reads.load(std::sync::atomic::Ordering::SeqCst)
+    }
+    fn read(&self) {
+        self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 #[async_trait]
-impl EventStore for Racing {
+impl EventStore for Probe {
     async fn append(
         &self,
         stream_id: &StreamId,
         expected: ExpectedVersion,
         events: Vec<NewEvent>,
     ) -> Result<Appended, StoreError> {
-        self.inner
-            .append(
-                stream_id,
-                ExpectedVersion::Any,
-                vec![NewEvent::new(ADDED, 1i64.to_be_bytes().to_vec())],
-            )
-            .await?;
+        if self.racing {
+            self.inner
+                .append(
+                    stream_id,
+                    ExpectedVersion::Any,
+                    vec![NewEvent::new(ADDED, 1i64.to_be_bytes().to_vec())],
+                )
+                .await?;
+        }
         self.inner.append(stream_id, expected, events).await
     }
     async fn read_stream(
@@ -152,6 +173,7 @@ impl EventStore for Racing {
         from_version: u64,
         limit: usize,
     ) -> Result<Vec<RecordedEvent>, StoreError> {
+        self.read();
         self.inner.read_stream(stream_id, from_version, limit).await
     }
     async fn read_all(&self, from: u64, limit: usize) -> Result<Vec<RecordedEvent>, StoreError> {
@@ -161,6 +183,7 @@ impl EventStore for Racing {
         self.inner.head_position().await
     }
     async fn stream_version(&self, stream_id: &StreamId) -> Result<u64, StoreError> {
+        self.read();
         self.inner.stream_version(stream_id).await
     }
 }
@@ -168,9 +191,7 @@ impl EventStore for Racing {
 #[tokio::test]
 async fn contention_past_the_attempt_limit_is_reported_with_the_current_version() {
     let (_dir, store) = store().await;
-    let racing: Arc<dyn EventStore> = Arc::new(Racing {
-        inner: Arc::clone(&store),
-    });
+    let racing: Arc<dyn EventStore> = Arc::new(Probe::new(Arc::clone(&store), true));
     let settings = RunnerSettings {
         max_attempts: 3,
         ..RunnerSettings::default()
@@ -209,64 +230,17 @@ async fn owners_past_the_cache_capacity_are_dropped_and_reloaded() {
     );
 }
 
-/// Counts the reads a runner makes (stream reads and version queries).
-#[derive(Debug)]
-struct Counting {
-    inner: Arc<dyn EventStore>,
-    reads: std::sync::atomic::AtomicUsize,
-}
-
-impl Counting {
-    fn reads(&self) -> usize {
-        self.reads.load(std::sync::atomic::Ordering::SeqCst)
-    }
-    fn read(&self) {
-        self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    }
-}
-
-#[async_trait]
-impl EventStore for Counting {
-    async fn append(
-        &self,
-        stream_id: &StreamId,
-        expected: ExpectedVersion,
-        events: Vec<NewEvent>,
-    ) -> Result<Appended, StoreError> {
-        self.inner.append(stream_id, expected, events).await
-    }
-    async fn read_stream(
-        &self,
-        stream_id: &StreamId,
-        from_version: u64,
-        limit: usize,
-    ) -> Result<Vec<RecordedEvent>, StoreError> {
-        self.read();
-        self.inner.read_stream(stream_id, from_version, limit).await
-    }
-    async fn read_all(&self, from: u64, limit: usize) -> Result<Vec<RecordedEvent>, StoreError> {
-        self.inner.read_all(from, limit).await
-    }
-    async fn head_position(&self) -> Result<u64, StoreError> {
-        self.inner.head_position().await
-    }
-    async fn stream_version(&self, stream_id: &StreamId) -> Result<u64, StoreError> {
-        self.read();
-        self.inner.stream_version(stream_id).await
-    }
-}
-
 #[tokio::test]
 async fn a_notified_stream_is_read_only_when_a_later_version_was_notified() {
     let (_dir, store) = store().await;
     let signal = fairdeal_bus::AppendSignal::new();
-    let counting = Arc::new(Counting {
-        inner: Arc::new(fairdeal_bus::NotifyingEventStore::new(
+    let counting = Arc::new(Probe::new(
+        Arc::new(fairdeal_bus::NotifyingEventStore::new(
             Arc::clone(&store),
             signal.clone(),
         )),
-        reads: std::sync::atomic::AtomicUsize::new(0),
-    });
+        false,
+    ));
     let here = Streams::<Counter>::notified(counting.clone(), signal.clone());
     let id = "n".to_owned();
     assert_eq!(add(&here, "n", 1).await.unwrap(), (1, 1));
