@@ -13,6 +13,12 @@
 //!   writer's append is written at once, and batches grow only while a commit is in flight.
 //!   Appends are routed to a writer by stream, so one process never races itself for a
 //!   stream's next version.
+//! - [`HeadCache`]: the heads a writer has itself committed, so a batch of appends to streams
+//!   it wrote before needs no read first. The database stays the judge: a stale head (another
+//!   process appended since) makes the batch's INSERT hit the unique `(stream_id, version)`
+//!   index, nothing of the batch is stored, and the writer forgets those heads and decides the
+//!   batch again from a fresh read. A head is never trusted to refuse an append: an
+//!   expectation that disagrees with the cached head sends that stream to the read.
 
 use crate::codec::{check_distinct_ids, link_hash, occurred_at_us, to_i64};
 use crate::error::StoreError;
@@ -74,6 +80,18 @@ impl Plan {
     /// Whether nothing is to be written.
     pub(crate) fn is_empty(&self) -> bool {
         self.rows.is_empty()
+    }
+
+    /// Each written stream's head once the rows are stored: its last row's version and hash.
+    pub(crate) fn new_heads(&self) -> impl Iterator<Item = (&str, Head)> + '_ {
+        // Rows of one stream come in version order, so the last one seen is the head; a
+        // stream written by two appends of the batch yields twice, the later one last.
+        self.rows.iter().map(|row| {
+            (
+                row.event.stream_id.as_str(),
+                (row.event.version, Some(row.event.hash.to_vec())),
+            )
+        })
     }
 
     /// The results once the rows are stored with positions `first, first + 1, ...` in
@@ -200,12 +218,91 @@ fn plan_one(
     Ok(Planned::Rows(rows))
 }
 
+/// Streams a [`HeadCache`] holds at most; past it, it starts afresh (a stream not written
+/// for a while costs one read when it is written again).
+pub(crate) const HEAD_CACHE_STREAMS: usize = 65_536;
+
+/// The heads of the streams one writer task committed (see the module documentation).
+#[derive(Debug, Default)]
+pub(crate) struct HeadCache {
+    heads: HashMap<String, Head>,
+}
+
+impl HeadCache {
+    /// Splits a batch's streams into the heads known here, usable as they are, and the
+    /// streams to read. A stream is read when it is not cached, when the first append to it
+    /// in the batch expects another version than the cached one (the cache may be behind
+    /// another process: it never decides a conflict), or when that append writes nothing
+    /// (an empty append answers the stored version, which only a read knows).
+    pub(crate) fn lookup(
+        &mut self,
+        requests: &[AppendRequest],
+    ) -> (HashMap<String, Head>, Vec<String>) {
+        let mut known = HashMap::new();
+        let mut to_read = Vec::new();
+        let mut seen: HashSet<&str> = HashSet::new();
+        for request in requests {
+            let stream = request.stream_id.as_str();
+            if !seen.insert(stream) {
+                continue;
+            }
+            match self.heads.get(stream) {
+                Some(head) if !request.events.is_empty() && request.expected.matches(head.0) => {
+                    known.insert(stream.to_owned(), head.clone());
+                }
+                Some(_) => {
+                    self.heads.remove(stream);
+                    to_read.push(stream.to_owned());
+                }
+                None => to_read.push(stream.to_owned()),
+            }
+        }
+        (known, to_read)
+    }
+
+    /// Records the heads of a committed batch.
+    pub(crate) fn remember(&mut self, plan: &Plan) {
+        if self.heads.len() >= HEAD_CACHE_STREAMS {
+            self.heads.clear();
+        }
+        for (stream, head) in plan.new_heads() {
+            match self.heads.get_mut(stream) {
+                Some(cached) => *cached = head,
+                None => {
+                    self.heads.insert(stream.to_owned(), head);
+                }
+            }
+        }
+    }
+
+    /// Records the head left by one committed append.
+    pub(crate) fn remember_appended(&mut self, appended: &Appended) {
+        if let Some(last) = appended.events.last() {
+            if self.heads.len() >= HEAD_CACHE_STREAMS {
+                self.heads.clear();
+            }
+            self.heads.insert(
+                last.stream_id.as_str().to_owned(),
+                (last.version, Some(last.hash.to_vec())),
+            );
+        }
+    }
+
+    /// Forgets the heads of `requests`' streams (their batch failed, or its outcome is
+    /// unknown).
+    pub(crate) fn forget(&mut self, requests: &[AppendRequest]) {
+        for request in requests {
+            self.heads.remove(request.stream_id.as_str());
+        }
+    }
+}
+
 /// A backend's batch write: every request's result, in request order.
-pub(crate) trait BatchWriter: Send + Sync + 'static {
+pub(crate) trait BatchWriter: Send + 'static {
     /// Writes `requests` in one transaction (or, after a failure that leaves nothing
     /// written, by another way that still gives each request its own result).
     fn write(
-        &self,
+        &mut self,
         requests: Vec<AppendRequest>,
     ) -> impl Future<Output = Vec<Result<Appended, StoreError>>> + Send;
 }
@@ -298,7 +395,7 @@ fn writer_gone() -> StoreError {
 }
 
 /// One writer: takes what is queued, up to the limits, writes it, answers, repeats.
-async fn run_writer<W: BatchWriter>(writer: W, mut queue: mpsc::UnboundedReceiver<Queued>) {
+async fn run_writer<W: BatchWriter>(mut writer: W, mut queue: mpsc::UnboundedReceiver<Queued>) {
     let mut held: Option<Queued> = None;
     loop {
         let first = match held.take() {
@@ -361,4 +458,73 @@ pub(crate) fn all_failed(n: usize, error: StoreError) -> Vec<Result<Appended, St
         out.push(Err(error));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(stream: &StreamId, expected: ExpectedVersion, events: usize) -> AppendRequest {
+        AppendRequest {
+            stream_id: stream.clone(),
+            expected,
+            events: (0..events)
+                .map(|i| NewEvent::new("fairdeal.test.v1.E", vec![u8::try_from(i).unwrap_or(0)]))
+                .collect(),
+        }
+    }
+
+    fn stream(n: u128) -> StreamId {
+        StreamId::of("table", Uuid::from_u128(n)).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn the_cache_answers_only_what_it_committed_and_never_a_conflict() {
+        let (a, b, c) = (stream(1), stream(2), stream(3));
+        let mut cache = HeadCache::default();
+        // Nothing known yet: every stream is read.
+        let (known, to_read) = cache.lookup(&[request(&a, ExpectedVersion::NoStream, 1)]);
+        assert!(known.is_empty());
+        assert_eq!(to_read, [a.as_str()]);
+        // After a committed plan, its heads are known.
+        let plan = plan(
+            vec![
+                request(&a, ExpectedVersion::NoStream, 2),
+                request(&b, ExpectedVersion::NoStream, 1),
+            ],
+            HashMap::new(),
+            &HashSet::new(),
+        );
+        cache.remember(&plan);
+        let batch = [
+            request(&a, ExpectedVersion::Exact(2), 1),
+            request(&a, ExpectedVersion::Exact(9), 1),
+            request(&b, ExpectedVersion::Exact(5), 1),
+            request(&c, ExpectedVersion::Any, 1),
+        ];
+        let (known, mut to_read) = cache.lookup(&batch);
+        // a: its first append agrees with the cache; the second is decided in the plan.
+        assert_eq!(known.get(a.as_str()).map(|h| h.0), Some(2));
+        // b: the expectation disagrees, so the database must say: read, and forgotten.
+        to_read.sort();
+        assert_eq!(to_read, [b.as_str(), c.as_str()]);
+        assert_eq!(known.len(), 1);
+        let (known, _) = cache.lookup(&[request(&b, ExpectedVersion::Exact(1), 1)]);
+        assert!(known.is_empty());
+        // An empty append answers the stored version: always read.
+        let (known, _) = cache.lookup(&[request(&a, ExpectedVersion::Exact(2), 0)]);
+        assert!(known.is_empty());
+    }
+
+    #[test]
+    fn forgotten_heads_are_read_again() {
+        let a = stream(1);
+        let mut cache = HeadCache::default();
+        let batch = vec![request(&a, ExpectedVersion::NoStream, 1)];
+        cache.remember(&plan(batch.clone(), HashMap::new(), &HashSet::new()));
+        let next = [request(&a, ExpectedVersion::Exact(1), 1)];
+        assert_eq!(cache.lookup(&next).0.len(), 1);
+        cache.forget(&next);
+        assert_eq!(cache.lookup(&next).1, [a.as_str()]);
+    }
 }

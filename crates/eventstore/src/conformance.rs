@@ -36,6 +36,9 @@ use uuid::Uuid;
 pub trait Backend: Send + Sync + 'static {
     /// The store under test; empty when the backend is created.
     fn store(&self) -> Arc<dyn EventStore>;
+    /// A second store on the same database with writers and caches of its own, as another
+    /// process (a second replica) would have.
+    fn other_process_store(&self) -> Arc<dyn EventStore>;
     /// Opens a transaction through the backend's `append_in_tx`.
     async fn begin(&self) -> Box<dyn OpenTx>;
     /// Writes `requests` as one group commit (the backend's `append_batch`): one
@@ -122,7 +125,8 @@ macro_rules! conformance_tests {
             invalid_events_are_rejected,
             large_batches_append_atomically,
             conflicts_inside_one_batch_fail_alone,
-            concurrent_appends_share_commits_and_keep_their_own_results
+            concurrent_appends_share_commits_and_keep_their_own_results,
+            writes_of_another_process_are_never_overlooked
         );
     };
     (@cases $create:expr; $($case:ident),* $(,)?) => {
@@ -1052,6 +1056,103 @@ pub async fn concurrent_appends_share_commits_and_keep_their_own_results(
     assert_eq!(store.read_stream(&contested, 1, 10).await.unwrap().len(), 1);
 }
 
+/// Two stores on one database (two processes) writing the same streams: each store's
+/// writers remember the heads they committed, and the other's appends make those stale.
+/// A stale head never decides anything: an expectation that holds against the database
+/// succeeds, one that does not is a conflict naming the stored version, `Any` links after
+/// the other's event, and every chain stays whole. Concurrent neighbours sharing a commit
+/// with such an append keep their own results.
+pub async fn writes_of_another_process_are_never_overlooked(backend: Arc<dyn Backend>) {
+    let (a, b) = (backend.store(), backend.other_process_store());
+    let s = stream("table");
+    // A writes 1, B writes 2 and 3: A's remembered head (1) is behind.
+    a.append(&s, ExpectedVersion::NoStream, events("A", 0..1))
+        .await
+        .unwrap();
+    b.append(&s, ExpectedVersion::Exact(1), events("B", 1..3))
+        .await
+        .unwrap();
+    // An expectation that holds against the database succeeds through A.
+    let appended = a
+        .append(&s, ExpectedVersion::Exact(3), events("A", 3..4))
+        .await
+        .unwrap();
+    assert_eq!(appended.version, 4);
+    // B is behind now. An expectation matching B's stale head is refused with the stored
+    // version, and changes nothing.
+    let refused = b
+        .append(&s, ExpectedVersion::Exact(3), events("B", 4..5))
+        .await;
+    assert!(
+        matches!(refused, Err(StoreError::Conflict { actual: 4, .. })),
+        "{refused:?}"
+    );
+    assert_eq!(a.stream_version(&s).await.unwrap(), 4);
+    // `Any` through the stale store links after the stored head.
+    let appended = b
+        .append(&s, ExpectedVersion::Any, events("B", 5..6))
+        .await
+        .unwrap();
+    assert_eq!(appended.version, 5);
+    // Stale in the middle of concurrent appends to fresh streams: only the stale one fails.
+    a.append(&s, ExpectedVersion::Exact(5), events("A", 6..7))
+        .await
+        .unwrap();
+    let mut tasks = Vec::new();
+    for w in 0..32u32 {
+        let b = b.clone();
+        let s = s.clone();
+        tasks.push(tokio::spawn(async move {
+            if w == 0 {
+                (
+                    None,
+                    b.append(&s, ExpectedVersion::Exact(5), events("Late", 7..8))
+                        .await,
+                )
+            } else {
+                let own = stream("user");
+                let r = b
+                    .append(&own, ExpectedVersion::NoStream, vec![event("Mine", w)])
+                    .await;
+                (Some(own), r)
+            }
+        }));
+    }
+    for task in futures::future::join_all(tasks).await {
+        match task.unwrap() {
+            (None, result) => assert!(
+                matches!(result, Err(StoreError::Conflict { actual: 6, .. })),
+                "{result:?}"
+            ),
+            (Some(own), result) => {
+                let appended = result.unwrap();
+                assert_eq!(appended.version, 1);
+                assert_eq!(b.read_stream(&own, 1, 10).await.unwrap(), appended.events);
+            }
+        }
+    }
+    // The stream holds every accepted append once, in order, its chain whole, seen alike
+    // from both stores.
+    let read = a.read_stream(&s, 1, 100).await.unwrap();
+    let kinds: Vec<&str> = read.iter().map(|e| e.event_type.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "fairdeal.test.v1.A",
+            "fairdeal.test.v1.B",
+            "fairdeal.test.v1.B",
+            "fairdeal.test.v1.A",
+            "fairdeal.test.v1.B",
+            "fairdeal.test.v1.A",
+        ]
+    );
+    let mut chain = ChainVerifier::new(s.clone());
+    for e in &read {
+        chain.check(e).unwrap();
+    }
+    assert_eq!(b.read_stream(&s, 1, 100).await.unwrap(), read);
+}
+
 /// Turns a stored event back into the `NewEvent` it came from (same id).
 trait IntoNewEvent {
     fn into_new_event(self) -> NewEvent;
@@ -1149,6 +1250,10 @@ impl OpenTx for PgOpenTx {
 impl Backend for PgBackend {
     fn store(&self) -> Arc<dyn EventStore> {
         Arc::new(self.store.clone())
+    }
+
+    fn other_process_store(&self) -> Arc<dyn EventStore> {
+        Arc::new(PgEventStore::new(self.store.pool().clone(), self.store.schema()).unwrap())
     }
 
     async fn append_batch(
@@ -1269,6 +1374,10 @@ impl OpenTx for SqliteOpenTx {
 impl Backend for SqliteBackend {
     fn store(&self) -> Arc<dyn EventStore> {
         Arc::new(self.store.clone())
+    }
+
+    fn other_process_store(&self) -> Arc<dyn EventStore> {
+        Arc::new(SqliteEventStore::new(self.store.pool().clone()))
     }
 
     async fn append_batch(

@@ -31,7 +31,9 @@
 //! writing positions that sort before existing events. Use `pg_upgrade` (which keeps the
 //! counter) or advance the counter (`pg_resetwal -x`) above the largest stored `tx_id`.
 
-use crate::batch::{AppendRequest, BatchWriter, GroupCommit, Head, all_failed, plan};
+use crate::batch::{
+    AppendRequest, BatchWriter, GroupCommit, Head, HeadCache, Plan, all_failed, plan,
+};
 use crate::codec::{
     Row, check_distinct_ids, limit_i64, link_hash, occurred_at_us, stored_u64, to_i64,
     trace_context_json, verify_stream_rows,
@@ -281,7 +283,15 @@ impl PgEventStore {
         if requests.is_empty() {
             return Vec::new();
         }
-        self.core.write_batch(requests).await
+        let mut conn = match self.core.pool.acquire().await {
+            Ok(conn) => conn,
+            Err(e) => return all_failed(requests.len(), e.into()),
+        };
+        // A pooled connection: its release guard sees to its state, and nothing is cached.
+        self.core
+            .write_batch_on(&mut conn, requests, &mut HeadCache::default(), &mut false)
+            .await
+            .results
     }
 
     /// Appends inside the caller's transaction, so events and the service's own table
@@ -535,78 +545,133 @@ impl PgCore {
         stored_u64(version, "events.version")
     }
 
-    async fn append_once(
+    /// One append alone on `conn` (autocommit): the head read, then the INSERT, which is the
+    /// append's whole transaction. A writer that got in between makes the INSERT hit the
+    /// unique `(stream_id, version)` index: a conflict, and nothing written.
+    async fn append_alone(
         &self,
-        stream_id: &StreamId,
-        expected: ExpectedVersion,
-        events: Vec<NewEvent>,
+        conn: &mut PgConnection,
+        request: AppendRequest,
     ) -> Result<Appended, StoreError> {
-        // No explicit transaction: the head read and the single INSERT statement each
-        // autocommit, which halves the round trips. A writer that got in between makes the
-        // INSERT hit the unique (stream_id, version) index: a conflict, and nothing written.
-        let mut conn = self.pool.acquire().await?;
+        let AppendRequest {
+            stream_id,
+            expected,
+            events,
+        } = request;
         match self
-            .append_on(&mut conn, stream_id, expected, events, false)
+            .append_on(conn, &stream_id, expected, events, false)
             .await
         {
             Ok(appended) => Ok(appended),
             Err(Failure::Store(e)) => Err(e),
             Err(Failure::Unique { constraint, ids }) => Err(self
-                .explain_unique(&mut conn, &constraint, stream_id, expected, &ids)
+                .explain_unique(conn, &constraint, &stream_id, expected, &ids)
                 .await),
         }
     }
-}
 
-/// A group commit writer task's way to the database.
-struct PgWriter {
-    core: PgCore,
-}
-
-impl BatchWriter for PgWriter {
-    async fn write(&self, requests: Vec<AppendRequest>) -> Vec<Result<Appended, StoreError>> {
-        self.core.write_batch(requests).await
-    }
-}
-
-impl PgCore {
-    /// Writes a batch: one autocommit read of every stream head and stored id, the decision
-    /// in memory ([`plan`]), one autocommit INSERT of every accepted append (two round trips
-    /// and one commit, whatever the batch size).
+    /// Writes a batch on `conn`, in autocommit: one INSERT statement holds every accepted
+    /// append, so it is one transaction (all of the batch's rows or none) and one commit.
     ///
-    /// The INSERT is one statement, so one transaction: all of the batch's rows or none. It
-    /// fails only when another transaction (another process, an `append_in_tx`) wrote one
-    /// of the batch's streams or ids after the read; then nothing of the batch was written
-    /// and each append is retried on its own ([`Self::append_once`]), which gives each its
-    /// own result (a conflict for the one that lost, success for the others).
-    async fn write_batch(
+    /// - Streams whose heads `cache` holds are not read first (see `HeadCache`): a batch to
+    ///   streams this writer wrote before is one round trip. Once a connection has been
+    ///   through a full read (`guarded`: the restore guard of `read_heads` passed on it),
+    ///   only the uncached streams are read, and stored event ids are left to the unique
+    ///   index.
+    /// - When the server refuses the INSERT (a stale head, an event id already stored, a
+    ///   write by another process since the read), nothing of the batch was stored: its
+    ///   heads are forgotten and the batch is decided again from a full read of heads and
+    ///   stored ids. Refused again, each append is written on its own, which gives each its
+    ///   own result (a conflict for the one that lost, success for the others).
+    /// - When the connection fails, whether the batch committed is unknown, as for any write
+    ///   whose answer is lost: every caller hears of it, and `Written::broken` says to drop
+    ///   the connection.
+    async fn write_batch_on(
         &self,
+        conn: &mut PgConnection,
         mut requests: Vec<AppendRequest>,
-    ) -> Vec<Result<Appended, StoreError>> {
+        cache: &mut HeadCache,
+        guarded: &mut bool,
+    ) -> Written {
         let n = requests.len();
-        if n == 1
-            && let Some(request) = requests.pop()
-        {
-            // Alone: the single-append statements, as lean as they come (same round trips,
-            // less work in the server than the batch read).
-            return vec![
-                self.append_once(&request.stream_id, request.expected, request.events)
-                    .await,
-            ];
+        if *guarded {
+            let (mut heads, to_read) = cache.lookup(&requests);
+            if n == 1
+                && to_read.len() == 1
+                && let Some(request) = requests.pop()
+            {
+                // Alone and not cached: the single-append statements, as lean as they come.
+                let result = self.append_alone(conn, request).await;
+                if let Ok(appended) = &result {
+                    cache.remember_appended(appended);
+                }
+                return Written::from_one(result);
+            }
+            if !to_read.is_empty() {
+                match self.read_heads(conn, to_read, Vec::new()).await {
+                    Ok((read, _)) => heads.extend(read),
+                    Err(e) => return Written::failed(n, e),
+                }
+            }
+            let retry = requests.clone();
+            let plan = plan(requests, heads, &HashSet::new());
+            if plan.is_empty() {
+                return Written::ok(plan.finish(0));
+            }
+            match self.insert_plan(conn, &plan).await {
+                Ok(first) => {
+                    cache.remember(&plan);
+                    return Written::ok(plan.finish(first));
+                }
+                Err(sqlx::Error::Database(db)) => {
+                    tracing::debug!(error = %db, appends = n, "group commit refused; reading the heads again");
+                    cache.forget(&retry);
+                    requests = retry;
+                }
+                Err(e) => {
+                    cache.forget(&retry);
+                    return Written::failed(n, e.into());
+                }
+            }
         }
-        let mut conn = match self.pool.acquire().await {
-            Ok(conn) => conn,
-            Err(e) => return all_failed(n, e.into()),
-        };
-        let (heads, stored) = match self.read_batch_heads(&mut conn, &requests).await {
+        let (heads, stored) = match self.read_batch_heads(conn, &requests).await {
             Ok(read) => read,
-            Err(e) => return all_failed(n, e),
+            Err(e) => return Written::failed(n, e),
         };
+        *guarded = true;
         let retry = requests.clone();
         let plan = plan(requests, heads, &stored);
         if plan.is_empty() {
-            return plan.finish(0);
+            return Written::ok(plan.finish(0));
         }
+        match self.insert_plan(conn, &plan).await {
+            Ok(first) => {
+                cache.remember(&plan);
+                Written::ok(plan.finish(first))
+            }
+            // The server refused the statement: it rolled back, nothing of the batch is
+            // stored. Each append on its own gets its own answer.
+            Err(sqlx::Error::Database(db)) => {
+                tracing::debug!(error = %db, appends = n, "group commit refused; appending one by one");
+                cache.forget(&retry);
+                let mut written = Written::ok(Vec::with_capacity(n));
+                for request in retry {
+                    let result = self.append_alone(conn, request).await;
+                    written.broken |= result.as_ref().is_err_and(breaks_connection);
+                    written.results.push(result);
+                }
+                written
+            }
+            Err(e) => {
+                cache.forget(&retry);
+                Written::failed(n, e.into())
+            }
+        }
+    }
+
+    /// Inserts a planned batch in one autocommit statement; the first row's position (rows
+    /// get `first, first + 1, ...` in batch order).
+    async fn insert_plan(&self, conn: &mut PgConnection, plan: &Plan) -> Result<u64, sqlx::Error> {
         let rows = &plan.rows;
         let mut ids = Vec::with_capacity(rows.len());
         let mut streams = Vec::with_capacity(rows.len());
@@ -622,59 +687,35 @@ impl PgCore {
         for row in rows {
             let e = &row.event;
             ids.push(e.event_id);
-            streams.push(e.stream_id.as_str().to_owned());
+            streams.push(e.stream_id.as_str());
             versions.push(row.version);
-            types.push(e.event_type.clone());
+            types.push(e.event_type.as_str());
             times.push(row.occurred_at_us);
-            correlations.push(e.correlation_id.clone());
-            causations.push(e.causation_id.clone());
+            correlations.push(e.correlation_id.as_str());
+            causations.push(e.causation_id.as_str());
             traces.push(trace_context_json(&e.trace_context));
-            payloads.push(e.payload.clone());
-            prev_hashes.push(e.prev_hash.to_vec());
-            hashes.push(e.hash.to_vec());
+            payloads.push(e.payload.as_slice());
+            prev_hashes.push(e.prev_hash.as_slice());
+            hashes.push(e.hash.as_slice());
         }
-        let inserted: Result<Option<i64>, sqlx::Error> =
-            sqlx::query_scalar(self.sql.batch_insert.clone())
-                .bind(ids)
-                .bind(streams)
-                .bind(versions)
-                .bind(types)
-                .bind(times)
-                .bind(correlations)
-                .bind(causations)
-                .bind(traces)
-                .bind(payloads)
-                .bind(prev_hashes)
-                .bind(hashes)
-                .fetch_one(&mut *conn)
-                .await;
-        match inserted {
-            Ok(Some(first)) => match stored_u64(first, "events.position") {
-                Ok(first) => plan.finish(first),
-                Err(e) => all_failed(n, e),
-            },
-            Ok(None) => all_failed(
-                n,
-                StoreError::InvalidArgument("the insert returned no position".into()),
-            ),
-            // The server refused the statement: it rolled back, nothing of the batch is
-            // stored. Each append on its own gets its own answer.
-            Err(sqlx::Error::Database(db)) => {
-                tracing::debug!(error = %db, appends = n, "group commit refused; appending one by one");
-                drop(conn);
-                let mut out = Vec::with_capacity(n);
-                for request in retry {
-                    out.push(
-                        self.append_once(&request.stream_id, request.expected, request.events)
-                            .await,
-                    );
-                }
-                out
-            }
-            // The connection failed: whether the batch committed is unknown, as for any
-            // write whose answer is lost. Every caller hears of it.
-            Err(e) => all_failed(n, e.into()),
-        }
+        let first: Option<i64> = sqlx::query_scalar(self.sql.batch_insert.clone())
+            .bind(ids)
+            .bind(streams)
+            .bind(versions)
+            .bind(types)
+            .bind(times)
+            .bind(correlations)
+            .bind(causations)
+            .bind(traces)
+            .bind(payloads)
+            .bind(prev_hashes)
+            .bind(hashes)
+            .fetch_one(&mut *conn)
+            .await?;
+        let first =
+            first.ok_or_else(|| sqlx::Error::Protocol("the insert returned no position".into()))?;
+        u64::try_from(first)
+            .map_err(|_| sqlx::Error::Protocol(format!("the insert returned position {first}")))
     }
 
     /// The heads of a batch's streams and which of its event ids are already stored, after
@@ -694,6 +735,17 @@ impl PgCore {
             .iter()
             .flat_map(|r| r.events.iter().map(|e| e.event_id))
             .collect();
+        self.read_heads(conn, streams, ids).await
+    }
+
+    /// The heads of `streams` and which of `ids` are already stored, after the restore
+    /// guard (see `append_on`).
+    async fn read_heads(
+        &self,
+        conn: &mut PgConnection,
+        streams: Vec<String>,
+        ids: Vec<Uuid>,
+    ) -> Result<(HashMap<String, Head>, HashSet<Uuid>), StoreError> {
         let rows = sqlx::query(self.sql.batch_heads.clone())
             .bind(streams)
             .bind(ids)
@@ -728,6 +780,85 @@ impl PgCore {
         }
         Ok((heads, stored))
     }
+}
+
+/// A group commit writer task's way to the database: a connection of its own, reopened after
+/// a failure, and the heads of the streams it wrote. The connection is outside the pool: the
+/// writer only ever runs autocommit statements on it, so it needs neither the pool's checkout
+/// nor its release guard (two round trips a batch saved).
+struct PgWriter {
+    core: PgCore,
+    /// The writer's connection, opened on first use and dropped when it fails.
+    conn: Option<PgConnection>,
+    /// Heads this writer committed (see `HeadCache`).
+    heads: HeadCache,
+    /// Whether a full read (with the restore guard) passed on `conn`.
+    guarded: bool,
+}
+
+impl BatchWriter for PgWriter {
+    async fn write(&mut self, requests: Vec<AppendRequest>) -> Vec<Result<Appended, StoreError>> {
+        if self.conn.is_none() {
+            match PgConnection::connect_with(&self.core.pool.connect_options()).await {
+                Ok(conn) => {
+                    self.conn = Some(conn);
+                    self.guarded = false;
+                }
+                Err(e) => return all_failed(requests.len(), e.into()),
+            }
+        }
+        let Some(conn) = self.conn.as_mut() else {
+            return all_failed(
+                requests.len(),
+                StoreError::Database(sqlx::Error::PoolClosed),
+            );
+        };
+        let written = self
+            .core
+            .write_batch_on(conn, requests, &mut self.heads, &mut self.guarded)
+            .await;
+        if written.broken {
+            self.conn = None;
+        }
+        written.results
+    }
+}
+
+/// A batch's results, and whether its connection must be dropped.
+struct Written {
+    results: Vec<Result<Appended, StoreError>>,
+    /// A statement failed in a way that leaves the connection's state unknown.
+    broken: bool,
+}
+
+impl Written {
+    fn ok(results: Vec<Result<Appended, StoreError>>) -> Self {
+        Self {
+            results,
+            broken: false,
+        }
+    }
+
+    fn failed(n: usize, error: StoreError) -> Self {
+        let broken = breaks_connection(&error);
+        Self {
+            results: all_failed(n, error),
+            broken,
+        }
+    }
+
+    fn from_one(result: Result<Appended, StoreError>) -> Self {
+        Self {
+            broken: result.as_ref().is_err_and(breaks_connection),
+            results: vec![result],
+        }
+    }
+}
+
+/// Whether `error` leaves the connection in an unknown state: anything but the server's
+/// refusal of a statement or a decision made without one.
+fn breaks_connection(error: &StoreError) -> bool {
+    matches!(error, StoreError::Database(e) if !matches!(e, sqlx::Error::Database(_)))
 }
 
 /// How `append_on` fails: a typed error, or a unique violation still to be explained (which
@@ -781,6 +912,9 @@ impl EventStore for PgEventStore {
         };
         let writer = || PgWriter {
             core: self.core.clone(),
+            conn: None,
+            heads: HeadCache::default(),
+            guarded: false,
         };
         if expected != ExpectedVersion::Any {
             return self.group.append(request(events), writer).await;

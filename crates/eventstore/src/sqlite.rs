@@ -231,7 +231,7 @@ struct SqliteWriter {
 }
 
 impl BatchWriter for SqliteWriter {
-    async fn write(&self, requests: Vec<AppendRequest>) -> Vec<Result<Appended, StoreError>> {
+    async fn write(&mut self, requests: Vec<AppendRequest>) -> Vec<Result<Appended, StoreError>> {
         write_batch(&self.pool, requests).await
     }
 }
@@ -310,21 +310,23 @@ async fn read_batch_heads(
     let mut streams: Vec<&str> = requests.iter().map(|r| r.stream_id.as_str()).collect();
     streams.sort_unstable();
     streams.dedup();
-    let mut heads = HashMap::with_capacity(streams.len());
-    for chunk in streams.chunks(INSERT_CHUNK) {
-        // SQLite returns the bare column `hash` from the row holding max(version).
-        let mut query = QueryBuilder::<Sqlite>::new(
-            "SELECT stream_id, max(version), hash FROM events WHERE stream_id IN ",
-        );
-        query.push_tuples(chunk, |mut b, s| {
-            b.push_bind(*s);
-        });
-        query.push(" GROUP BY stream_id");
-        let rows: Vec<(String, i64, Vec<u8>)> =
-            query.build_query_as().fetch_all(&mut *conn).await?;
-        for (stream, version, hash) in rows {
-            heads.insert(stream, (stored_u64(version, "events.version")?, Some(hash)));
-        }
+    // One statement whatever the batch (the streams as one JSON array, so the prepared
+    // statement is reused), and one index seek per stream: its last version by the
+    // `(stream_id, version)` index, then that row. (A `GROUP BY stream_id` with `max(version)`
+    // would visit every event of every stream of the batch.)
+    let streams = serde_json::to_string(&streams)
+        .map_err(|e| StoreError::InvalidArgument(format!("stream ids: {e}")))?;
+    let rows: Vec<(String, i64, Vec<u8>)> = sqlx::query_as(
+        "SELECT s.value, e.version, e.hash FROM json_each(?1) AS s \
+         JOIN events AS e ON e.stream_id = s.value \
+          AND e.version = (SELECT max(version) FROM events WHERE stream_id = s.value)",
+    )
+    .bind(streams)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut heads = HashMap::with_capacity(rows.len());
+    for (stream, version, hash) in rows {
+        heads.insert(stream, (stored_u64(version, "events.version")?, Some(hash)));
     }
     let ids: Vec<Uuid> = requests
         .iter()
