@@ -160,14 +160,6 @@ async fn main() {
     let mut figures = Vec::new();
     let backend = PgBackend::create().await;
     figures.push(raw_baseline(&backend).await);
-    if std::env::var_os("GC_NO_NOTIFY").is_some() {
-        // Diagnosis only: without the NOTIFY trigger, commits no longer serialise on
-        // PostgreSQL's notification queue lock.
-        sqlx::query("ALTER TABLE eventstore.events DISABLE TRIGGER events_notify")
-            .execute(backend.pg_store().pool())
-            .await
-            .unwrap();
-    }
     let store: Arc<dyn EventStore> = match std::env::var("GC_PG_WRITERS")
         .ok()
         .and_then(|w| w.parse().ok())

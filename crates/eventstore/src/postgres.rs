@@ -11,7 +11,7 @@
 //! A bigserial position is allocated before commit, so positions become visible out of order
 //! and a reader that has returned position 7 may later see 6 commit: a tailing consumer would
 //! skip it. Here a row's position is `(xid << 20) + i`, where `xid` is the inserting
-//! transaction's 64-bit id (`pg_current_xact_id()`, stamped by a trigger and tied to the
+//! transaction's 64-bit id (`pg_current_xact_id()`, the column's default, and tied to the
 //! position by a CHECK constraint) and `i` its index among that transaction's events. Readers
 //! return only positions below `pg_snapshot_xmin(pg_current_snapshot()) << 20`:
 //!
@@ -107,6 +107,18 @@ impl PgSql {
     fn new(schema: &str) -> Self {
         let t = format!("\"{schema}\".events");
         let safe = |s: String| AssertSqlSafe(s).into_sql_str();
+        // Every appending statement ends the same way: the first position it wrote, and one
+        // notification per stream it appended to, payload `<schema> <stream> <version>`
+        // (delivered at commit, never for a rollback; see `fairdeal_bus::signal`). Sent by the
+        // statement rather than by a trigger: a trigger's transition table and PL/pgSQL
+        // call cost about a tenth of the server's time per appended event.
+        let notify = format!(
+            ", notified AS ( \
+                 SELECT pg_notify('{NOTIFY_CHANNEL}', '{schema} ' || h.stream_id || ' ' || h.version) \
+                 FROM (SELECT stream_id, max(version) AS version FROM inserted \
+                       GROUP BY stream_id) AS h) \
+             SELECT (SELECT min(position) FROM inserted), (SELECT count(*) FROM notified)"
+        );
         Self {
             // For a standalone append (autocommit, no xid yet): the stream head, the largest
             // stored position and the snapshot's xmax (for the restore guard).
@@ -149,8 +161,7 @@ impl PgSql {
                      $12::bytea[]) WITH ORDINALITY AS u(event_id, version, event_type, \
                      occurred_at_us, correlation_id, causation_id, trace_context, payload, \
                      prev_hash, hash, ord) \
-                 RETURNING position) \
-                 SELECT min(position) FROM inserted"
+                 RETURNING position, stream_id, version){notify}"
             )),
             // A group commit's reads, one round trip (autocommit): the head of each stream
             // ($1), which of the batch's event ids ($2) are stored, and as `head` above the
@@ -182,8 +193,7 @@ impl PgSql {
                      $11::bytea[]) WITH ORDINALITY AS u(event_id, stream_id, version, \
                      event_type, occurred_at_us, correlation_id, causation_id, trace_context, \
                      payload, prev_hash, hash, ord) \
-                 RETURNING position) \
-                 SELECT min(position) FROM inserted"
+                 RETURNING position, stream_id, version){notify}"
             )),
             stream_version: safe(format!(
                 "SELECT coalesce(max(version), 0) FROM {t} WHERE stream_id = $1"
@@ -209,6 +219,9 @@ impl PgSql {
         }
     }
 }
+
+/// The channel appends are announced on (see `PgSql::new`).
+pub const NOTIFY_CHANNEL: &str = "fairdeal_events";
 
 /// The columns of `crate::codec::Row`, with `trace_context` read back as text.
 const COLUMNS_PG: &str = "position, event_id, stream_id, version, event_type, occurred_at_us, \

@@ -13,7 +13,9 @@
 //! Migrations are tracked in `_fairdeal_eventstore_migrations`, apart from any other
 //! migrator sharing the file.
 
-use crate::batch::{AppendRequest, BatchWriter, GroupCommit, Head, Sealed, all_failed, plan};
+use crate::batch::{
+    AppendRequest, BatchWriter, GroupCommit, Head, HeadCache, Sealed, all_failed, plan,
+};
 use crate::codec::{
     COLUMNS, Row, check_distinct_ids, limit_i64, link_hash, occurred_at_us, stored_u64, to_i64,
     trace_context_json, verify_stream_rows,
@@ -100,7 +102,11 @@ impl SqliteEventStore {
         if requests.is_empty() {
             return Vec::new();
         }
-        write_batch(&self.pool, requests).await
+        let mut conn = match self.pool.acquire().await {
+            Ok(conn) => conn,
+            Err(e) => return all_failed(requests.len(), e.into()),
+        };
+        write_batch(&mut conn, requests, None).await.0
     }
 
     /// Appends inside the caller's transaction (from [`Self::begin`]), so events and the
@@ -225,14 +231,74 @@ async fn append_on(
     })
 }
 
-/// The group commit writer task's way to the database.
+/// The group commit writer task's way to the database: a connection of its own (its page
+/// cache stays warm with the heads it writes; reopened after a failure) and the heads of
+/// the streams it wrote.
 struct SqliteWriter {
     pool: SqlitePool,
+    /// The writer's connection, opened on first use and dropped when it fails.
+    conn: Option<SqliteConnection>,
+    /// Heads this writer committed (see `crate::batch::HeadCache`).
+    heads: HeadCache,
 }
 
 impl BatchWriter for SqliteWriter {
     async fn write(&mut self, requests: Vec<AppendRequest>) -> Vec<Result<Appended, StoreError>> {
-        write_batch(&self.pool, requests).await
+        if self.conn.is_none() {
+            match SqliteConnection::connect_with(&self.pool.connect_options()).await {
+                Ok(conn) => self.conn = Some(conn),
+                Err(e) => return all_failed(requests.len(), e.into()),
+            }
+        }
+        let Some(conn) = self.conn.as_mut() else {
+            return all_failed(requests.len(), StoreError::Database(sqlx::Error::PoolClosed));
+        };
+        let (results, broken) = write_cached(conn, requests, &mut self.heads).await;
+        if broken {
+            self.conn = None;
+        }
+        results
+    }
+}
+
+/// A batch whose streams the writer all knows, and small enough for one statement, is one
+/// autocommit INSERT (one implicit transaction and one WAL sync): positions are the rowids
+/// SQLite assigns, `max + 1` row after row under the write lock, so consecutive and known
+/// from the last. A stale head (another connection appended since) or a stored event id
+/// makes the INSERT fail whole; the batch then goes the full way, `write_batch`. Returns the
+/// results and whether the connection must be dropped.
+async fn write_cached(
+    conn: &mut SqliteConnection,
+    requests: Vec<AppendRequest>,
+    cache: &mut HeadCache,
+) -> (Vec<Result<Appended, StoreError>>, bool) {
+    let (heads, to_read) = cache.lookup(&requests);
+    let events: usize = requests.iter().map(|r| r.events.len()).sum();
+    if !to_read.is_empty() || events > INSERT_CHUNK {
+        return write_batch(conn, requests, Some(cache)).await;
+    }
+    let n = requests.len();
+    let retry = requests.clone();
+    let plan = plan(requests, heads, &HashSet::new());
+    if plan.is_empty() {
+        return (plan.finish(0), false);
+    }
+    match insert_rows(conn, &plan.rows, None).await {
+        Ok(last) => {
+            let first = (last + 1).saturating_sub(plan.rows.len() as u64);
+            cache.remember(&plan);
+            (plan.finish(first), false)
+        }
+        Err(StoreError::Database(sqlx::Error::Database(db))) => {
+            tracing::debug!(error = %db, appends = n, "group commit refused; reading the heads again");
+            cache.forget(&retry);
+            write_batch(conn, retry, Some(cache)).await
+        }
+        Err(e) => {
+            cache.forget(&retry);
+            let broken = matches!(&e, StoreError::Database(_));
+            (all_failed(n, e), broken)
+        }
     }
 }
 
@@ -240,57 +306,89 @@ impl BatchWriter for SqliteWriter {
 /// whole batch read at once, the decision in memory ([`plan`]), multi-row INSERTs, one
 /// commit. Holding the write lock from the first statement, nothing can change between the
 /// reads and the inserts; should an insert still fail, the transaction is rolled back and
-/// each append retried on its own, in its own transaction.
+/// each append retried on its own, in its own transaction. Returns the results and whether
+/// the connection must be dropped (a failure that leaves its state unknown).
 async fn write_batch(
-    pool: &SqlitePool,
+    conn: &mut SqliteConnection,
     mut requests: Vec<AppendRequest>,
-) -> Vec<Result<Appended, StoreError>> {
+    mut cache: Option<&mut HeadCache>,
+) -> (Vec<Result<Appended, StoreError>>, bool) {
     let n = requests.len();
     if n == 1
         && let Some(request) = requests.pop()
     {
         // Alone: the single-append statements (per-stream queries, no IN lists).
-        return vec![append_alone(pool, request).await];
+        let result = append_alone(conn, request).await;
+        if let (Ok(appended), Some(cache)) = (&result, cache) {
+            cache.remember_appended(appended);
+        }
+        let broken = result.as_ref().is_err_and(breaks_connection);
+        return (vec![result], broken);
     }
     let retry = requests.clone();
-    let mut tx = match pool.begin_with("BEGIN IMMEDIATE").await {
+    let mut tx = match conn.begin_with("BEGIN IMMEDIATE").await {
         Ok(tx) => tx,
-        Err(e) => return all_failed(n, e.into()),
+        Err(e) => return (all_failed(n, e.into()), true),
     };
     let (heads, stored, last_position) = match read_batch_heads(&mut tx, &requests).await {
         Ok(read) => read,
-        Err(e) => return all_failed(n, e),
+        Err(e) => {
+            let broken = breaks_connection(&e);
+            return (all_failed(n, e), broken);
+        }
     };
     let plan = plan(requests, heads, &stored);
     if plan.is_empty() {
         // Nothing written: ending the transaction either way is the same.
         let _ = tx.rollback().await;
-        return plan.finish(0);
+        return (plan.finish(0), false);
     }
     let first = last_position + 1;
-    match insert_rows(&mut tx, &plan.rows, first).await {
-        Ok(()) => {}
-        Err(e) => {
-            tracing::debug!(error = %e, appends = n, "group commit refused; appending one by one");
-            if let Err(e) = tx.rollback().await {
-                return all_failed(n, e.into());
-            }
-            let mut out = Vec::with_capacity(n);
-            for request in retry {
-                out.push(append_alone(pool, request).await);
-            }
-            return out;
+    if let Err(e) = insert_rows(&mut tx, &plan.rows, Some(first)).await {
+        tracing::debug!(error = %e, appends = n, "group commit refused; appending one by one");
+        if let Err(e) = tx.rollback().await {
+            return (all_failed(n, e.into()), true);
         }
+        if let Some(cache) = cache.as_deref_mut() {
+            cache.forget(&retry);
+        }
+        let mut out = Vec::with_capacity(n);
+        let mut broken = false;
+        for request in retry {
+            let result = append_alone(conn, request).await;
+            broken |= result.as_ref().is_err_and(breaks_connection);
+            out.push(result);
+        }
+        return (out, broken);
     }
     match tx.commit().await {
-        Ok(()) => plan.finish(first),
-        Err(e) => all_failed(n, e.into()),
+        Ok(()) => {
+            if let Some(cache) = cache {
+                cache.remember(&plan);
+            }
+            (plan.finish(first), false)
+        }
+        Err(e) => {
+            if let Some(cache) = cache {
+                cache.forget(&retry);
+            }
+            (all_failed(n, e.into()), true)
+        }
     }
 }
 
+/// Whether `error` leaves the connection in an unknown state: anything but SQLite's refusal
+/// of a statement or a decision made without one.
+fn breaks_connection(error: &StoreError) -> bool {
+    matches!(error, StoreError::Database(e) if !matches!(e, sqlx::Error::Database(_)))
+}
+
 /// One append in its own transaction.
-async fn append_alone(pool: &SqlitePool, request: AppendRequest) -> Result<Appended, StoreError> {
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+async fn append_alone(
+    conn: &mut SqliteConnection,
+    request: AppendRequest,
+) -> Result<Appended, StoreError> {
+    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
     let appended = append_on(
         &mut tx,
         &request.stream_id,
@@ -348,23 +446,36 @@ async fn read_batch_heads(
     Ok((heads, stored, stored_u64(last_position, "events.position")?))
 }
 
-/// Inserts a batch's rows with positions `first, first + 1, ...`.
+/// Inserts a batch's rows with positions `first, first + 1, ...`, or, when `first` is
+/// `None`, with the rowids SQLite assigns (which, under the write lock, are `max + 1, max + 2,
+/// ...` in row order); returns the last position.
 async fn insert_rows(
     conn: &mut SqliteConnection,
     rows: &[Sealed],
-    first: u64,
-) -> Result<(), StoreError> {
+    first: Option<u64>,
+) -> Result<u64, StoreError> {
+    let mut last = 0;
     for (c, chunk) in rows.chunks(INSERT_CHUNK).enumerate() {
-        let base = first + (c * INSERT_CHUNK) as u64;
+        let base = first.map(|first| first + (c * INSERT_CHUNK) as u64);
         let mut values = Vec::with_capacity(chunk.len());
-        for (row, position) in chunk.iter().zip(base..) {
-            values.push((to_i64(position, "position")?, row));
+        for (i, row) in chunk.iter().enumerate() {
+            let position = match base {
+                Some(base) => Some(to_i64(base + i as u64, "position")?),
+                None => None,
+            };
+            values.push((position, row));
         }
-        let mut query = QueryBuilder::<Sqlite>::new(format!("INSERT INTO events ({COLUMNS}) "));
+        let mut query = QueryBuilder::<Sqlite>::new(if first.is_some() {
+            format!("INSERT INTO events ({COLUMNS}) ")
+        } else {
+            format!("INSERT INTO events ({}) ", &COLUMNS["position, ".len()..])
+        });
         query.push_values(values, |mut b, (position, row)| {
             let e = &row.event;
-            b.push_bind(position)
-                .push_bind(e.event_id)
+            if let Some(position) = position {
+                b.push_bind(position);
+            }
+            b.push_bind(e.event_id)
                 .push_bind(e.stream_id.as_str().to_owned())
                 .push_bind(row.version)
                 .push_bind(e.event_type.clone())
@@ -376,9 +487,10 @@ async fn insert_rows(
                 .push_bind(e.prev_hash.to_vec())
                 .push_bind(e.hash.to_vec());
         });
-        query.build().execute(&mut *conn).await?;
+        let done = query.build().execute(&mut *conn).await?;
+        last = stored_u64(done.last_insert_rowid(), "events.position")?;
     }
-    Ok(())
+    Ok(last)
 }
 
 fn row_from_sqlite(row: &SqliteRow) -> Result<Row, sqlx::Error> {
@@ -413,7 +525,12 @@ impl EventStore for SqliteEventStore {
             events,
         };
         let pool = self.pool.clone();
-        self.group.append(request, || SqliteWriter { pool }).await
+        let writer = || SqliteWriter {
+            pool,
+            conn: None,
+            heads: HeadCache::default(),
+        };
+        self.group.append(request, writer).await
     }
 
     async fn read_stream(

@@ -133,3 +133,89 @@ async fn append_on_a_connection_left_in_a_transaction_still_commits() {
     })
     .await;
 }
+
+/// Every appending path announces its streams at commit, one notification per stream with
+/// its new last version, and a rolled-back append announces nothing.
+#[tokio::test]
+async fn appends_announce_each_stream_at_commit_and_rollbacks_nothing() {
+    use fairdeal_eventstore::AppendRequest;
+    use fairdeal_eventstore::postgres::NOTIFY_CHANNEL;
+    use std::time::Duration;
+
+    with_backend(PgBackend::create, |backend: Arc<PgBackend>| async move {
+        let store = backend.pg_store();
+        let mut listener = sqlx::postgres::PgListener::connect_with(store.pool())
+            .await
+            .unwrap();
+        listener.listen(NOTIFY_CHANNEL).await.unwrap();
+        let event = |n: u8| NewEvent::new("t.v1.A", vec![n]);
+        let (a, b, c, d) = (
+            StreamId::parse("table-a").unwrap(),
+            StreamId::parse("table-b").unwrap(),
+            StreamId::parse("table-c").unwrap(),
+            StreamId::parse("table-d").unwrap(),
+        );
+        // Alone (two events: one notification with the last version).
+        store
+            .append(&a, ExpectedVersion::NoStream, vec![event(1), event(2)])
+            .await
+            .unwrap();
+        // A group commit of two streams.
+        let results = store
+            .append_batch(vec![
+                AppendRequest {
+                    stream_id: b.clone(),
+                    expected: ExpectedVersion::NoStream,
+                    events: vec![event(3)],
+                },
+                AppendRequest {
+                    stream_id: a.clone(),
+                    expected: ExpectedVersion::Exact(2),
+                    events: vec![event(4)],
+                },
+            ])
+            .await;
+        assert!(results.iter().all(Result::is_ok), "{results:?}");
+        // Inside a transaction that rolls back: nothing.
+        let mut tx = store.begin().await.unwrap();
+        store
+            .append_in_tx(&mut tx, &d, ExpectedVersion::NoStream, vec![event(5)])
+            .await
+            .unwrap();
+        tx.rollback().await.unwrap();
+        // Inside a transaction that commits.
+        let mut tx = store.begin().await.unwrap();
+        store
+            .append_in_tx(&mut tx, &c, ExpectedVersion::NoStream, vec![event(6)])
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+
+        let mut got = Vec::new();
+        while got.len() < 4 {
+            let n = tokio::time::timeout(Duration::from_secs(10), listener.recv())
+                .await
+                .expect("a notification within 10 s")
+                .unwrap();
+            got.push(n.payload().to_owned());
+        }
+        // Nothing more: the rolled-back append sent nothing.
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), listener.recv())
+                .await
+                .is_err()
+        );
+        let (batch, rest) = got.split_at_mut(3);
+        batch[1..3].sort();
+        assert_eq!(
+            [batch, rest].concat(),
+            [
+                "eventstore table-a 2",
+                "eventstore table-a 3",
+                "eventstore table-b 1",
+                "eventstore table-c 1"
+            ]
+        );
+    })
+    .await;
+}

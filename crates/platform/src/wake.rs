@@ -1,7 +1,7 @@
 //! Wake-ups from other processes: the PostgreSQL event store sends a notification on
 //! channel [`CHANNEL`] when a transaction that appended events commits, one per stream it
-//! appended to, payload `<schema> <stream id> <new version>` (migration
-//! `0003_notify_streams.sql`; the older payload `<schema>` is still understood).
+//! appended to, payload `<schema> <stream id> <new version>` (its appending statements send
+//! them; the older payload `<schema>` is still understood).
 //! [`spawn_listener`] forwards the ones of this service's schema to the storage's
 //! [`AppendSignal`]: the log-wide waiters (relay, consumers) and that stream's waiters (a
 //! table's watchers) of a replica see another replica's appends at once instead of polling
@@ -20,7 +20,7 @@ use sqlx::PgPool;
 use sqlx::postgres::PgListener;
 
 /// The notification channel of every event store.
-pub const CHANNEL: &str = "fairdeal_events";
+pub const CHANNEL: &str = fairdeal_eventstore::postgres::NOTIFY_CHANNEL;
 
 /// Wait before reconnecting after the listening connection failed.
 const RECONNECT: Duration = Duration::from_secs(1);
