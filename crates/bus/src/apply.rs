@@ -92,6 +92,17 @@ enum First {
     },
 }
 
+/// How one transaction over a batch ended.
+#[derive(Debug)]
+enum Applied {
+    /// Committed.
+    Committed,
+    /// The handler failed on one event; rolled back.
+    Failed(Failure),
+    /// The batch handler failed, on no event in particular; rolled back.
+    BatchFailed(HandlerError),
+}
+
 /// A handler failure inside a batch (the batch was rolled back).
 #[derive(Debug)]
 struct Failure {
@@ -270,13 +281,43 @@ where
 
     /// One transaction over `batch`. `Ok(None)`: committed. `Ok(Some(failure))`: a handler
     /// failed and the transaction was rolled back.
+    ///
+    /// A handler that takes batches ([`Handler::batches`]) gets the batch's new events in one
+    /// call; should that fail, the batch is rolled back and applied again one event at a
+    /// time, which names the failing event. A retry of a failed first event always goes one
+    /// at a time.
     async fn apply_batch(
         &self,
         batch: &[Delivery],
         first: &First,
     ) -> Result<Option<Failure>, BusError> {
+        if self.handler.batches() && *first == First::Fresh {
+            match self.apply_in_one_tx(batch, first, true).await? {
+                Applied::Committed => return Ok(None),
+                Applied::Failed(failure) => return Ok(Some(failure)),
+                Applied::BatchFailed(error) => tracing::debug!(
+                    consumer = %self.consumer,
+                    error = %error_chain(&error),
+                    "batch handler failed; applying the batch one event at a time"
+                ),
+            }
+        }
+        match self.apply_in_one_tx(batch, first, false).await? {
+            Applied::Committed | Applied::BatchFailed(_) => Ok(None),
+            Applied::Failed(failure) => Ok(Some(failure)),
+        }
+    }
+
+    /// `apply_batch`'s transaction, handing the new events over one by one or, with
+    /// `as_batch`, in one call.
+    async fn apply_in_one_tx(
+        &self,
+        batch: &[Delivery],
+        first: &First,
+        as_batch: bool,
+    ) -> Result<Applied, BusError> {
         let Some(last) = batch.last() else {
-            return Ok(None);
+            return Ok(Applied::Committed);
         };
         let mut tx = DB::begin_batch(self.db.pool()).await?;
         let ids: Vec<Uuid> = batch
@@ -290,6 +331,8 @@ where
         let mut new_ids =
             DB::record_processed(self.db.sql(), &mut tx, &self.consumer, &ids).await?;
         let mut letters = Vec::new();
+        // With `as_batch`: the events for the one `handle_batch` call.
+        let mut handled: Vec<&RecordedEvent> = Vec::new();
         for (index, delivery) in batch.iter().enumerate() {
             let event = match &delivery.event {
                 Ok(event) => event,
@@ -320,6 +363,10 @@ where
                 First::Retry(attempt) if index == 0 => *attempt,
                 _ => delivery.prior_attempts.saturating_add(1),
             };
+            if as_batch {
+                handled.push(event);
+                continue;
+            }
             let span = handling_span(&self.consumer, event, delivery.trace.as_ref());
             let outcome = AssertUnwindSafe(self.handler.handle(event, &mut tx))
                 .catch_unwind()
@@ -329,11 +376,27 @@ where
             if let Err(error) = outcome {
                 // Dropping would roll back too; rolling back now frees the connection at once.
                 let _ = tx.rollback().await;
-                return Ok(Some(Failure {
+                return Ok(Applied::Failed(Failure {
                     index,
                     attempt,
                     error,
                 }));
+            }
+        }
+        if !handled.is_empty() {
+            let span = tracing::info_span!(
+                "bus.handle_batch",
+                consumer = %self.consumer,
+                events = handled.len()
+            );
+            let outcome = AssertUnwindSafe(self.handler.handle_batch(&handled, &mut tx))
+                .catch_unwind()
+                .instrument(span)
+                .await
+                .unwrap_or_else(|panic| Err(HandlerError::transient(panic_message(&*panic))));
+            if let Err(error) = outcome {
+                let _ = tx.rollback().await;
+                return Ok(Applied::BatchFailed(error));
             }
         }
         for letter in &letters {
@@ -362,7 +425,7 @@ where
                 "event dead-lettered"
             );
         }
-        Ok(None)
+        Ok(Applied::Committed)
     }
 
     /// Applies the dead letters an operator asked to re-drive (see `BusDb::request_redrive`),

@@ -64,6 +64,34 @@ pub trait Handler<DB: sqlx::Database>: Send + Sync + 'static {
         tx: &mut Transaction<'_, DB>,
     ) -> impl Future<Output = Result<(), HandlerError>> + Send;
 
+    /// Applies several events at once, in log order, through `tx`: the consumer calls this
+    /// instead of [`Handler::handle`] for the new events of a batch it accepts when
+    /// [`Handler::batches`] says so, so a handler can write a batch's effects in a few
+    /// statements instead of a few per event. The default applies them one by one.
+    ///
+    /// An error fails the whole batch: the consumer rolls the transaction back and applies
+    /// the batch again one event at a time with [`Handler::handle`], which finds the failing
+    /// event and retries or dead-letters it alone. A panic counts as a transient failure.
+    fn handle_batch(
+        &self,
+        events: &[&RecordedEvent],
+        tx: &mut Transaction<'_, DB>,
+    ) -> impl Future<Output = Result<(), HandlerError>> + Send {
+        async move {
+            for event in events {
+                self.handle(event, tx).await?;
+            }
+            Ok(())
+        }
+    }
+
+    /// Whether the consumer hands this handler whole batches ([`Handler::handle_batch`]).
+    /// Defaults to `false`: one call of [`Handler::handle`] per event, each in its own
+    /// span.
+    fn batches(&self) -> bool {
+        false
+    }
+
     /// Whether this handler wants `event` at all. Events it does not want still advance the
     /// consumer's position but are neither handled nor recorded as processed, which keeps the
     /// processed-ids table to the events that matter. Defaults to every event.

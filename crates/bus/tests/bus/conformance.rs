@@ -42,7 +42,47 @@ conformance!(
     poison_events_are_dead_lettered_after_bounded_retries,
     processed_ids_are_pruned_past_their_retention,
     dead_letters_are_re_driven_once_on_request,
+    batch_handlers_get_whole_batches_and_failures_are_isolated,
 );
+
+/// A handler that takes whole batches gets many events per call, each applied exactly once
+/// and in order. When a batch fails, it is applied again one event at a time: a transient
+/// failure is then simply applied, a permanent one is dead-lettered alone (one attempt), and
+/// every other event of its batch is applied once.
+async fn batch_handlers_get_whole_batches_and_failures_are_isolated(h: Arc<dyn Harness>) {
+    let store = h.store();
+    append_round_robin(&*store, 4, 200, 5).await;
+    let expected = log_ids(&*store, 200).await;
+    let (flaky, broken) = (expected[50], expected[120]);
+    let recorder = Recorder::batched("projector");
+    recorder.fail_transiently(flaky, 1);
+    recorder.fail_permanently(broken);
+
+    let relay = h.start_relay();
+    let consumer = h.start_consumer(Arc::clone(&recorder), quick_retry(3));
+    wait_applied(&*h, "projector", 199).await;
+    let letters = wait_for(Duration::from_secs(30), || async {
+        let letters = h.dead_letters("projector").await;
+        (!letters.is_empty()).then_some(letters)
+    })
+    .await
+    .expect("a dead letter");
+    consumer.stop().await;
+    relay.stop().await;
+
+    let healthy: Vec<Uuid> = expected.iter().copied().filter(|id| *id != broken).collect();
+    assert_exactly_once_in_order(&h.applied("projector").await, &healthy);
+    assert!(
+        recorder.batch_sizes().iter().any(|&n| n > 1),
+        "batches were handed over whole: {:?}",
+        recorder.batch_sizes()
+    );
+    assert_eq!(letters.len(), 1);
+    assert_eq!(letters[0].event_id, Some(broken));
+    assert_eq!(letters[0].attempts, 1, "permanent: dead-lettered at its first attempt");
+    let processed: HashSet<Uuid> = h.processed("projector").await.into_iter().collect();
+    assert_eq!(processed, expected.iter().copied().collect());
+}
 
 /// An operator fixes what made an event poison and re-drives its dead letter: the consumer
 /// applies it once, stamps it done, and a second request is refused.

@@ -108,6 +108,10 @@ pub(crate) struct Recorder {
     permanent: Mutex<HashSet<Uuid>>,
     /// Handler calls per event.
     calls: Mutex<HashMap<Uuid, u32>>,
+    /// Whether it takes whole batches (`Handler::handle_batch`).
+    batched: bool,
+    /// The size of each batch handed over whole.
+    batch_sizes: Mutex<Vec<usize>>,
 }
 
 impl Recorder {
@@ -117,7 +121,32 @@ impl Recorder {
             transient: Mutex::default(),
             permanent: Mutex::default(),
             calls: Mutex::default(),
+            batched: false,
+            batch_sizes: Mutex::default(),
         })
+    }
+
+    /// A recorder that takes whole batches and writes each in one statement.
+    pub(crate) fn batched(consumer: &str) -> Arc<Self> {
+        Arc::new(Self {
+            consumer: consumer.to_owned(),
+            transient: Mutex::default(),
+            permanent: Mutex::default(),
+            calls: Mutex::default(),
+            batched: true,
+            batch_sizes: Mutex::default(),
+        })
+    }
+
+    /// The sizes of the batches handed over whole, in order.
+    pub(crate) fn batch_sizes(&self) -> Vec<usize> {
+        self.batch_sizes.lock().unwrap().clone()
+    }
+
+    /// Counts a whole batch and injects the failures configured for its events.
+    fn before_batch(&self, events: &[&RecordedEvent]) -> Result<(), HandlerError> {
+        self.batch_sizes.lock().unwrap().push(events.len());
+        events.iter().try_for_each(|event| self.before(event))
     }
 
     /// Fails the next `times` attempts at `event_id` transiently.
@@ -187,6 +216,28 @@ impl Handler<Postgres> for Recorder {
             .await?;
         Ok(())
     }
+
+    async fn handle_batch(
+        &self,
+        events: &[&RecordedEvent],
+        tx: &mut Transaction<'_, Postgres>,
+    ) -> Result<(), HandlerError> {
+        self.before_batch(events)?;
+        let ids: Vec<Uuid> = events.iter().map(|e| e.event_id).collect();
+        sqlx::query(
+            "INSERT INTO public.applied (consumer, event_id) \
+             SELECT $1, id FROM UNNEST($2::uuid[]) WITH ORDINALITY AS u(id, n) ORDER BY n",
+        )
+        .bind(&self.consumer)
+        .bind(ids)
+        .execute(&mut **tx)
+        .await?;
+        Ok(())
+    }
+
+    fn batches(&self) -> bool {
+        self.batched
+    }
 }
 
 impl Handler<Sqlite> for Recorder {
@@ -202,6 +253,31 @@ impl Handler<Sqlite> for Recorder {
             .execute(&mut **tx)
             .await?;
         Ok(())
+    }
+
+    async fn handle_batch(
+        &self,
+        events: &[&RecordedEvent],
+        tx: &mut Transaction<'_, Sqlite>,
+    ) -> Result<(), HandlerError> {
+        self.before_batch(events)?;
+        let ids: Vec<String> = events
+            .iter()
+            .map(|e| e.event_id.hyphenated().to_string())
+            .collect();
+        sqlx::query(
+            "INSERT INTO applied (consumer, event_id) \
+             SELECT ?1, value FROM json_each(?2) ORDER BY key",
+        )
+        .bind(&self.consumer)
+        .bind(serde_json::to_string(&ids).unwrap())
+        .execute(&mut **tx)
+        .await?;
+        Ok(())
+    }
+
+    fn batches(&self) -> bool {
+        self.batched
     }
 }
 
