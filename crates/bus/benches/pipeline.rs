@@ -13,22 +13,21 @@
 //! Measured:
 //! - raw JetStream publish of 300-byte messages to a file-backed stream, awaiting each ack,
 //!   and with 256 acks in flight;
-//! - raw PostgreSQL single-row INSERT, one commit per row, from 1 and 8 connections (each
-//!   right before the pipeline phase with as many writers);
-//! - the bus pipeline with 1 and 8 concurrent writers, each appending one 300-byte event per
-//!   append (one transaction each) through `PgEventStore`, relayed to JetStream and applied by
-//!   a durable JetStream consumer whose handler inserts one projection row per event.
-//!   Latency runs from the event's creation just before `append` to the handler's call.
+//! - raw PostgreSQL single-row INSERT, one commit per row, from 1, 8 and 256 connections;
+//! - the bus pipeline: writers appending one 300-byte event per append through
+//!   `PgEventStore` (the store gathers concurrent appends into group commits), relayed to
+//!   JetStream and applied by a durable JetStream consumer whose handler takes whole batches
+//!   and writes one projection row per event in one statement per batch. Each phase runs for
+//!   a fixed time; it reports appends/s, end-to-end events/s (the phase's events over the
+//!   time until the consumer applied the last of them) and the latency from the event's
+//!   creation, just before `append`, to the handler.
 //!
-//! - the same with 256 writers (the store gathers concurrent appends into group commits):
-//!   appends/s, and end to end: events/s from the phase's start until the consumer has
-//!   applied the last one.
+//! `BUS_BENCH_PHASES` sets the phases: `writers:seconds[@events_per_second],...`. Without a
+//! rate the writers append as fast as the store answers (closed loop); with one they are
+//! paced to that total rate. Default `1:3,8:3,256:5,256:5@20000`.
 //!
-//! `BUS_BENCH_PHASES` overrides the phases: `writers:appends_per_writer,...` (default
-//! `1:3000,8:1000,256:40`).
-//!
-//! `BUS_BENCH_CONSUMER_BATCH` overrides the consumer's batch size (default 256): smaller
-//! batches commit more often, which caps the consumer's rate below what 8 writers append.
+//! `BUS_BENCH_HANDLER=event` makes the consumer's handler write one row per call instead
+//! (`Handler::handle`, a statement per event), for comparison.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::collections::VecDeque;
@@ -51,9 +50,6 @@ const RAW_AWAITED: usize = 3_000;
 const RAW_PIPELINED: usize = 30_000;
 const IN_FLIGHT: usize = 256;
 const RAW_INSERTS: usize = 3_000;
-const EVENTS_ONE_WRITER: usize = 3_000;
-const EVENTS_PER_WRITER_OF_EIGHT: usize = 1_000;
-const EVENTS_PER_WRITER_OF_256: usize = 40;
 
 /// The p-th percentile (0..=100) of sorted samples.
 fn percentile(sorted: &[Duration], p: usize) -> Duration {
@@ -68,10 +64,26 @@ fn micros(d: Duration) -> String {
     format!("{:.0} us", d.as_secs_f64() * 1e6)
 }
 
-/// Records append-to-handler latency and writes one projection row per event.
+/// Records append-to-handler latency and writes one projection row per event: one statement
+/// per batch, or (with `per_event`) one per event.
 #[derive(Debug, Default)]
 struct LatencyProbe {
     latencies: Mutex<Vec<Duration>>,
+    /// Handler calls (a batch, or one event).
+    calls: std::sync::atomic::AtomicUsize,
+    per_event: bool,
+}
+
+impl LatencyProbe {
+    fn record(&self, events: &[&RecordedEvent]) {
+        self.calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let now = SystemTime::now();
+        let mut latencies = self.latencies.lock().unwrap();
+        for event in events {
+            latencies.push(now.duration_since(event.occurred_at).unwrap_or_default());
+        }
+    }
 }
 
 impl Handler<Postgres> for LatencyProbe {
@@ -80,16 +92,36 @@ impl Handler<Postgres> for LatencyProbe {
         event: &RecordedEvent,
         tx: &mut Transaction<'_, Postgres>,
     ) -> Result<(), HandlerError> {
-        let latency = SystemTime::now()
-            .duration_since(event.occurred_at)
-            .unwrap_or_default();
+        self.record(&[event]);
         sqlx::query("INSERT INTO public.projection (event_id, stream_id) VALUES ($1, $2)")
             .bind(event.event_id)
             .bind(event.stream_id.as_str())
             .execute(&mut **tx)
             .await?;
-        self.latencies.lock().unwrap().push(latency);
         Ok(())
+    }
+
+    async fn handle_batch(
+        &self,
+        events: &[&RecordedEvent],
+        tx: &mut Transaction<'_, Postgres>,
+    ) -> Result<(), HandlerError> {
+        self.record(events);
+        let ids: Vec<Uuid> = events.iter().map(|e| e.event_id).collect();
+        let streams: Vec<&str> = events.iter().map(|e| e.stream_id.as_str()).collect();
+        sqlx::query(
+            "INSERT INTO public.projection (event_id, stream_id) \
+             SELECT * FROM UNNEST($1::uuid[], $2::text[])",
+        )
+        .bind(ids)
+        .bind(streams)
+        .execute(&mut **tx)
+        .await?;
+        Ok(())
+    }
+
+    fn batches(&self) -> bool {
+        !self.per_event
     }
 }
 
@@ -180,28 +212,74 @@ async fn raw_postgres(pg: &PgBackend, writers: usize) -> f64 {
     rate
 }
 
-/// Appends `per_writer` single-event appends from each of `writers` tasks; returns appends/s.
-async fn append_load(store: &Arc<dyn EventStore>, writers: usize, per_writer: usize) -> f64 {
+/// One phase: `writers` concurrent writers, for `seconds`, closed loop or paced to `rate`
+/// events/s in all.
+#[derive(Debug, Clone, Copy)]
+struct Phase {
+    writers: usize,
+    seconds: f64,
+    rate: Option<f64>,
+}
+
+impl Phase {
+    fn parse(text: &str) -> Option<Self> {
+        let (writers, rest) = text.split_once(':')?;
+        let (seconds, rate) = match rest.split_once('@') {
+            Some((seconds, rate)) => (seconds, Some(rate.parse().ok()?)),
+            None => (rest, None),
+        };
+        Some(Self {
+            writers: writers.parse().ok()?,
+            seconds: seconds.parse().ok()?,
+            rate,
+        })
+    }
+}
+
+/// Runs `phase`'s writers, each appending one event per call to its own stream; returns
+/// each append's latency.
+async fn append_load(store: &Arc<dyn EventStore>, phase: Phase) -> Vec<Duration> {
+    let run = Duration::from_secs_f64(phase.seconds);
     let started = Instant::now();
-    let tasks: Vec<_> = (0..writers)
-        .map(|_| {
+    let tasks: Vec<_> = (0..phase.writers)
+        .map(|w| {
             let store = Arc::clone(store);
             tokio::spawn(async move {
                 let stream_id = StreamId::of("table", Uuid::now_v7()).unwrap();
-                for _ in 0..per_writer {
+                let mut pace = phase.rate.map(|rate| {
+                    let period = Duration::from_secs_f64(phase.writers as f64 / rate);
+                    // Writers start spread over one period, as independent clients would.
+                    let offset = period.mul_f64(w as f64 / phase.writers as f64);
+                    let mut pace =
+                        tokio::time::interval_at(tokio::time::Instant::now() + offset, period);
+                    pace.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                    pace
+                });
+                let mut latencies = Vec::new();
+                let mut version = 0u64;
+                while started.elapsed() < run {
+                    if let Some(pace) = pace.as_mut() {
+                        pace.tick().await;
+                    }
+                    let sent = Instant::now();
                     let event = NewEvent::new("fairdeal.bench.v1.Happened", vec![7u8; PAYLOAD]);
                     store
-                        .append(&stream_id, ExpectedVersion::Any, vec![event])
+                        .append(&stream_id, ExpectedVersion::Exact(version), vec![event])
                         .await
                         .unwrap();
+                    latencies.push(sent.elapsed());
+                    version += 1;
                 }
+                latencies
             })
         })
         .collect();
+    let mut latencies = Vec::new();
     for task in tasks {
-        task.await.unwrap();
+        latencies.extend(task.await.unwrap());
     }
-    (writers * per_writer) as f64 / started.elapsed().as_secs_f64()
+    latencies.sort();
+    latencies
 }
 
 async fn pipeline(pg: &PgBackend, js: &jetstream::Context, prefix: &str) {
@@ -230,7 +308,10 @@ async fn pipeline(pg: &PgBackend, js: &jetstream::Context, prefix: &str) {
     .unwrap()
     .with_waiter(signal.subscribe());
     let relay = tokio::spawn(relay.run(shutdown.clone()));
-    let probe = Arc::new(LatencyProbe::default());
+    let probe = Arc::new(LatencyProbe {
+        per_event: std::env::var("BUS_BENCH_HANDLER").is_ok_and(|h| h == "event"),
+        ..LatencyProbe::default()
+    });
     let consumer = JetStreamConsumer::new(
         js.clone(),
         streams.clone(),
@@ -250,31 +331,74 @@ async fn pipeline(pg: &PgBackend, js: &jetstream::Context, prefix: &str) {
     .unwrap();
     let consumer = tokio::spawn(consumer.run(shutdown.clone()));
 
-    let phases: Vec<(usize, usize)> = std::env::var("BUS_BENCH_PHASES")
-        .ok()
-        .map(|v| {
-            v.split(',')
-                .filter_map(|p| {
-                    let (w, n) = p.split_once(':')?;
-                    Some((w.parse().ok()?, n.parse().ok()?))
-                })
-                .collect()
-        })
-        .unwrap_or_else(|| {
-            vec![
-                (1, EVENTS_ONE_WRITER),
-                (8, EVENTS_PER_WRITER_OF_EIGHT),
-                (256, EVENTS_PER_WRITER_OF_256),
-            ]
-        });
+    let phases: Vec<Phase> = std::env::var("BUS_BENCH_PHASES")
+        .unwrap_or_else(|_| "1:3,8:3,256:5,256:5@20000".to_owned())
+        .split(',')
+        .map(|p| Phase::parse(p).unwrap_or_else(|| panic!("BUS_BENCH_PHASES: bad phase {p:?}")))
+        .collect();
     let mut applied = 0;
-    for (writers, per_writer) in phases {
+    for phase in phases {
         // The raw baseline right before the phase: the machine's fsync rate drifts.
-        let raw_insert = raw_postgres(pg, writers).await;
+        let raw_insert = raw_postgres(pg, phase.writers).await;
         probe.latencies.lock().unwrap().clear();
+        probe.calls.store(0, std::sync::atomic::Ordering::Relaxed);
         let started = Instant::now();
-        let rate = append_load(&store, writers, per_writer).await;
-        applied += writers * per_writer;
+        // With BUS_BENCH_PROGRESS, a line a second: events in the store, in the JetStream
+        // stream, and applied (where a backlog builds up shows which stage bounds the rate).
+        // Also with BUS_BENCH_PROGRESS: a plain NATS subscriber on the events subjects, for
+        // the latency from creation to the relay's publish.
+        let relayed_latencies = std::env::var_os("BUS_BENCH_PROGRESS").map(|_| {
+            let latencies = Arc::new(Mutex::new(Vec::new()));
+            let (client, subject, into) = (
+                js.client(),
+                format!("{prefix}.events.>"),
+                Arc::clone(&latencies),
+            );
+            let task = tokio::spawn(async move {
+                let mut sub = client.subscribe(subject).await.unwrap();
+                use futures::StreamExt;
+                while let Some(message) = sub.next().await {
+                    if let Ok(event) = RecordedEvent::decode_envelope(0, &message.payload) {
+                        let latency = SystemTime::now()
+                            .duration_since(event.occurred_at)
+                            .unwrap_or_default();
+                        into.lock().unwrap().push(latency);
+                    }
+                }
+            });
+            (latencies, task)
+        });
+        let progress = std::env::var_os("BUS_BENCH_PROGRESS").map(|_| {
+            let (js, db, name) = (js.clone(), db.clone(), streams.stream_name().to_owned());
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM eventstore.events")
+                        .fetch_one(db.pool())
+                        .await
+                        .unwrap();
+                    let relayed = js
+                        .get_stream(&name)
+                        .await
+                        .unwrap()
+                        .cached_info()
+                        .state
+                        .messages;
+                    let done: i64 = sqlx::query_scalar("SELECT count(*) FROM public.projection")
+                        .fetch_one(db.pool())
+                        .await
+                        .unwrap();
+                    println!(
+                        "  {:>5.1} s: stored {stored}, relayed {relayed}, applied {done}",
+                        started.elapsed().as_secs_f64()
+                    );
+                }
+            })
+        });
+        let append_latencies = append_load(&store, phase).await;
+        let appended = append_latencies.len();
+        let appending = started.elapsed().as_secs_f64();
+        applied += appended;
         let deadline = Instant::now() + Duration::from_secs(300);
         loop {
             let done: i64 = sqlx::query_scalar("SELECT count(*) FROM public.projection")
@@ -286,17 +410,48 @@ async fn pipeline(pg: &PgBackend, js: &jetstream::Context, prefix: &str) {
             }
             assert!(Instant::now() < deadline, "consumer fell behind for 300 s");
             // The consumer's progress is a row count: poll it.
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        let end_to_end = (writers * per_writer) as f64 / started.elapsed().as_secs_f64();
+        let end_to_end = appended as f64 / started.elapsed().as_secs_f64();
+        if let Some(progress) = progress {
+            progress.abort();
+        }
+        if let Some((latencies, task)) = relayed_latencies {
+            task.abort();
+            let mut latencies = latencies.lock().unwrap().clone();
+            latencies.sort();
+            println!(
+                "  append->published to JetStream: p50 {}, p99 {}",
+                micros(percentile(&latencies, 50)),
+                micros(percentile(&latencies, 99))
+            );
+        }
+        let rate = appended as f64 / appending;
         let mut latencies = probe.latencies.lock().unwrap().clone();
         latencies.sort();
+        let load = match phase.rate {
+            Some(rate) => format!("paced to {rate:.0}/s"),
+            None => "closed loop".to_owned(),
+        };
         println!(
-            "bus pipeline, {writers} writer(s): {rate:>7.0} appends/s ({:.2}x raw INSERT at the same concurrency), end to end {end_to_end:>7.0} events/s   append->consumer p50 {}, p99 {}   ({} events)",
+            "bus pipeline, {} writer(s), {load}, {:.0} s: {rate:>7.0} appends/s ({:.2}x raw INSERT at the same concurrency), end to end {end_to_end:>7.0} events/s   append->consumer p50 {}, p99 {}, max {}   ({} events)",
+            phase.writers,
+            phase.seconds,
             rate / raw_insert,
             micros(percentile(&latencies, 50)),
             micros(percentile(&latencies, 99)),
+            micros(latencies.last().copied().unwrap_or_default()),
             latencies.len()
+        );
+        println!(
+            "  append: p50 {}, p99 {}",
+            micros(percentile(&append_latencies, 50)),
+            micros(percentile(&append_latencies, 99))
+        );
+        let calls = probe.calls.load(std::sync::atomic::Ordering::Relaxed);
+        println!(
+            "  consumer: {calls} handler calls, {:.1} events each",
+            latencies.len() as f64 / calls.max(1) as f64
         );
     }
 

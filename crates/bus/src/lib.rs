@@ -10,7 +10,7 @@
 //!   global-position order, to a JetStream stream ([`ensure_streams`]): `Nats-Msg-Id` = event
 //!   id, trace context and event type in headers, the encoded envelope as payload, and a
 //!   checkpoint in the database written only after the acks. [`JetStreamConsumer`]s are
-//!   durable pull consumers with explicit acks.
+//!   durable pull consumers, acknowledged once per applied batch.
 //! - **Embedded** (the single-binary default over SQLite). An [`EmbeddedBus`] wraps the store
 //!   so appends wake its [`EmbeddedConsumer`]s, which tail the log directly.
 //!

@@ -251,7 +251,10 @@ impl BatchWriter for SqliteWriter {
             }
         }
         let Some(conn) = self.conn.as_mut() else {
-            return all_failed(requests.len(), StoreError::Database(sqlx::Error::PoolClosed));
+            return all_failed(
+                requests.len(),
+                StoreError::Database(sqlx::Error::PoolClosed),
+            );
         };
         let (results, broken) = write_cached(conn, requests, &mut self.heads).await;
         if broken {

@@ -1,7 +1,9 @@
-//! JetStream durable pull consumers with explicit acks and exactly-once effects.
+//! JetStream durable pull consumers with cumulative acks and exactly-once effects.
 //!
 //! The consumer pulls batches of messages, applies them in one database transaction through
-//! the shared core (`crate::apply`), and acknowledges them only after the commit. Its own
+//! the shared core (`crate::apply`), and acknowledges them only after the commit, with one
+//! ack for the batch (`AckPolicy::All`: acking a message acks every one before it, true of
+//! a consumer that settles in stream order). Its own
 //! position (the last stream sequence settled) is committed with the handler's effects, which
 //! makes the database, not JetStream's ack state, the source of truth:
 //!
@@ -187,21 +189,55 @@ where
 
     /// Creates the durable consumer, or updates it to this configuration (idempotent).
     pub async fn ensure(&self) -> Result<(), BusError> {
-        self.durable().await.map(|_| ())
+        let position = self.settler.load_position().await?;
+        self.durable(position).await.map(|_| ())
     }
 
-    async fn durable(&self) -> Result<(stream::Stream, consumer::PullConsumer), BusError> {
+    /// The durable consumer, created or updated. It acknowledges cumulatively
+    /// (`AckPolicy::All`: one ack per batch settles the batch and every message before it,
+    /// which the consumer's in-order settling makes true). A durable consumer made by an
+    /// earlier version with one ack per message cannot be switched in place (JetStream does
+    /// not update an ack policy): it is deleted and made again, delivering from the message
+    /// after `position`, the last one this consumer settled.
+    async fn durable(
+        &self,
+        position: i64,
+    ) -> Result<(stream::Stream, consumer::PullConsumer), BusError> {
         let stream = self
             .js
             .get_stream(self.streams.stream_name())
             .await
             .map_err(|err| BusError::jetstream("get events stream", err))?;
+        // A consumer keeps the delivery start it was made with (JetStream refuses to change
+        // it): a new one starts at the beginning, or after `position` when it replaces one.
+        let mut deliver_policy = consumer::DeliverPolicy::All;
+        if let Ok(existing) = stream.consumer_info(&self.config.name).await {
+            deliver_policy = existing.config.deliver_policy;
+            if existing.config.ack_policy != consumer::AckPolicy::All {
+                tracing::info!(
+                    consumer = %self.config.name,
+                    position,
+                    "recreating the durable consumer to acknowledge per batch, from the \
+                     message after its position"
+                );
+                stream
+                    .delete_consumer(&self.config.name)
+                    .await
+                    .map_err(|err| BusError::jetstream("delete durable consumer", err))?;
+                deliver_policy = match u64::try_from(position) {
+                    Ok(settled) if settled > 0 => consumer::DeliverPolicy::ByStartSequence {
+                        start_sequence: settled + 1,
+                    },
+                    _ => consumer::DeliverPolicy::All,
+                };
+            }
+        }
         let consumer = stream
             .create_consumer(consumer::pull::Config {
                 durable_name: Some(self.config.name.clone()),
                 description: Some("fairdeal-bus consumer".to_owned()),
-                deliver_policy: consumer::DeliverPolicy::All,
-                ack_policy: consumer::AckPolicy::Explicit,
+                deliver_policy,
+                ack_policy: consumer::AckPolicy::All,
                 ack_wait: self.config.ack_wait,
                 // Attempts are bounded by the consumer's retry policy, which dead-letters;
                 // a server-side limit would drop messages silently instead.
@@ -250,8 +286,8 @@ where
     }
 
     async fn consume_until_error(&self, shutdown: &CancellationToken) -> Result<(), BusError> {
-        let (stream, consumer) = self.durable().await?;
         let mut position = self.settler.load_position().await?;
+        let (stream, consumer) = self.durable(position).await?;
         tracing::info!(consumer = %self.config.name, position, "consumer starting");
         // Messages JetStream delivered beyond our position were lost with a previous instance
         // (or its acks were): they come back only after `ack_wait`, and nothing newer may
@@ -306,16 +342,20 @@ where
             {
                 self.settler.metrics.record_lag(info.pending);
             }
-            for message in received {
-                let settled = message
+            // Acknowledging a message acknowledges every earlier one (AckPolicy::All): the
+            // last settled message of the chunk stands for the chunk.
+            let last_settled = received.iter().rev().find(|message| {
+                message
                     .info()
                     .ok()
                     .and_then(|info| i64::try_from(info.stream_sequence).ok())
-                    .is_some_and(|sequence| sequence <= position);
-                if settled && let Err(err) = message.ack().await {
-                    // The redelivery will be recognised as settled and acked again.
-                    tracing::debug!(consumer = %self.config.name, error = %err, "ack failed");
-                }
+                    .is_some_and(|sequence| sequence <= position)
+            });
+            if let Some(message) = last_settled
+                && let Err(err) = message.ack().await
+            {
+                // The redelivery will be recognised as settled and acked again.
+                tracing::debug!(consumer = %self.config.name, error = %err, "ack failed");
             }
             if !complete {
                 return Ok(());

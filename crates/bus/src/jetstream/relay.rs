@@ -408,10 +408,10 @@ impl<DB: BusDatabase> Relay<DB> {
                     self.record_lag(head);
                 }
             }
-            // Checkpoint after the acks, at most every `checkpoint_interval` while busy (a
-            // write per batch would double the database load of a quiet relay), and always
-            // before going idle or stopping.
-            let idle = events.len() < self.config.batch_size;
+            // Checkpoint after the acks, at most every `checkpoint_interval` while events
+            // keep coming (a commit per batch would cost the database about as much as the
+            // relay's reads), and always before waiting for more or stopping.
+            let idle = events.is_empty();
             if tail.position > saved
                 && (idle || saved_at.elapsed() >= self.config.checkpoint_interval)
             {

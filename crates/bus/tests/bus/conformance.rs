@@ -70,7 +70,11 @@ async fn batch_handlers_get_whole_batches_and_failures_are_isolated(h: Arc<dyn H
     consumer.stop().await;
     relay.stop().await;
 
-    let healthy: Vec<Uuid> = expected.iter().copied().filter(|id| *id != broken).collect();
+    let healthy: Vec<Uuid> = expected
+        .iter()
+        .copied()
+        .filter(|id| *id != broken)
+        .collect();
     assert_exactly_once_in_order(&h.applied("projector").await, &healthy);
     assert!(
         recorder.batch_sizes().iter().any(|&n| n > 1),
@@ -79,7 +83,10 @@ async fn batch_handlers_get_whole_batches_and_failures_are_isolated(h: Arc<dyn H
     );
     assert_eq!(letters.len(), 1);
     assert_eq!(letters[0].event_id, Some(broken));
-    assert_eq!(letters[0].attempts, 1, "permanent: dead-lettered at its first attempt");
+    assert_eq!(
+        letters[0].attempts, 1,
+        "permanent: dead-lettered at its first attempt"
+    );
     let processed: HashSet<Uuid> = h.processed("projector").await.into_iter().collect();
     assert_eq!(processed, expected.iter().copied().collect());
 }

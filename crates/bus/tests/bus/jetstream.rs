@@ -467,3 +467,66 @@ async fn a_standby_relay_takes_over_when_the_holder_stops() {
     })
     .await;
 }
+
+/// A durable consumer left by a version that acknowledged every message (AckPolicy::Explicit)
+/// is made again to acknowledge per batch, delivering from the message after the consumer's
+/// position: nothing settled is handed over again, nothing new is missed, and one ack per
+/// batch moves the server's ack floor to the last message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_acking_each_message_is_remade_from_its_position() {
+    use async_nats::jetstream::consumer;
+
+    run_with(
+        JetStreamHarness::create,
+        |h: Arc<JetStreamHarness>| async move {
+            let store = h.store();
+            append_round_robin(&*store, 3, 60, 2).await;
+            let relay = h.start_relay();
+            published_at_least(&h, 60).await;
+            let recorder = Recorder::new("projector");
+            let running = h.start_consumer(Arc::clone(&recorder), quick_retry(3));
+            wait_applied(&*h, "projector", 60).await;
+            running.stop().await;
+
+            // The durable consumer as the earlier version made it.
+            let stream = h.js().get_stream(h.streams().stream_name()).await.unwrap();
+            stream.delete_consumer("projector").await.unwrap();
+            stream
+                .create_consumer(consumer::pull::Config {
+                    durable_name: Some("projector".to_owned()),
+                    deliver_policy: consumer::DeliverPolicy::All,
+                    ack_policy: consumer::AckPolicy::Explicit,
+                    max_deliver: -1,
+                    ..Default::default()
+                })
+                .await
+                .unwrap();
+
+            append_round_robin(&*store, 2, 20, 3).await;
+            published_at_least(&h, 80).await;
+            let expected = log_ids(&*store, 80).await;
+            let running = h.start_consumer(Arc::clone(&recorder), quick_retry(3));
+            wait_applied(&*h, "projector", 80).await;
+            let info = wait_for(Duration::from_secs(30), || async {
+                let info = stream.consumer_info("projector").await.unwrap();
+                (info.ack_floor.stream_sequence == 80).then_some(info)
+            })
+            .await
+            .expect("the ack floor reaches the last message");
+            running.stop().await;
+            relay.stop().await;
+
+            assert_eq!(info.config.ack_policy, consumer::AckPolicy::All);
+            assert_eq!(
+                info.config.deliver_policy,
+                consumer::DeliverPolicy::ByStartSequence { start_sequence: 61 }
+            );
+            assert_eq!(info.num_ack_pending, 0);
+            crate::support::assert_exactly_once_in_order(&h.applied("projector").await, &expected);
+            for id in &expected {
+                assert_eq!(recorder.calls(*id), 1, "each event handed over once");
+            }
+        },
+    )
+    .await;
+}
