@@ -2,6 +2,9 @@
 //! (`serve --target <service>`). See the library's documentation.
 #![forbid(unsafe_code)]
 
+#[global_allocator]
+static ALLOCATOR: fairdeal_kit::Allocator = fairdeal_kit::Allocator;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 

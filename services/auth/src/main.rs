@@ -1,6 +1,9 @@
 //! The auth service binary: load settings, start telemetry, serve.
 #![forbid(unsafe_code)]
 
+#[global_allocator]
+static ALLOCATOR: fairdeal_kit::Allocator = fairdeal_kit::Allocator;
+
 use anyhow::Context;
 use fairdeal_auth::{Application, config::AuthSettings};
 

@@ -4,6 +4,9 @@
 //! `--signing-key`) and its verifier key (public, for `fairdeal audit --log-key`), then exits.
 #![forbid(unsafe_code)]
 
+#[global_allocator]
+static ALLOCATOR: fairdeal_kit::Allocator = fairdeal_kit::Allocator;
+
 use std::io::Write;
 
 use anyhow::Context;

@@ -4,7 +4,8 @@
 //!
 //! `cargo bench -p fairdeal-tables --bench load` (env: `LOAD_BACKEND=embedded|postgres|both`
 //! (default both), `LOAD_TABLES` concurrent tables (default 64), `LOAD_SECONDS` per backend
-//! (default 20)).
+//! (default 20), `LOAD_CONNECTIONS=shared|player` (default shared: every client on one
+//! HTTP/2 connection, as behind one gateway; `player`: a connection per player)).
 //!
 //! Each table's driver asks the seat to act for its view (`GetTable`), chooses with the
 //! engine's bot, and sends `Act`; every seat watches the table (`Watch`). Latency is from the
@@ -24,6 +25,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fairdeal_eventstore::{ExpectedVersion, NewEvent, StreamId};
+
+/// As the service binaries do.
+#[global_allocator]
+static ALLOCATOR: fairdeal_kit::Allocator = fairdeal_kit::Allocator;
 use fairdeal_proto::fairdeal::tables::v1 as pb;
 use harness::{Db, Player, TestApp};
 use prost::{Message, Name};
@@ -34,6 +39,12 @@ fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
+}
+
+/// `LOAD_CONNECTIONS=player`: each player on a connection of its own (as separate devices);
+/// default `shared`: every client on one HTTP/2 connection (as behind one gateway).
+fn own_connections() -> bool {
+    std::env::var("LOAD_CONNECTIONS").is_ok_and(|c| c == "player")
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
@@ -104,7 +115,15 @@ async fn watch_seat(
 async fn drive(app: Arc<TestApp>, tally: Arc<Mutex<Tally>>, stop: watch::Receiver<bool>) {
     let mut salt = 0u64;
     while !*stop.borrow() {
-        let players: Vec<Player> = (0..4).map(|_| app.player()).collect();
+        let players: Vec<Player> = (0..4)
+            .map(|_| {
+                if own_connections() {
+                    app.player_with_own_connection()
+                } else {
+                    app.player()
+                }
+            })
+            .collect();
         let id = players[0]
             .create(pb::CreateTableRequest::default())
             .await
@@ -232,8 +251,13 @@ async fn run(db: Db, tables: usize, seconds: u64) {
         let _ = d.await;
     }
     latencies.sort();
+    let connections = if own_connections() {
+        "a connection each"
+    } else {
+        "one connection"
+    };
     println!(
-        "{db:?}: {tables} tables x 4 clients, {seconds} s: {moves} moves, {:.0} moves/s, \
+        "{db:?}: {tables} tables x 4 clients ({connections}), {seconds} s: {moves} moves, {:.0} moves/s, \
          latency to all four watchers p50 {:.1} ms p99 {:.1} ms ({} samples), {finished} tables finished",
         moves as f64 / elapsed,
         percentile(&latencies, 0.5),

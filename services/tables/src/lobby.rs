@@ -8,7 +8,8 @@ use fairdeal_db::Db;
 use fairdeal_eventstore::RecordedEvent;
 use fairdeal_games::{Purchase, Seat, TableOptions};
 use prost::Name;
-use sqlx::Transaction;
+use sqlx::{QueryBuilder, Transaction};
+use std::collections::HashMap;
 
 use crate::domain::TableEvent;
 use crate::events::from_recorded;
@@ -16,6 +17,9 @@ use fairdeal_proto::fairdeal::tables::v1 as pb;
 
 /// The consumer's durable name.
 pub const CONSUMER: &str = "tables-projections";
+
+/// Deadline rows per statement (two parameters each, far below either backend's limit).
+const DEADLINE_ROWS: usize = 500;
 
 /// The service's migrations (the lobby table), both backends.
 pub static MIGRATIONS: fairdeal_db::Migrations = fairdeal_db::Migrations {
@@ -142,6 +146,56 @@ fairdeal_db::for_each_backend! { DB =>
                 _ => {}
             }
             Ok(())
+        }
+
+        /// A batch: the deadlines table gets only each table's last word in the batch (its
+        /// last deadline, or its removal when the game finished), in two statements; the
+        /// lobby's changes (a few per table, before it starts) go event by event.
+        async fn handle_batch(
+            &self,
+            events: &[&RecordedEvent],
+            tx: &mut Transaction<'_, DB>,
+        ) -> Result<(), HandlerError> {
+            let mut last: HashMap<String, Option<i64>> = HashMap::new();
+            for event in events {
+                if event.event_type == pb::TurnClock::full_name() {
+                    if let TableEvent::TurnClock { deadline_ms, .. } =
+                        from_recorded(event).map_err(permanent)?
+                    {
+                        last.insert(event.correlation_id.clone(), Some(deadline_ms));
+                    }
+                } else if event.event_type == pb::GameFinished::full_name() {
+                    last.insert(event.correlation_id.clone(), None);
+                } else {
+                    self.handle(event, tx).await?;
+                }
+            }
+            let (set, finished): (Vec<_>, Vec<_>) =
+                last.into_iter().partition(|(_, deadline)| deadline.is_some());
+            for chunk in set.chunks(DEADLINE_ROWS) {
+                let mut query = QueryBuilder::<DB>::new(
+                    "INSERT INTO deadlines (table_id, deadline_ms) ",
+                );
+                query.push_values(chunk, |mut row, (table_id, deadline)| {
+                    row.push_bind(table_id.clone()).push_bind(deadline.unwrap_or_default());
+                });
+                query.push(
+                    " ON CONFLICT (table_id) DO UPDATE SET deadline_ms = excluded.deadline_ms",
+                );
+                query.build().execute(&mut **tx).await.map_err(transient)?;
+            }
+            for chunk in finished.chunks(DEADLINE_ROWS) {
+                let mut query = QueryBuilder::<DB>::new("DELETE FROM deadlines WHERE table_id IN ");
+                query.push_tuples(chunk, |mut row, (table_id, _)| {
+                    row.push_bind(table_id.clone());
+                });
+                query.build().execute(&mut **tx).await.map_err(transient)?;
+            }
+            Ok(())
+        }
+
+        fn batches(&self) -> bool {
+            true
         }
 
         fn accepts(&self, event: &RecordedEvent) -> bool {

@@ -35,6 +35,8 @@ pub(crate) struct TestApp {
     pub(crate) tables: TablesServiceClient<Channel>,
     /// A client of each tables replica started (the first is `tables`).
     pub(crate) replicas: Vec<TablesServiceClient<Channel>>,
+    /// The replicas' ports, in `replicas` order.
+    replica_ports: Vec<u16>,
     /// The clock of every tables replica: tests advance it, nobody sleeps.
     pub(crate) clock: Arc<ManualClock>,
     signing: SigningKey,
@@ -164,6 +166,7 @@ impl TestApp {
         let mut app = TestApp {
             tables: TablesServiceClient::new(lazy(0)),
             replicas: Vec::new(),
+            replica_ports: Vec::new(),
             clock: Arc::new(ManualClock::new(now() * 1000)),
             signing,
             replica_servers: Vec::new(),
@@ -291,6 +294,7 @@ impl TestApp {
         self.replica_servers.push((shutdown, server));
         let client = TablesServiceClient::new(lazy(port));
         self.replicas.push(client.clone());
+        self.replica_ports.push(port);
         client
     }
 
@@ -318,6 +322,14 @@ impl TestApp {
         self.signing
             .sign(&Claims::service(name, now(), 3600))
             .unwrap()
+    }
+
+    /// A player on a connection of its own to the first replica, as a player's device has
+    /// (the load bench's `LOAD_CONNECTIONS=player`).
+    #[allow(dead_code)]
+    pub(crate) fn player_with_own_connection(&self) -> Player {
+        let port = self.replica_ports.first().copied().unwrap_or_default();
+        self.player().on(&TablesServiceClient::new(lazy(port)))
     }
 
     /// A player acting through the tables service.
