@@ -536,21 +536,43 @@ impl Tables {
                 )?))
             })
             .await?;
-        self.advance(table_id).await;
+        self.advance_from(table_id, &executed.after).await;
         Ok(executed.reply)
     }
 
-    /// `player`'s view of the table, at its version. Advances the table first, so a table
-    /// left mid-step resumes.
+    /// `player`'s view of the table, at its version. Advances the table first when it needs
+    /// a step, so a table left mid-step resumes.
     pub async fn view(&self, player: Uuid, table_id: Uuid) -> Result<pb::TableView, Failure> {
-        self.advance(table_id).await;
-        let snapshot = self.streams.load(&table_id).await.map_err(infallible)?;
+        let mut snapshot = self.streams.load(&table_id).await.map_err(infallible)?;
+        if self.needs_step(&snapshot) {
+            self.advance(table_id).await;
+            snapshot = self.streams.load(&table_id).await.map_err(infallible)?;
+        }
         let t = table(&snapshot).map_err(RunError::Rejected)?;
         Ok(view::table_view(
             t,
             t.viewer(player),
             t.spectators.contains(&player),
         ))
+    }
+
+    /// Whether the table in `snapshot` needs a step before a player can act (a deal, a bot's
+    /// move, a timeout, the reveal).
+    fn needs_step(&self, snapshot: &Snapshot<Table>) -> bool {
+        snapshot
+            .state
+            .as_ref()
+            .is_some_and(|t| t.next(self.clock.now_ms()) != Next::Wait)
+    }
+
+    /// [`Self::advance`] after a change that left the table at `after`: when a player must
+    /// act next, only its clock is armed (no step to take, so no second decision).
+    async fn advance_from(&self, table_id: Uuid, after: &Snapshot<Table>) {
+        if self.needs_step(after) {
+            self.advance(table_id).await;
+        } else if let Some(t) = after.state.as_ref() {
+            self.timers.set(table_id, t.deadline.map(|(_, d)| d));
+        }
     }
 
     /// Does what the table needs until a player must act (see the module docs). Failures
