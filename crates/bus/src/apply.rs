@@ -368,12 +368,7 @@ where
                 continue;
             }
             let span = handling_span(&self.consumer, event, delivery.trace.as_ref());
-            let outcome = AssertUnwindSafe(self.handler.handle(event, &mut tx))
-                .catch_unwind()
-                .instrument(span)
-                .await
-                .unwrap_or_else(|panic| Err(HandlerError::transient(panic_message(&*panic))));
-            if let Err(error) = outcome {
+            if let Err(error) = guarded(self.handler.handle(event, &mut tx), span).await {
                 // Dropping would roll back too; rolling back now frees the connection at once.
                 let _ = tx.rollback().await;
                 return Ok(Applied::Failed(Failure {
@@ -389,12 +384,7 @@ where
                 consumer = %self.consumer,
                 events = handled.len()
             );
-            let outcome = AssertUnwindSafe(self.handler.handle_batch(&handled, &mut tx))
-                .catch_unwind()
-                .instrument(span)
-                .await
-                .unwrap_or_else(|panic| Err(HandlerError::transient(panic_message(&*panic))));
-            if let Err(error) = outcome {
+            if let Err(error) = guarded(self.handler.handle_batch(&handled, &mut tx), span).await {
                 let _ = tx.rollback().await;
                 return Ok(Applied::BatchFailed(error));
             }
@@ -451,13 +441,7 @@ where
                 Ok(event) => {
                     let mut tx = DB::begin_batch(self.db.pool()).await?;
                     let span = handling_span(&self.consumer, &event, None);
-                    let handled = AssertUnwindSafe(self.handler.handle(&event, &mut tx))
-                        .catch_unwind()
-                        .instrument(span)
-                        .await
-                        .unwrap_or_else(|panic| {
-                            Err(HandlerError::transient(panic_message(&*panic)))
-                        });
+                    let handled = guarded(self.handler.handle(&event, &mut tx), span).await;
                     match handled {
                         Ok(()) => {
                             DB::finish_redrive(self.db.sql(), &mut tx, stored.id, None).await?;
@@ -528,6 +512,18 @@ async fn sleep_unless_shutdown(wait: std::time::Duration, shutdown: &Cancellatio
         () = shutdown.cancelled() => false,
         () = tokio::time::sleep(wait) => true,
     }
+}
+
+/// A handler call in `span`, a panic counted as a transient failure.
+async fn guarded(
+    call: impl Future<Output = Result<(), HandlerError>>,
+    span: tracing::Span,
+) -> Result<(), HandlerError> {
+    AssertUnwindSafe(call)
+        .catch_unwind()
+        .instrument(span)
+        .await
+        .unwrap_or_else(|panic| Err(HandlerError::transient(panic_message(&*panic))))
 }
 
 /// The text of a caught panic.

@@ -93,14 +93,13 @@ struct PgCore {
 struct PgSql {
     head: SqlStr,
     head_in_tx: SqlStr,
-    insert: SqlStr,
     stream_version: SqlStr,
     existing_ids: SqlStr,
     read_stream: SqlStr,
     read_all: SqlStr,
     head_position: SqlStr,
     batch_heads: SqlStr,
-    batch_insert: SqlStr,
+    insert: SqlStr,
 }
 
 impl PgSql {
@@ -143,26 +142,6 @@ impl PgSql {
                      ORDER BY version DESC LIMIT 1) AS head ON true \
                  LEFT JOIN LATERAL (SELECT max(position) AS max_position FROM {t}) AS top ON true"
             )),
-            // The whole batch in one statement: one round trip whatever its size (and, for a
-            // standalone append, the whole transaction). Positions are computed here from
-            // the inserting transaction's xid ($1 = index of the first event within the
-            // transaction); the statement returns the first one.
-            insert: safe(format!(
-                "WITH inserted AS ( \
-                 INSERT INTO {t} (position, event_id, stream_id, version, event_type, \
-                     occurred_at_us, correlation_id, causation_id, trace_context, payload, \
-                     prev_hash, hash) \
-                 SELECT (pg_current_xact_id()::text::bigint << {TX_SHIFT}) + $1 + u.ord - 1, \
-                     u.event_id, $3, u.version, u.event_type, u.occurred_at_us, \
-                     u.correlation_id, u.causation_id, u.trace_context::jsonb, u.payload, \
-                     u.prev_hash, u.hash \
-                 FROM UNNEST($2::uuid[], $4::bigint[], $5::text[], $6::bigint[], \
-                     $7::text[], $8::text[], $9::text[], $10::bytea[], $11::bytea[], \
-                     $12::bytea[]) WITH ORDINALITY AS u(event_id, version, event_type, \
-                     occurred_at_us, correlation_id, causation_id, trace_context, payload, \
-                     prev_hash, hash, ord) \
-                 RETURNING position, stream_id, version){notify}"
-            )),
             // A group commit's reads, one round trip (autocommit): the head of each stream
             // ($1), which of the batch's event ids ($2) are stored, and as `head` above the
             // restore guard's figures, repeated on each row.
@@ -177,14 +156,18 @@ impl PgSql {
                  LEFT JOIN LATERAL (SELECT version, hash FROM {t} \
                      WHERE stream_id = s.stream_id ORDER BY version DESC LIMIT 1) AS head ON true"
             )),
-            // A group commit's write: every append of the batch in one statement, so one
-            // autocommit transaction; positions as in `insert`, in batch order.
-            batch_insert: safe(format!(
+            // Every append of a batch (or the one append alone, or inside a caller's
+            // transaction) in one statement: one round trip whatever its size, and in
+            // autocommit one transaction. Positions are computed here from the inserting
+            // transaction's xid, in row order from $12 (the index of the first event within
+            // the transaction: 0, unless it already appended); the statement returns the
+            // first one.
+            insert: safe(format!(
                 "WITH inserted AS ( \
                  INSERT INTO {t} (position, event_id, stream_id, version, event_type, \
                      occurred_at_us, correlation_id, causation_id, trace_context, payload, \
                      prev_hash, hash) \
-                 SELECT (pg_current_xact_id()::text::bigint << {TX_SHIFT}) + u.ord - 1, \
+                 SELECT (pg_current_xact_id()::text::bigint << {TX_SHIFT}) + $12 + u.ord - 1, \
                      u.event_id, u.stream_id, u.version, u.event_type, u.occurred_at_us, \
                      u.correlation_id, u.causation_id, u.trace_context::jsonb, u.payload, \
                      u.prev_hash, u.hash \
@@ -448,54 +431,15 @@ impl PgCore {
             sealed.push(recorded);
         }
 
-        let mut ids = Vec::with_capacity(sealed.len());
-        let mut versions = Vec::with_capacity(sealed.len());
-        let mut types = Vec::with_capacity(sealed.len());
-        let mut times = Vec::with_capacity(sealed.len());
-        let mut correlations = Vec::with_capacity(sealed.len());
-        let mut causations = Vec::with_capacity(sealed.len());
-        let mut traces = Vec::with_capacity(sealed.len());
-        let mut payloads = Vec::with_capacity(sealed.len());
-        let mut prev_hashes = Vec::with_capacity(sealed.len());
-        let mut hashes = Vec::with_capacity(sealed.len());
-        for e in &sealed {
-            ids.push(e.event_id);
-            versions.push(to_i64(e.version, "version")?);
-            types.push(e.event_type.clone());
-            times.push(occurred_at_us(e)?);
-            correlations.push(e.correlation_id.clone());
-            causations.push(e.causation_id.clone());
-            traces.push(trace_context_json(&e.trace_context));
-            payloads.push(e.payload.clone());
-            prev_hashes.push(e.prev_hash.to_vec());
-            hashes.push(e.hash.to_vec());
-        }
-        let inserted: Result<Option<i64>, sqlx::Error> =
-            sqlx::query_scalar(self.sql.insert.clone())
-                .bind(first_index)
-                .bind(ids.clone())
-                .bind(stream_id.as_str())
-                .bind(versions)
-                .bind(types)
-                .bind(times)
-                .bind(correlations)
-                .bind(causations)
-                .bind(traces)
-                .bind(payloads)
-                .bind(prev_hashes)
-                .bind(hashes)
-                .fetch_one(&mut *conn)
-                .await;
+        let rows = sealed
+            .iter()
+            .map(InsertRow::of)
+            .collect::<Result<Vec<_>, _>>()?;
+        let inserted = self.insert_rows(conn, first_index, &rows).await;
+        drop(rows);
         match inserted {
             Ok(first) => {
-                // Rows got first, first + 1, ... in batch order (UNNEST WITH ORDINALITY).
-                let Some(first) = first else {
-                    return Err(StoreError::InvalidArgument(
-                        "the insert returned no position".into(),
-                    )
-                    .into());
-                };
-                let first = stored_u64(first, "events.position")?;
+                // Rows got first, first + 1, ... in order (UNNEST WITH ORDINALITY).
                 for (e, position) in sealed.iter_mut().zip(first..) {
                     e.position = position;
                 }
@@ -506,7 +450,7 @@ impl PgCore {
             }
             Err(sqlx::Error::Database(db)) if db.is_unique_violation() => Err(Failure::Unique {
                 constraint: db.constraint().unwrap_or_default().to_owned(),
-                ids,
+                ids: sealed.iter().map(|e| e.event_id).collect(),
             }),
             Err(e) => Err(StoreError::from(e).into()),
         }
@@ -685,20 +629,40 @@ impl PgCore {
     /// Inserts a planned batch in one autocommit statement; the first row's position (rows
     /// get `first, first + 1, ...` in batch order).
     async fn insert_plan(&self, conn: &mut PgConnection, plan: &Plan) -> Result<u64, sqlx::Error> {
-        let rows = &plan.rows;
-        let mut ids = Vec::with_capacity(rows.len());
-        let mut streams = Vec::with_capacity(rows.len());
-        let mut versions = Vec::with_capacity(rows.len());
-        let mut types = Vec::with_capacity(rows.len());
-        let mut times = Vec::with_capacity(rows.len());
-        let mut correlations = Vec::with_capacity(rows.len());
-        let mut causations = Vec::with_capacity(rows.len());
-        let mut traces = Vec::with_capacity(rows.len());
-        let mut payloads = Vec::with_capacity(rows.len());
-        let mut prev_hashes = Vec::with_capacity(rows.len());
-        let mut hashes = Vec::with_capacity(rows.len());
+        let rows: Vec<InsertRow<'_>> = plan
+            .rows
+            .iter()
+            .map(|row| InsertRow {
+                event: &row.event,
+                version: row.version,
+                occurred_at_us: row.occurred_at_us,
+            })
+            .collect();
+        self.insert_rows(conn, 0, &rows).await
+    }
+
+    /// Inserts `rows` in one statement, positions from `first_index` within the transaction
+    /// on; the first row's position.
+    async fn insert_rows(
+        &self,
+        conn: &mut PgConnection,
+        first_index: i64,
+        rows: &[InsertRow<'_>],
+    ) -> Result<u64, sqlx::Error> {
+        let n = rows.len();
+        let mut ids = Vec::with_capacity(n);
+        let mut streams = Vec::with_capacity(n);
+        let mut versions = Vec::with_capacity(n);
+        let mut types = Vec::with_capacity(n);
+        let mut times = Vec::with_capacity(n);
+        let mut correlations = Vec::with_capacity(n);
+        let mut causations = Vec::with_capacity(n);
+        let mut traces = Vec::with_capacity(n);
+        let mut payloads = Vec::with_capacity(n);
+        let mut prev_hashes = Vec::with_capacity(n);
+        let mut hashes = Vec::with_capacity(n);
         for row in rows {
-            let e = &row.event;
+            let e = row.event;
             ids.push(e.event_id);
             streams.push(e.stream_id.as_str());
             versions.push(row.version);
@@ -711,7 +675,7 @@ impl PgCore {
             prev_hashes.push(e.prev_hash.as_slice());
             hashes.push(e.hash.as_slice());
         }
-        let first: Option<i64> = sqlx::query_scalar(self.sql.batch_insert.clone())
+        let first: Option<i64> = sqlx::query_scalar(self.sql.insert.clone())
             .bind(ids)
             .bind(streams)
             .bind(versions)
@@ -723,6 +687,7 @@ impl PgCore {
             .bind(payloads)
             .bind(prev_hashes)
             .bind(hashes)
+            .bind(first_index)
             .fetch_one(&mut *conn)
             .await?;
         let first =
@@ -872,6 +837,23 @@ impl Written {
 /// refusal of a statement or a decision made without one.
 fn breaks_connection(error: &StoreError) -> bool {
     matches!(error, StoreError::Database(e) if !matches!(e, sqlx::Error::Database(_)))
+}
+
+/// One row of an INSERT: a sealed event and its column values.
+struct InsertRow<'e> {
+    event: &'e RecordedEvent,
+    version: i64,
+    occurred_at_us: i64,
+}
+
+impl<'e> InsertRow<'e> {
+    fn of(event: &'e RecordedEvent) -> Result<Self, StoreError> {
+        Ok(Self {
+            event,
+            version: to_i64(event.version, "version")?,
+            occurred_at_us: occurred_at_us(event)?,
+        })
+    }
 }
 
 /// How `append_on` fails: a typed error, or a unique violation still to be explained (which
