@@ -24,9 +24,7 @@ use std::time::Duration;
 use fairdeal_db::{Backend, BackendKind, Schema};
 use sqlx::postgres::PgPool;
 use sqlx::sqlite::SqlitePool;
-use sqlx::{
-    AssertSqlSafe, Pool, Postgres, QueryBuilder, Row, SqlSafeStr, SqlStr, Sqlite, Transaction,
-};
+use sqlx::{AssertSqlSafe, Pool, Postgres, Row, SqlSafeStr, SqlStr, Sqlite, Transaction};
 use uuid::Uuid;
 
 use crate::error::BusError;
@@ -89,7 +87,7 @@ pub struct BusSql {
     save_position: SqlStr,
     load_checkpoint: SqlStr,
     save_checkpoint: SqlStr,
-    record_processed: String,
+    record_processed: SqlStr,
     is_processed: SqlStr,
     processed_ids: SqlStr,
     prune_processed: SqlStr,
@@ -135,10 +133,6 @@ const STORED_COLUMNS: &str = "id, consumer, position, event_id, stream_id, event
      reason, payload, CAST(dead_lettered_at AS TEXT) AS dead_lettered_at, \
      CAST(redrive_requested_at AS TEXT) AS redrive_requested_at, \
      CAST(redriven_at AS TEXT) AS redriven_at, redrive_error";
-
-/// Ids recorded per statement by [`BusDatabase::record_processed`] (3 parameters... 1 + n:
-/// far below both backends' parameter limits).
-const PROCESSED_CHUNK: usize = 1000;
 
 /// The bus's migrations (versions 2000-2999), tracked in [`MIGRATIONS_TABLE`].
 pub static MIGRATIONS: fairdeal_db::Migrations = fairdeal_db::Migrations {
@@ -194,8 +188,8 @@ pub trait BusDatabase: Backend {
     ) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
 
     /// Records that `consumer` settles `event_ids` and returns those that were not recorded
-    /// yet; the others are redeliveries whose effects are already committed. One statement
-    /// per 1,000 ids.
+    /// yet; the others are redeliveries whose effects are already committed. One statement,
+    /// the ids bound as one list.
     fn record_processed(
         sql: &BusSql,
         conn: &mut Self::Connection,
@@ -546,7 +540,14 @@ fairdeal_db::for_each_backend! { DB =>
                      SET position = {greatest}(r.position, excluded.position), updated_at = {now}",
                     c = t.checkpoints
                 )),
-                record_processed: format!("INSERT INTO {} (consumer, event_id) ", t.processed),
+                // One text whatever the batch (prepared once), the ids as one parameter.
+                // `WHERE true`: SQLite's parser needs it before ON CONFLICT.
+                record_processed: safe(format!(
+                    "INSERT INTO {} (consumer, event_id) SELECT $1, ids.id FROM {} \
+                     WHERE true ORDER BY ids.n ON CONFLICT DO NOTHING RETURNING event_id",
+                    t.processed,
+                    DB::uuid_rows("$2")
+                )),
                 is_processed: safe(format!(
                     "SELECT 1 FROM {} WHERE consumer = $1 AND event_id = $2",
                     t.processed
@@ -666,16 +667,16 @@ fairdeal_db::for_each_backend! { DB =>
             event_ids: &[Uuid],
         ) -> Result<HashSet<Uuid>, sqlx::Error> {
             let mut new = HashSet::with_capacity(event_ids.len());
-            for chunk in event_ids.chunks(PROCESSED_CHUNK) {
-                let mut query = QueryBuilder::<DB>::new(sql.record_processed.clone());
-                query.push_values(chunk, |mut row, id| {
-                    row.push_bind(consumer).push_bind(DB::store_uuid(*id));
-                });
-                query.push(" ON CONFLICT DO NOTHING RETURNING event_id");
-                let rows = query.build().fetch_all(&mut *conn).await?;
-                for row in rows {
-                    new.insert(DB::load_uuid(row.try_get("event_id")?, "event_id")?);
-                }
+            if event_ids.is_empty() {
+                return Ok(new);
+            }
+            let rows = sqlx::query(sql.record_processed.clone())
+                .bind(consumer)
+                .bind(DB::uuid_list(event_ids))
+                .fetch_all(&mut *conn)
+                .await?;
+            for row in rows {
+                new.insert(DB::load_uuid(row.try_get("event_id")?, "event_id")?);
             }
             Ok(new)
         }

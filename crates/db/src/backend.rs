@@ -82,6 +82,17 @@ pub trait Backend: sqlx::Database + sealed::Sealed {
     /// naming the column.
     fn load_uuid(stored: Self::StoredUuid, column: &str) -> Result<Uuid, sqlx::Error>;
 
+    /// A list of UUIDs bound as one parameter (so a statement over many ids is one text,
+    /// prepared once): `uuid[]` on PostgreSQL, a JSON array of hyphenated ids on SQLite.
+    type UuidList;
+
+    /// `ids` as this backend binds a [`Self::UuidList`].
+    fn uuid_list(ids: &[Uuid]) -> Self::UuidList;
+
+    /// A SQL row source of one column, `id` (a stored UUID), from the [`Self::UuidList`]
+    /// bound at `param` (such as `$2`), in list order.
+    fn uuid_rows(param: &str) -> String;
+
     /// This backend's pool in `db`, if `db` is on this backend.
     fn pool(db: &Db) -> Option<&Pool<Self>>;
 
@@ -112,6 +123,16 @@ impl Backend for Postgres {
 
     fn load_uuid(stored: Uuid, _column: &str) -> Result<Uuid, sqlx::Error> {
         Ok(stored)
+    }
+
+    type UuidList = Vec<Uuid>;
+
+    fn uuid_list(ids: &[Uuid]) -> Vec<Uuid> {
+        ids.to_vec()
+    }
+
+    fn uuid_rows(param: &str) -> String {
+        format!("UNNEST({param}::uuid[]) WITH ORDINALITY AS ids(id, n)")
     }
 
     fn pool(db: &Db) -> Option<&Pool<Self>> {
@@ -152,6 +173,28 @@ impl Backend for Sqlite {
             index: column.to_owned(),
             source: Box::new(source),
         })
+    }
+
+    type UuidList = String;
+
+    fn uuid_list(ids: &[Uuid]) -> String {
+        // Hyphenated ids need no escaping: the JSON is built directly.
+        let mut json = String::with_capacity(2 + ids.len() * 39);
+        json.push('[');
+        for (i, id) in ids.iter().enumerate() {
+            if i > 0 {
+                json.push(',');
+            }
+            json.push('"');
+            json.push_str(&id.hyphenated().to_string());
+            json.push('"');
+        }
+        json.push(']');
+        json
+    }
+
+    fn uuid_rows(param: &str) -> String {
+        format!("(SELECT value AS id, key AS n FROM json_each({param})) AS ids")
     }
 
     fn pool(db: &Db) -> Option<&Pool<Self>> {
@@ -263,5 +306,28 @@ mod tests {
             Uuid::nil()
         );
         assert!(Sqlite::load_uuid("nope".into(), "id").is_err());
+    }
+
+    /// A list of ids bound as one parameter comes back as rows, in order, on SQLite (the
+    /// PostgreSQL form is exercised by every bus consumer test).
+    #[tokio::test]
+    async fn a_uuid_list_is_one_parameter() {
+        let pool = sqlx::sqlite::SqlitePoolOptions::new()
+            .connect("sqlite::memory:")
+            .await
+            .unwrap();
+        let ids: Vec<Uuid> = (1..=3u128).map(Uuid::from_u128).collect();
+        let sql = format!("SELECT id FROM {} ORDER BY n", Sqlite::uuid_rows("$1"));
+        let rows: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+            .bind(Sqlite::uuid_list(&ids))
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+        let back: Vec<Uuid> = rows
+            .into_iter()
+            .map(|r| Sqlite::load_uuid(r, "id").unwrap())
+            .collect();
+        assert_eq!(back, ids);
+        assert_eq!(Sqlite::uuid_list(&[]), "[]");
     }
 }
