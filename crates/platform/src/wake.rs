@@ -1,7 +1,8 @@
 //! Wake-ups from other processes: the PostgreSQL event store sends a notification on
-//! channel [`CHANNEL`] when a transaction that appended events commits, one per stream it
-//! appended to, payload `<schema> <stream id> <new version>` (its appending statements send
-//! them; the older payload `<schema>` is still understood).
+//! channel [`CHANNEL`] when a transaction that appended events commits, naming the streams it
+//! appended to with their new versions, payload `<schema> <stream id> <new version>
+//! [<stream id> <new version>]...` (a group commit names many streams in one; the older
+//! payloads, `<schema>` alone and one stream per notification, are still understood).
 //! [`spawn_listener`] forwards the ones of this service's schema to the storage's
 //! [`AppendSignal`]: the log-wide waiters (relay, consumers) and that stream's waiters (a
 //! table's watchers) of a replica see another replica's appends at once instead of polling
@@ -79,17 +80,22 @@ fn forward(payload: &str, schema: &str, signal: &AppendSignal) {
     if parts.next() != Some(schema) {
         return;
     }
-    match (
-        parts.next(),
-        parts.next().map(str::parse::<u64>),
-        parts.next(),
-    ) {
-        (Some(stream), Some(Ok(version)), None) => {
-            signal.notify();
-            signal.notify_stream(stream, version);
+    let mut heads = Vec::new();
+    loop {
+        match (parts.next(), parts.next().map(str::parse::<u64>)) {
+            (None, None) => break,
+            (Some(stream), Some(Ok(version))) => heads.push((stream, version)),
+            // A payload not understood: wake everyone.
+            _ => return wake_everything(signal),
         }
-        // The schema alone (an older trigger) or a payload not understood: wake everyone.
-        _ => wake_everything(signal),
+    }
+    if heads.is_empty() {
+        // The schema alone (an older trigger): wake everyone.
+        return wake_everything(signal);
+    }
+    signal.notify();
+    for (stream, version) in heads {
+        signal.notify_stream(stream, version);
     }
 }
 
@@ -121,6 +127,13 @@ mod tests {
         forward("tables", "tables", &signal);
         assert!(woke(&mut one).await && woke(&mut two).await);
         forward("tables table-2 x", "tables", &signal);
+        assert!(woke(&mut two).await);
+        // A group commit names several streams in one payload.
+        let mut three = signal.subscribe_stream(&StreamId::parse("table-3").unwrap());
+        forward("tables table-1 9 table-3 2", "tables", &signal);
+        assert!(woke(&mut one).await && woke(&mut three).await);
+        assert!(!woke(&mut two).await);
+        forward("tables table-1 10 table-3", "tables", &signal);
         assert!(woke(&mut two).await);
     }
 }
