@@ -259,7 +259,11 @@ async fn a_large_group_commit_is_announced_in_parts() {
             let mut words = n.payload().split(' ');
             assert_eq!(words.next(), Some("eventstore"));
             let words: Vec<&str> = words.collect();
-            assert!(words.len() <= 2 * 48, "{} streams in one part", words.len() / 2);
+            assert!(
+                words.len() <= 2 * 48,
+                "{} streams in one part",
+                words.len() / 2
+            );
             for pair in words.chunks(2) {
                 assert_eq!(pair[1], "1");
                 assert!(announced.insert(pair[0].to_owned()), "{} twice", pair[0]);
