@@ -3,7 +3,8 @@
 //! WAL journal (readers never block the writer), `synchronous = FULL` (a committed append
 //! survives a power cut: the WAL is fsynced at every commit), a busy timeout, and
 //! single-writer semantics: every write transaction starts with `BEGIN IMMEDIATE`, so it
-//! holds SQLite's write lock from its first statement. Appends through
+//! holds SQLite's write lock from its first statement (a batch the writer task can write
+//! as one INSERT is its own transaction, which takes the lock at once). Appends through
 //! [`SqliteEventStore::append`] go to one writer task per store (group commit, see
 //! `crate::batch`): it takes every append queued at that moment, writes them in one
 //! transaction (one fsync) with each append's own result, and repeats. Because writers are

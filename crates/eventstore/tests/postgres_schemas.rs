@@ -235,7 +235,7 @@ async fn a_large_group_commit_is_announced_in_parts() {
         listener.listen(NOTIFY_CHANNEL).await.unwrap();
         // The longest stream ids there are (128 bytes), to test the payload bound.
         let streams: Vec<StreamId> = (0..100)
-            .map(|i| StreamId::parse(&format!("table-{i:0>122}")).unwrap())
+            .map(|i| StreamId::parse(format!("table-{i:0>122}")).unwrap())
             .collect();
         let requests = streams
             .iter()
