@@ -411,18 +411,18 @@ impl<DB: BusDatabase> Relay<DB> {
             // Checkpoint after the acks, at most every `checkpoint_interval` while events
             // keep coming (a commit per batch would cost the database about as much as the
             // relay's reads), and always before waiting for more or stopping.
-            let idle = events.is_empty();
+            let (idle, stopping) = (events.is_empty(), shutdown.is_cancelled());
             if tail.position > saved
-                && (idle || saved_at.elapsed() >= self.config.checkpoint_interval)
+                && (idle || stopping || saved_at.elapsed() >= self.config.checkpoint_interval)
             {
                 self.save_checkpoint(tail.position).await?;
                 saved = tail.position;
                 saved_at = Instant::now();
             }
-            if shutdown.is_cancelled() {
+            if stopping {
                 return Ok(());
             }
-            if events.is_empty()
+            if idle
                 && wait_for_events(self.waiter.as_mut(), self.config.poll_interval, shutdown).await
                     == Wake::Shutdown
             {
