@@ -202,10 +202,27 @@ fn plan_one(
             events: Vec::new(),
         }));
     }
-    let mut prev = link_hash(&stream_id, current_hash.map(|bytes| (current, bytes)))?;
+    let rows = seal_rows(&stream_id, current, current_hash, events)?;
+    if let Some(last) = rows.last() {
+        let head = (last.event.version, Some(last.event.hash.to_vec()));
+        heads.insert(stream_id.into_string(), head);
+    }
+    Ok(Planned::Rows(rows))
+}
+
+/// `events` sealed as versions `current + 1, current + 2, ...` of `stream_id`, each linked to
+/// the one before and the first to the stream's head (`current_hash`, `None` for a new
+/// stream), with their column values.
+pub(crate) fn seal_rows(
+    stream_id: &StreamId,
+    current: u64,
+    current_hash: Option<&[u8]>,
+    events: Vec<NewEvent>,
+) -> Result<Vec<Sealed>, StoreError> {
+    let mut prev = link_hash(stream_id, current_hash.map(|bytes| (current, bytes)))?;
     let mut rows = Vec::with_capacity(events.len());
     for (version, event) in (current + 1..).zip(events) {
-        let recorded = seal(&stream_id, version, &prev, event).map_err(StoreError::InvalidEvent)?;
+        let recorded = seal(stream_id, version, &prev, event).map_err(StoreError::InvalidEvent)?;
         prev = recorded.hash;
         rows.push(Sealed {
             version: to_i64(recorded.version, "version")?,
@@ -213,9 +230,13 @@ fn plan_one(
             event: recorded,
         });
     }
-    let last = rows.last().map_or(current, |r| r.event.version);
-    heads.insert(stream_id.into_string(), (last, Some(prev.to_vec())));
-    Ok(Planned::Rows(rows))
+    Ok(rows)
+}
+
+/// Whether a database failure leaves the connection it happened on in an unknown state:
+/// anything but the server's refusal of a statement, or a decision made without one.
+pub(crate) fn breaks_connection(error: &StoreError) -> bool {
+    matches!(error, StoreError::Database(e) if !matches!(e, sqlx::Error::Database(_)))
 }
 
 /// Streams a [`HeadCache`] holds at most; past it, it starts afresh (a stream not written
@@ -262,29 +283,29 @@ impl HeadCache {
 
     /// Records the heads of a committed batch.
     pub(crate) fn remember(&mut self, plan: &Plan) {
-        if self.heads.len() >= HEAD_CACHE_STREAMS {
-            self.heads.clear();
-        }
         for (stream, head) in plan.new_heads() {
-            match self.heads.get_mut(stream) {
-                Some(cached) => *cached = head,
-                None => {
-                    self.heads.insert(stream.to_owned(), head);
-                }
-            }
+            self.put(stream, head);
         }
     }
 
     /// Records the head left by one committed append.
     pub(crate) fn remember_appended(&mut self, appended: &Appended) {
         if let Some(last) = appended.events.last() {
-            if self.heads.len() >= HEAD_CACHE_STREAMS {
-                self.heads.clear();
+            let head = (last.version, Some(last.hash.to_vec()));
+            self.put(last.stream_id.as_str(), head);
+        }
+    }
+
+    /// Records `stream`'s head, starting afresh when the cache is full.
+    fn put(&mut self, stream: &str, head: Head) {
+        match self.heads.get_mut(stream) {
+            Some(cached) => *cached = head,
+            None => {
+                if self.heads.len() >= HEAD_CACHE_STREAMS {
+                    self.heads.clear();
+                }
+                self.heads.insert(stream.to_owned(), head);
             }
-            self.heads.insert(
-                last.stream_id.as_str().to_owned(),
-                (last.version, Some(last.hash.to_vec())),
-            );
         }
     }
 

@@ -32,18 +32,18 @@
 //! counter) or advance the counter (`pg_resetwal -x`) above the largest stored `tx_id`.
 
 use crate::batch::{
-    AppendRequest, BatchWriter, GroupCommit, Head, HeadCache, Plan, all_failed, plan,
+    AppendRequest, BatchWriter, GroupCommit, Head, HeadCache, Sealed, all_failed,
+    breaks_connection, plan, seal_rows,
 };
 use crate::codec::{
-    Row, check_distinct_ids, limit_i64, link_hash, occurred_at_us, stored_u64, to_i64,
-    trace_context_json, verify_stream_rows,
+    Row, check_distinct_ids, limit_i64, stored_u64, to_i64, trace_context_json, verify_stream_rows,
 };
 use crate::error::StoreError;
 use crate::store::{Appended, EventStore};
 use crate::version::ExpectedVersion;
 use async_trait::async_trait;
 use fairdeal_db::{Db, Schema};
-use fairdeal_event::{Hash, NewEvent, RecordedEvent, StreamId, seal};
+use fairdeal_event::{NewEvent, RecordedEvent, StreamId};
 use sqlx::postgres::{PgPool, PgRow};
 use sqlx::{
     AssertSqlSafe, Connection, PgConnection, Postgres, Row as _, SqlSafeStr, SqlStr, Transaction,
@@ -429,38 +429,26 @@ impl PgCore {
             .into());
         }
 
-        let mut prev: Hash = link_hash(
-            stream_id,
-            current_hash.as_deref().map(|bytes| (current, bytes)),
-        )?;
-        let mut sealed = Vec::with_capacity(events.len());
-        for (version, event) in (current + 1..).zip(events) {
-            let recorded =
-                seal(stream_id, version, &prev, event).map_err(StoreError::InvalidEvent)?;
-            prev = recorded.hash;
-            sealed.push(recorded);
-        }
-
-        let rows = sealed
-            .iter()
-            .map(InsertRow::of)
-            .collect::<Result<Vec<_>, _>>()?;
-        let inserted = self.insert_rows(conn, first_index, &rows).await;
-        drop(rows);
-        match inserted {
+        let sealed = seal_rows(stream_id, current, current_hash.as_deref(), events)?;
+        match self.insert_rows(conn, first_index, &sealed).await {
             Ok(first) => {
                 // Rows got first, first + 1, ... in order (UNNEST WITH ORDINALITY).
-                for (e, position) in sealed.iter_mut().zip(first..) {
-                    e.position = position;
-                }
+                let events: Vec<RecordedEvent> = sealed
+                    .into_iter()
+                    .zip(first..)
+                    .map(|(row, position)| RecordedEvent {
+                        position,
+                        ..row.event
+                    })
+                    .collect();
                 Ok(Appended {
-                    version: sealed.last().map_or(current, |e| e.version),
-                    events: sealed,
+                    version: events.last().map_or(current, |e| e.version),
+                    events,
                 })
             }
             Err(sqlx::Error::Database(db)) if db.is_unique_violation() => Err(Failure::Unique {
                 constraint: db.constraint().unwrap_or_default().to_owned(),
-                ids: sealed.iter().map(|e| e.event_id).collect(),
+                ids: sealed.iter().map(|row| row.event.event_id).collect(),
             }),
             Err(e) => Err(StoreError::from(e).into()),
         }
@@ -585,7 +573,7 @@ impl PgCore {
             if plan.is_empty() {
                 return Written::ok(plan.finish(0));
             }
-            match self.insert_plan(conn, &plan).await {
+            match self.insert_rows(conn, 0, &plan.rows).await {
                 Ok(first) => {
                     cache.remember(&plan);
                     return Written::ok(plan.finish(first));
@@ -611,7 +599,7 @@ impl PgCore {
         if plan.is_empty() {
             return Written::ok(plan.finish(0));
         }
-        match self.insert_plan(conn, &plan).await {
+        match self.insert_rows(conn, 0, &plan.rows).await {
             Ok(first) => {
                 cache.remember(&plan);
                 Written::ok(plan.finish(first))
@@ -636,28 +624,14 @@ impl PgCore {
         }
     }
 
-    /// Inserts a planned batch in one autocommit statement; the first row's position (rows
-    /// get `first, first + 1, ...` in batch order).
-    async fn insert_plan(&self, conn: &mut PgConnection, plan: &Plan) -> Result<u64, sqlx::Error> {
-        let rows: Vec<InsertRow<'_>> = plan
-            .rows
-            .iter()
-            .map(|row| InsertRow {
-                event: &row.event,
-                version: row.version,
-                occurred_at_us: row.occurred_at_us,
-            })
-            .collect();
-        self.insert_rows(conn, 0, &rows).await
-    }
-
-    /// Inserts `rows` in one statement, positions from `first_index` within the transaction
-    /// on; the first row's position.
+    /// Inserts `rows` in one statement (in autocommit, one transaction), positions from
+    /// `first_index` within the transaction on; the first row's position (rows get `first,
+    /// first + 1, ...` in order).
     async fn insert_rows(
         &self,
         conn: &mut PgConnection,
         first_index: i64,
-        rows: &[InsertRow<'_>],
+        rows: &[Sealed],
     ) -> Result<u64, sqlx::Error> {
         let n = rows.len();
         let mut ids = Vec::with_capacity(n);
@@ -672,7 +646,7 @@ impl PgCore {
         let mut prev_hashes = Vec::with_capacity(n);
         let mut hashes = Vec::with_capacity(n);
         for row in rows {
-            let e = row.event;
+            let e = &row.event;
             ids.push(e.event_id);
             streams.push(e.stream_id.as_str());
             versions.push(row.version);
@@ -840,29 +814,6 @@ impl Written {
             broken: result.as_ref().is_err_and(breaks_connection),
             results: vec![result],
         }
-    }
-}
-
-/// Whether `error` leaves the connection in an unknown state: anything but the server's
-/// refusal of a statement or a decision made without one.
-fn breaks_connection(error: &StoreError) -> bool {
-    matches!(error, StoreError::Database(e) if !matches!(e, sqlx::Error::Database(_)))
-}
-
-/// One row of an INSERT: a sealed event and its column values.
-struct InsertRow<'e> {
-    event: &'e RecordedEvent,
-    version: i64,
-    occurred_at_us: i64,
-}
-
-impl<'e> InsertRow<'e> {
-    fn of(event: &'e RecordedEvent) -> Result<Self, StoreError> {
-        Ok(Self {
-            event,
-            version: to_i64(event.version, "version")?,
-            occurred_at_us: occurred_at_us(event)?,
-        })
     }
 }
 

@@ -15,17 +15,18 @@
 //! migrator sharing the file.
 
 use crate::batch::{
-    AppendRequest, BatchWriter, GroupCommit, Head, HeadCache, Sealed, all_failed, plan,
+    AppendRequest, BatchWriter, GroupCommit, Head, HeadCache, Sealed, all_failed,
+    breaks_connection, plan, seal_rows,
 };
 use crate::codec::{
-    COLUMNS, Row, check_distinct_ids, limit_i64, link_hash, occurred_at_us, stored_u64, to_i64,
-    trace_context_json, verify_stream_rows,
+    COLUMNS, Row, check_distinct_ids, limit_i64, stored_u64, to_i64, trace_context_json,
+    verify_stream_rows,
 };
 use crate::error::StoreError;
 use crate::store::{Appended, EventStore};
 use crate::version::ExpectedVersion;
 use async_trait::async_trait;
-use fairdeal_event::{Hash, NewEvent, RecordedEvent, StreamId, seal};
+use fairdeal_event::{NewEvent, RecordedEvent, StreamId};
 use sqlx::sqlite::{SqlitePool, SqliteRow};
 use sqlx::{Connection, QueryBuilder, Row as _, Sqlite, SqliteConnection, Transaction};
 use std::collections::{HashMap, HashSet};
@@ -184,51 +185,25 @@ async fn append_on(
     let last_position: i64 = sqlx::query_scalar("SELECT coalesce(max(position), 0) FROM events")
         .fetch_one(&mut *conn)
         .await?;
-    let mut position = stored_u64(last_position, "events.position")?;
-
-    let mut prev: Hash = link_hash(
+    let first = stored_u64(last_position, "events.position")? + 1;
+    let sealed = seal_rows(
         stream_id,
-        head.as_ref().map(|(_, bytes)| (current, bytes.as_slice())),
+        current,
+        head.as_ref().map(|(_, bytes)| bytes.as_slice()),
+        events,
     )?;
-    let mut sealed = Vec::with_capacity(events.len());
-    for (version, event) in (current + 1..).zip(events) {
-        let mut recorded =
-            seal(stream_id, version, &prev, event).map_err(StoreError::InvalidEvent)?;
-        position += 1;
-        recorded.position = position;
-        prev = recorded.hash;
-        sealed.push(recorded);
-    }
-    for chunk in sealed.chunks(INSERT_CHUNK) {
-        let mut rows = Vec::with_capacity(chunk.len());
-        for e in chunk {
-            rows.push((
-                to_i64(e.position, "position")?,
-                to_i64(e.version, "version")?,
-                occurred_at_us(e)?,
-                e,
-            ));
-        }
-        let mut query = QueryBuilder::<Sqlite>::new(format!("INSERT INTO events ({COLUMNS}) "));
-        query.push_values(rows, |mut b, (position, version, time, e)| {
-            b.push_bind(position)
-                .push_bind(e.event_id)
-                .push_bind(e.stream_id.as_str().to_owned())
-                .push_bind(version)
-                .push_bind(e.event_type.clone())
-                .push_bind(time)
-                .push_bind(e.correlation_id.clone())
-                .push_bind(e.causation_id.clone())
-                .push_bind(trace_context_json(&e.trace_context))
-                .push_bind(e.payload.clone())
-                .push_bind(e.prev_hash.to_vec())
-                .push_bind(e.hash.to_vec());
-        });
-        query.build().execute(&mut *conn).await?;
-    }
+    insert_rows(conn, &sealed, Some(first)).await?;
+    let events: Vec<RecordedEvent> = sealed
+        .into_iter()
+        .zip(first..)
+        .map(|(row, position)| RecordedEvent {
+            position,
+            ..row.event
+        })
+        .collect();
     Ok(Appended {
-        version: sealed.last().map_or(current, |e| e.version),
-        events: sealed,
+        version: events.last().map_or(current, |e| e.version),
+        events,
     })
 }
 
@@ -300,7 +275,7 @@ async fn write_cached(
         }
         Err(e) => {
             cache.forget(&retry);
-            let broken = matches!(&e, StoreError::Database(_));
+            let broken = breaks_connection(&e);
             (all_failed(n, e), broken)
         }
     }
@@ -379,12 +354,6 @@ async fn write_batch(
             (all_failed(n, e.into()), true)
         }
     }
-}
-
-/// Whether `error` leaves the connection in an unknown state: anything but SQLite's refusal
-/// of a statement or a decision made without one.
-fn breaks_connection(error: &StoreError) -> bool {
-    matches!(error, StoreError::Database(e) if !matches!(e, sqlx::Error::Database(_)))
 }
 
 /// One append in its own transaction.

@@ -1,6 +1,8 @@
 //! PostgreSQL specifics beyond the shared suite: per-service schemas, the store's own
 //! migrations table, and opening by URL.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Test helpers fail the test loudly.
+
 use fairdeal_eventstore::conformance::{PgBackend, with_backend};
 use fairdeal_eventstore::{
     AnyEventStore, EventStore, ExpectedVersion, NewEvent, PgEventStore, StreamId,
@@ -134,21 +136,39 @@ async fn append_on_a_connection_left_in_a_transaction_still_commits() {
     .await;
 }
 
+/// A listener on the store's notification channel.
+async fn listen(store: &PgEventStore) -> sqlx::postgres::PgListener {
+    let mut listener = sqlx::postgres::PgListener::connect_with(store.pool())
+        .await
+        .unwrap();
+    listener
+        .listen(fairdeal_eventstore::postgres::NOTIFY_CHANNEL)
+        .await
+        .unwrap();
+    listener
+}
+
+/// The next notification's payload, within 10 s.
+async fn next_notification(listener: &mut sqlx::postgres::PgListener) -> String {
+    tokio::time::timeout(std::time::Duration::from_secs(10), listener.recv())
+        .await
+        .expect("a notification within 10 s")
+        .unwrap()
+        .payload()
+        .to_owned()
+}
+
 /// Every appending path announces its streams at commit with their new last versions (a
 /// group commit all of its streams in one notification), and a rolled-back append announces
 /// nothing.
 #[tokio::test]
 async fn appends_announce_each_stream_at_commit_and_rollbacks_nothing() {
     use fairdeal_eventstore::AppendRequest;
-    use fairdeal_eventstore::postgres::NOTIFY_CHANNEL;
     use std::time::Duration;
 
     with_backend(PgBackend::create, |backend: Arc<PgBackend>| async move {
         let store = backend.pg_store();
-        let mut listener = sqlx::postgres::PgListener::connect_with(store.pool())
-            .await
-            .unwrap();
-        listener.listen(NOTIFY_CHANNEL).await.unwrap();
+        let mut listener = listen(store).await;
         let event = |n: u8| NewEvent::new("t.v1.A", vec![n]);
         let (a, b, c, d) = (
             StreamId::parse("table-a").unwrap(),
@@ -194,11 +214,7 @@ async fn appends_announce_each_stream_at_commit_and_rollbacks_nothing() {
 
         let mut got = Vec::new();
         while got.len() < 3 {
-            let n = tokio::time::timeout(Duration::from_secs(10), listener.recv())
-                .await
-                .expect("a notification within 10 s")
-                .unwrap();
-            got.push(n.payload().to_owned());
+            got.push(next_notification(&mut listener).await);
         }
         // Nothing more: the rolled-back append sent nothing.
         assert!(
@@ -223,16 +239,11 @@ async fn appends_announce_each_stream_at_commit_and_rollbacks_nothing() {
 #[tokio::test]
 async fn a_large_group_commit_is_announced_in_parts() {
     use fairdeal_eventstore::AppendRequest;
-    use fairdeal_eventstore::postgres::NOTIFY_CHANNEL;
     use std::collections::BTreeSet;
-    use std::time::Duration;
 
     with_backend(PgBackend::create, |backend: Arc<PgBackend>| async move {
         let store = backend.pg_store();
-        let mut listener = sqlx::postgres::PgListener::connect_with(store.pool())
-            .await
-            .unwrap();
-        listener.listen(NOTIFY_CHANNEL).await.unwrap();
+        let mut listener = listen(store).await;
         // The longest stream ids there are (128 bytes), to test the payload bound.
         let streams: Vec<StreamId> = (0..100)
             .map(|i| StreamId::parse(format!("table-{i:0>122}")).unwrap())
@@ -251,12 +262,9 @@ async fn a_large_group_commit_is_announced_in_parts() {
         let mut announced = BTreeSet::new();
         let mut parts = 0;
         while announced.len() < streams.len() {
-            let n = tokio::time::timeout(Duration::from_secs(10), listener.recv())
-                .await
-                .expect("a notification within 10 s")
-                .unwrap();
+            let payload = next_notification(&mut listener).await;
             parts += 1;
-            let mut words = n.payload().split(' ');
+            let mut words = payload.split(' ');
             assert_eq!(words.next(), Some("eventstore"));
             let words: Vec<&str> = words.collect();
             assert!(
