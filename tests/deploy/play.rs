@@ -152,6 +152,7 @@ pub(crate) async fn play_bot_table(tables_url: &str, token: &str) -> anyhow::Res
             tpb::WatchRequest {
                 table_id: table_id.clone(),
                 after_version: 0,
+                turn_views: false,
             },
             token,
         )?)

@@ -161,10 +161,12 @@ impl Player {
         &self,
         table_id: &str,
         after_version: u64,
+        turn_views: bool,
     ) -> Result<tonic::Streaming<pb::WatchResponse>, ClientError> {
         let request = self.request(pb::WatchRequest {
             table_id: table_id.to_owned(),
             after_version,
+            turn_views,
         })?;
         Ok(self.client.clone().watch(request).await?.into_inner())
     }
@@ -209,7 +211,7 @@ pub async fn play_to_the_end(
     let Some(first) = players.first() else {
         return Err(ViewError { field: "players" }.into());
     };
-    let mut watch = first.watch(table_id, 0).await?;
+    let mut watch = first.watch(table_id, 0, false).await?;
     loop {
         let view = first.view(table_id).await?;
         if is_over(&view) {

@@ -378,13 +378,24 @@ impl<A: Aggregate> Streams<A> {
     /// The current state of `id`: read from the store, so it includes other processes'
     /// appends, unless the stream is notified and no later version was.
     pub async fn load(&self, id: &A::Id) -> Result<Snapshot<A>, RunError<Infallible>> {
+        self.inspect(id, Snapshot::clone).await
+    }
+
+    /// What `read` finds in the current state of `id` (the state [`Streams::load`] would
+    /// return), without copying the state: for a reader that wants a few facts or a view of
+    /// it. `read` runs while the stream's commands wait, so it should be quick.
+    pub async fn inspect<R>(
+        &self,
+        id: &A::Id,
+        read: impl FnOnce(&Snapshot<A>) -> R,
+    ) -> Result<R, RunError<Infallible>> {
         let stream = stream_of::<A>(id)?;
         let owner = self.owner(&stream);
         let mut owned = owner.lock().await;
         if !owned.known_current() {
             self.catch_up(&stream, &mut owned).await?;
         }
-        Ok(owned.snapshot.clone())
+        Ok(read(&owned.snapshot))
     }
 
     /// Every event of instance `id`, decoded, read from the store (for history queries; the

@@ -7,10 +7,12 @@
 //! (default 20), `LOAD_CONNECTIONS=shared|player` (default shared: every client on one
 //! HTTP/2 connection, as behind one gateway; `player`: a connection per player)).
 //!
-//! Each table's driver asks the seat to act for its view (`GetTable`), chooses with the
-//! engine's bot, and sends `Act`; every seat watches the table (`Watch`). Latency is from the
-//! `Act` sent to the command's first event arriving on all four seats' streams. A table
-//! that finishes is replaced by a new one. Moves/s counts accepted `Act`s.
+//! Each seat's client watches the table (`Watch` with turn views): when a message brings its
+//! view (its seat is to act), it chooses with the engine's bot and sends `Act`.
+//! `LOAD_CLIENT=get_table` plays as the previous client did: a driver per table reads the
+//! acting seat's view (`GetTable`) before each move. Latency is from the `Act` sent to the
+//! command's first event arriving on all four seats' streams. A table that finishes is
+//! replaced by a new one. Moves/s counts accepted `Act`s.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 #[allow(dead_code)]
@@ -69,51 +71,153 @@ struct Tally {
     finished: u64,
 }
 
-/// One seat's watch: marks each pending move seen; ends at the seed reveal or on `stop`.
-async fn watch_seat(
+/// How the bot clients find their move: from the view their Watch stream brings when their
+/// seat is to act (`turn_views`, default), or by reading `GetTable` before each move
+/// (`LOAD_CLIENT=get_table`, the previous client).
+fn turn_views() -> bool {
+    std::env::var("LOAD_CLIENT").map_or(true, |c| c != "get_table")
+}
+
+/// Marks the move at `version` seen by one more seat; when all four have, its latency.
+fn seen(pending: &Pending, tally: &Mutex<Tally>, version: u64) {
+    let latency = {
+        let mut pending = pending.lock().unwrap();
+        match pending.get_mut(&version) {
+            Some((sent, left)) => {
+                *left -= 1;
+                let (sent, left) = (*sent, *left);
+                (left == 0).then(|| {
+                    pending.remove(&version);
+                    sent.elapsed()
+                })
+            }
+            None => None,
+        }
+    };
+    if let Some(latency) = latency {
+        tally.lock().unwrap().latencies.push(latency);
+    }
+}
+
+/// Sends `action`, decided on the view at `version`, as `player`; counts it if accepted (a
+/// stale version, ABORTED, is a move the table outran).
+async fn act(
+    player: &Player,
+    id: &str,
+    version: u64,
+    command: u64,
+    action: pb::act_request::Action,
+    pending: &Pending,
+    tally: &Mutex<Tally>,
+) {
+    let first = version + 1;
+    pending.lock().unwrap().insert(first, (Instant::now(), 4));
+    match player
+        .act(id, version, &format!("m{command}"), action)
+        .await
+    {
+        Ok(_) => tally.lock().unwrap().moves += 1,
+        Err(status) => {
+            pending.lock().unwrap().remove(&first);
+            assert_eq!(status.code(), tonic::Code::Aborted, "{status:?}");
+        }
+    }
+}
+
+/// One seat's client: marks each pending move seen, and with turn views plays its seat
+/// whenever a message brings its view (sending `Act` from a task of its own, so the stream
+/// is read on meanwhile). Ends at the seed reveal (`true`) or on `stop`.
+async fn play_seat(
     player: Player,
     id: String,
     pending: Pending,
     tally: Arc<Mutex<Tally>>,
     mut stop: watch::Receiver<bool>,
-) {
-    let mut stream = player.watch(&id, 0).await;
+) -> bool {
+    let views = turn_views();
+    let mut stream = if views {
+        player.watch_turns(&id, 0).await
+    } else {
+        player.watch(&id, 0).await
+    };
+    let mut command = 0u64;
     loop {
         let message = tokio::select! {
-            m = stream.message() => match m { Ok(Some(m)) => m, _ => return },
-            _ = stop.changed() => return,
+            m = stream.message() => match m { Ok(Some(m)) => m, _ => return false },
+            _ = stop.changed() => return false,
         };
-        let seen = {
-            let mut pending = pending.lock().unwrap();
-            match pending.get_mut(&message.version) {
-                Some((sent, left)) => {
-                    *left -= 1;
-                    let (sent, left) = (*sent, *left);
-                    if left == 0 {
-                        pending.remove(&message.version);
-                        Some(sent.elapsed())
-                    } else {
-                        None
-                    }
-                }
-                None => None,
-            }
-        };
-        if let Some(latency) = seen {
-            tally.lock().unwrap().latencies.push(latency);
-        }
+        seen(&pending, &tally, message.version);
         if matches!(
             message.event.as_ref().and_then(|e| e.event.as_ref()),
             Some(pb::table_event::Event::TableSeedRevealed(_))
         ) {
+            return true;
+        }
+        let Some(view) = message.view else { continue };
+        let Some(action) = moves::choose(&view, command) else {
+            continue;
+        };
+        command += 1;
+        let (player, id, pending, tally) =
+            (player.clone(), id.clone(), pending.clone(), tally.clone());
+        tokio::spawn(async move {
+            act(
+                &player,
+                &id,
+                view.version,
+                command,
+                action,
+                &pending,
+                &tally,
+            )
+            .await;
+        });
+    }
+}
+
+/// Without turn views: the driver reads the view of the seat it guesses is to act
+/// (`GetTable`, once more when the guess was wrong) and sends its move, one at a time.
+async fn play_by_reading(
+    players: &[Player],
+    id: &str,
+    pending: &Pending,
+    tally: &Mutex<Tally>,
+    stop: &watch::Receiver<bool>,
+) {
+    let mut guess = 1usize;
+    let mut command = 0u64;
+    while !*stop.borrow() {
+        let mut view = players[guess].view(id).await;
+        if view.status == pb::TableStatus::Finished as i32 {
             return;
         }
+        let Some(turn) = view.game.as_ref().and_then(|g| g.turn) else {
+            continue;
+        };
+        if turn as usize != guess {
+            guess = turn as usize;
+            view = players[guess].view(id).await;
+        }
+        let Some(action) = moves::choose(&view, command) else {
+            continue;
+        };
+        command += 1;
+        act(
+            &players[guess],
+            id,
+            view.version,
+            command,
+            action,
+            pending,
+            tally,
+        )
+        .await;
+        guess = (guess + 1) % 4;
     }
 }
 
 /// Plays tables one after another until `stop`.
 async fn drive(app: Arc<TestApp>, tally: Arc<Mutex<Tally>>, stop: watch::Receiver<bool>) {
-    let mut salt = 0u64;
     while !*stop.borrow() {
         let players: Vec<Player> = (0..4)
             .map(|_| {
@@ -129,10 +233,10 @@ async fn drive(app: Arc<TestApp>, tally: Arc<Mutex<Tally>>, stop: watch::Receive
             .await
             .table_id;
         let pending: Pending = Arc::default();
-        let watchers: Vec<_> = players
+        let seats: Vec<_> = players
             .iter()
             .map(|p| {
-                tokio::spawn(watch_seat(
+                tokio::spawn(play_seat(
                     p.clone(),
                     id.clone(),
                     pending.clone(),
@@ -144,43 +248,15 @@ async fn drive(app: Arc<TestApp>, tally: Arc<Mutex<Tally>>, stop: watch::Receive
         for (seat, p) in players.iter().enumerate() {
             p.sit(&id, seat as u32).await.unwrap();
         }
-        let mut guess = 1usize;
-        loop {
-            if *stop.borrow() {
-                break;
-            }
-            let mut view = players[guess].view(&id).await;
-            if view.status == pb::TableStatus::Finished as i32 {
-                tally.lock().unwrap().finished += 1;
-                break;
-            }
-            let Some(turn) = view.game.as_ref().and_then(|g| g.turn) else {
-                continue;
-            };
-            if turn as usize != guess {
-                guess = turn as usize;
-                view = players[guess].view(&id).await;
-            }
-            let Some(action) = moves::choose(&view, salt) else {
-                continue;
-            };
-            salt += 1;
-            let first = view.version + 1;
-            pending.lock().unwrap().insert(first, (Instant::now(), 4));
-            match players[guess]
-                .act(&id, view.version, &format!("m{salt}"), action)
-                .await
-            {
-                Ok(_) => tally.lock().unwrap().moves += 1,
-                Err(status) => {
-                    pending.lock().unwrap().remove(&first);
-                    assert_eq!(status.code(), tonic::Code::Aborted, "{status:?}");
-                }
-            }
-            guess = (guess + 1) % 4;
+        if !turn_views() {
+            play_by_reading(&players, &id, &pending, &tally, &stop).await;
         }
-        for w in watchers {
-            let _ = w.await;
+        let mut revealed = false;
+        for seat in seats {
+            revealed |= seat.await.unwrap_or(false);
+        }
+        if revealed {
+            tally.lock().unwrap().finished += 1;
         }
     }
 }
@@ -256,8 +332,13 @@ async fn run(db: Db, tables: usize, seconds: u64) {
     } else {
         "one connection"
     };
+    let client = if turn_views() {
+        "turn views"
+    } else {
+        "GetTable per move"
+    };
     println!(
-        "{db:?}: {tables} tables x 4 clients ({connections}), {seconds} s: {moves} moves, {:.0} moves/s, \
+        "{db:?}: {tables} tables x 4 clients ({connections}, {client}), {seconds} s: {moves} moves, {:.0} moves/s, \
          latency to all four watchers p50 {:.1} ms p99 {:.1} ms ({} samples), {finished} tables finished",
         moves as f64 / elapsed,
         percentile(&latencies, 0.5),

@@ -259,9 +259,10 @@ impl TablesService for TablesApi {
     ) -> Result<Response<Self::WatchStream>, Status> {
         let me = player(&request)?;
         let id = table_id(&request.get_ref().table_id)?;
+        let r = request.get_ref();
         let rx = self
             .tables
-            .watch(me, id, request.get_ref().after_version)
+            .watch(me, id, r.after_version, r.turn_views)
             .await
             .map_err(status)?;
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))

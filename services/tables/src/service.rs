@@ -543,17 +543,49 @@ impl Tables {
     /// `player`'s view of the table, at its version. Advances the table first when it needs
     /// a step, so a table left mid-step resumes.
     pub async fn view(&self, player: Uuid, table_id: Uuid) -> Result<pb::TableView, Failure> {
-        let mut snapshot = self.streams.load(&table_id).await.map_err(infallible)?;
-        if self.needs_step(&snapshot) {
+        let due = self
+            .streams
+            .inspect(&table_id, |snapshot| self.needs_step(snapshot))
+            .await
+            .map_err(infallible)?;
+        if due {
             self.advance(table_id).await;
-            snapshot = self.streams.load(&table_id).await.map_err(infallible)?;
         }
-        let t = table(&snapshot).map_err(RunError::Rejected)?;
-        Ok(view::table_view(
-            t,
-            t.viewer(player),
-            t.spectators.contains(&player),
-        ))
+        let view = self
+            .streams
+            .inspect(&table_id, |snapshot| {
+                table(snapshot)
+                    .map(|t| view::table_view(t, t.viewer(player), t.spectators.contains(&player)))
+            })
+            .await
+            .map_err(infallible)?;
+        view.map_err(RunError::Rejected)
+    }
+
+    /// `player`'s view at `version` when the table stands there with `player`'s seat to act
+    /// (no later version, nothing due from the service: a deal, a bot's move, a timeout);
+    /// `None` otherwise. A later version is a later message, which is asked again.
+    async fn turn_view(
+        &self,
+        player: Uuid,
+        table_id: Uuid,
+        version: u64,
+    ) -> Result<Option<pb::TableView>, Status> {
+        self.streams
+            .inspect(&table_id, |snapshot| {
+                let t = snapshot.state.as_ref()?;
+                let viewer = t.viewer(player);
+                let domain::Viewer::Seat(seat) = viewer else {
+                    return None;
+                };
+                let stands = snapshot.version == version
+                    && t.finished.is_none()
+                    && t.game.turn() == Some(seat)
+                    && !self.needs_step(snapshot);
+                stands.then(|| view::table_view(t, viewer, false))
+            })
+            .await
+            .map_err(|e| Status::from(ServiceError::from(infallible(e))))
     }
 
     /// Whether the table in `snapshot` needs a step before a player can act (a deal, a bot's
@@ -740,14 +772,26 @@ impl Tables {
         player: Uuid,
         table_id: Uuid,
         after_version: u64,
+        turn_views: bool,
     ) -> Result<mpsc::Receiver<Result<pb::WatchResponse, Status>>, Failure> {
-        let snapshot = self.streams.load(&table_id).await.map_err(infallible)?;
-        let t = table(&snapshot).map_err(RunError::Rejected)?;
-        let seen = (t.viewer(player), t.finished.is_some());
+        let seen = self
+            .streams
+            .inspect(&table_id, |snapshot| {
+                table(snapshot).map(|t| (t.viewer(player), t.finished.is_some()))
+            })
+            .await
+            .map_err(infallible)?
+            .map_err(RunError::Rejected)?;
         let (tx, rx) = mpsc::channel(WATCH_BUFFER);
         let this = self.clone();
+        let feed = Feed {
+            player,
+            table_id,
+            after_version,
+            turn_views,
+        };
         tokio::spawn(async move {
-            if let Err(status) = this.feed(player, table_id, after_version, seen, &tx).await {
+            if let Err(status) = this.feed(feed, seen, &tx).await {
                 // The client may be gone already; nothing else to tell.
                 let _ = tx.send(Err(status)).await;
             }
@@ -762,11 +806,16 @@ impl Tables {
     /// `(viewer, finished)` is the player's place at the table when the watch began, kept
     /// up to date from the events sent (seats are fixed once cards are dealt; from
     /// `GameFinished` on, everything is public).
+    /// With `turn_views`, the last message of each batch carries the player's view when the
+    /// table stands there with the player's seat to act ([`Self::turn_view`]).
     async fn feed(
         &self,
-        player: Uuid,
-        table_id: Uuid,
-        after_version: u64,
+        Feed {
+            player,
+            table_id,
+            after_version,
+            turn_views,
+        }: Feed,
         (mut viewer, mut finished): (domain::Viewer, bool),
         tx: &mpsc::Sender<Result<pb::WatchResponse, Status>>,
     ) -> Result<(), Status> {
@@ -797,6 +846,8 @@ impl Tables {
             };
             let read = pages.first().map_or(0, |page| page.len());
             let from = next;
+            // Held back until the next one is ready: the batch's last message may get a view.
+            let mut last: Option<pb::WatchResponse> = None;
             let events = pages.iter().flat_map(|page| page.iter());
             for recorded in events.filter(|e| e.version >= from) {
                 let event =
@@ -819,11 +870,22 @@ impl Tables {
                 let message = pb::WatchResponse {
                     version: recorded.version,
                     event: Some(shown),
+                    view: None,
                 };
-                if tx.send(Ok(message)).await.is_err() {
+                if let Some(ready) = last.replace(message)
+                    && tx.send(Ok(ready)).await.is_err()
+                {
                     return Ok(());
                 }
                 next = recorded.version + 1;
+            }
+            if let Some(mut message) = last {
+                if turn_views {
+                    message.view = self.turn_view(player, table_id, message.version).await?;
+                }
+                if tx.send(Ok(message)).await.is_err() {
+                    return Ok(());
+                }
             }
             // A full page from the store may have more behind it: read on at once.
             woken = false;
@@ -837,6 +899,15 @@ impl Tables {
             }
         }
     }
+}
+
+/// What a watcher sends: whose view, of which table, from where, with turn views or not.
+#[derive(Debug, Clone, Copy)]
+struct Feed {
+    player: Uuid,
+    table_id: Uuid,
+    after_version: u64,
+    turn_views: bool,
 }
 
 /// A watcher's internal failure, logged; the client gets the fixed text.

@@ -611,7 +611,7 @@ impl Progress {
 /// whoever must act reads its own view, lets the bot choose, and acts.
 async fn play(demo: &mut Demo) -> anyhow::Result<()> {
     let table = demo.table()?.clone();
-    let mut watch = demo.player(0)?.client.watch(&table.id, 0).await?;
+    let mut watch = demo.player(0)?.client.watch(&table.id, 0, false).await?;
     let mut progress = Progress::default();
     progress
         .follow(&mut watch, table.seated_version, &demo.out)
@@ -701,7 +701,7 @@ async fn check_seeds(demo: &mut Demo) -> anyhow::Result<()> {
         _ => Deck::Dix,
     };
     // After the game every event is public: replay the table from the start.
-    let mut replay = demo.player(0)?.client.watch(&table.id, 0).await?;
+    let mut replay = demo.player(0)?.client.watch(&table.id, 0, false).await?;
     let mut current: Option<(u32, Deal)> = None;
     let mut matched: BTreeMap<u32, u32> = BTreeMap::new();
     let mut version = 0;

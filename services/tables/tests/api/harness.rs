@@ -515,6 +515,24 @@ impl Player {
         table_id: &str,
         after_version: u64,
     ) -> tonic::Streaming<pb::WatchResponse> {
+        self.watch_with(table_id, after_version, false).await
+    }
+
+    /// [`Player::watch`] that also gets the player's view whenever its seat is to act.
+    pub(crate) async fn watch_turns(
+        &self,
+        table_id: &str,
+        after_version: u64,
+    ) -> tonic::Streaming<pb::WatchResponse> {
+        self.watch_with(table_id, after_version, true).await
+    }
+
+    async fn watch_with(
+        &self,
+        table_id: &str,
+        after_version: u64,
+        turn_views: bool,
+    ) -> tonic::Streaming<pb::WatchResponse> {
         self.client
             .clone()
             .watch(with(
@@ -522,6 +540,7 @@ impl Player {
                 pb::WatchRequest {
                     table_id: table_id.to_owned(),
                     after_version,
+                    turn_views,
                 },
             ))
             .await

@@ -15,7 +15,7 @@ use tokio::task::JoinHandle;
 use crate::harness::{Db, Player, TestApp};
 use crate::moves;
 
-/// Everything a watcher received, up to and including the seed reveal.
+/// Everything a watcher received (with turn views), up to and including the seed reveal.
 pub(crate) fn watch_to_the_end(
     player: &Player,
     table_id: &str,
@@ -23,7 +23,7 @@ pub(crate) fn watch_to_the_end(
     let player = player.clone();
     let table_id = table_id.to_owned();
     tokio::spawn(async move {
-        let mut stream = player.watch(&table_id, 0).await;
+        let mut stream = player.watch_turns(&table_id, 0).await;
         let mut got = Vec::new();
         while let Some(message) = stream.message().await.unwrap() {
             let last = matches!(
@@ -39,11 +39,22 @@ pub(crate) fn watch_to_the_end(
     })
 }
 
-/// Versions 1, 2, 3... and, before the game finished, no `CardsDealt` but the viewer's own.
+/// Versions 1, 2, 3... and, before the game finished, no `CardsDealt` but the viewer's own;
+/// a turn view only for the viewer's own seat, when it is to act (none for a spectator).
 pub(crate) fn check_watched(messages: &[pb::WatchResponse], viewer: Option<u32>) {
     let mut finished = false;
     for (i, m) in messages.iter().enumerate() {
         assert_eq!(m.version, i as u64 + 1, "versions without gap or duplicate");
+        if let Some(view) = &m.view {
+            let game = view.game.as_ref().unwrap();
+            assert!(
+                viewer.is_some() && game.my_seat == viewer && game.turn == viewer,
+                "viewer {viewer:?} received seat {:?}'s view at version {}",
+                game.my_seat,
+                m.version
+            );
+            assert_eq!(view.version, m.version);
+        }
         match m.event.as_ref().and_then(|e| e.event.as_ref()).unwrap() {
             E::CardsDealt(dealt) => {
                 assert!(

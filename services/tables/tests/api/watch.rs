@@ -96,3 +96,64 @@ async fn reconnecting_watchers_see_every_version_once_embedded() {
 async fn reconnecting_watchers_see_every_version_once_postgres_nats() {
     reconnects(Db::Postgres).await;
 }
+
+/// A seat that watches with turn views plays a whole match from its stream alone: each
+/// view comes on the message after which its seat is to act, at that message's version,
+/// equal to `GetTable` at that moment; a spectator watching the same way gets none.
+async fn plays_from_turn_views(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let me = app.player();
+    let spectator = app.player();
+    let id = me
+        .create(pb::CreateTableRequest {
+            options: None,
+            bot_seats: vec![1, 2, 3],
+            move_seconds: 0,
+        })
+        .await
+        .table_id;
+    spectator.spectate(&id).await.unwrap();
+    let mut stream = me.watch_turns(&id, 0).await;
+    let mut watching = spectator.watch_turns(&id, 0).await;
+    me.sit(&id, 0).await.unwrap();
+
+    let (mut views, mut last) = (0u64, 0u64);
+    loop {
+        let message = next(&mut stream).await;
+        assert_eq!(message.version, last + 1, "no gap, no duplicate");
+        last = message.version;
+        let other = next(&mut watching).await;
+        assert_eq!(other.version, message.version);
+        assert!(other.view.is_none(), "a spectator has no turn");
+        if let Some(E::TableSeedRevealed(_)) = message.event.as_ref().unwrap().event.as_ref() {
+            assert!(message.view.is_none());
+            break;
+        }
+        let Some(view) = message.view else { continue };
+        views += 1;
+        assert_eq!(view.version, message.version);
+        let game = view.game.as_ref().unwrap();
+        assert_eq!((game.turn, game.my_seat), (Some(0), Some(0)));
+        assert!(!game.legal.is_empty() && !game.my_hand.is_empty());
+        // The bots wait for this seat: the table stands where the view says.
+        assert_eq!(me.view(&id).await, view);
+        let action = moves::choose(&view, views).unwrap();
+        me.act(&id, view.version, &format!("t{views}"), action)
+            .await
+            .unwrap();
+    }
+    let end = me.view(&id).await;
+    assert_eq!(end.status, pb::TableStatus::Finished as i32);
+    assert!(views > 10, "a match takes this seat many moves ({views})");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_seat_plays_a_match_from_its_turn_views_embedded() {
+    plays_from_turn_views(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_seat_plays_a_match_from_its_turn_views_postgres_nats() {
+    plays_from_turn_views(Db::Postgres).await;
+}
