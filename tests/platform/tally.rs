@@ -8,8 +8,9 @@
 //!   database transaction in which the bus records the event id (exactly-once effects);
 //! - [`start`] wires storage, bus and server from a [`CommonConfig`] like a `main` would,
 //!   with the platform's recipe (`fairdeal_platform::Storage`, `Bus`): `postgres://` or
-//!   `sqlite://` picks the store, `nats_url` picks JetStream (with the outbox relay) or the
-//!   in-process bus, and every background task hangs on the server's shutdown handle.
+//!   `sqlite://` picks the store, `nats_url` adds JetStream (the outbox relay publishes
+//!   every event; the projection of the service's own events tails its store either way),
+//!   and every background task hangs on the server's shutdown handle.
 //!
 //! The gRPC plumbing is written by hand with tonic's building blocks (what generated code
 //! does) so the test service needs no `.proto` file in the public `proto/` tree.

@@ -9,7 +9,14 @@
 //! [`AppendSignal`] (see [`EmbeddedBus::store`]), and poll as a fallback.
 //!
 //! Generic over the database like the rest of the bus: SQLite is the default, but the same
-//! consumer tails a PostgreSQL store just as well.
+//! consumer tails a PostgreSQL store just as well: that is how a service projects its own
+//! events (`fairdeal_platform::Bus::spawn_consumer`), NATS or not. Of several replicas
+//! running the consumer of one name, one applies: it holds the consumer's [`crate::Lease`]
+//! (a PostgreSQL advisory lock; always granted on SQLite, whose file has one process) and
+//! the others stand by, trying every `standby_interval`, as the relay does. So batches are
+//! applied in log order by one process at a time; a holder that lost its lease (its session
+//! vanished) only notices at its next check, every [`crate::db::LEASE_CHECK_INTERVAL`], and
+//! the processed ids keep each event's effects single even then.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +26,7 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use crate::apply::{DeadLetterSink, Delivery, Settler};
-use crate::db::{BusDatabase, BusDb, DeadLetter};
+use crate::db::{BusDatabase, BusDb, DeadLetter, LEASE_CHECK_INTERVAL, Lease};
 use crate::error::{BusError, error_chain};
 use crate::handler::{Handler, RetryPolicy};
 use crate::jetstream::validate_name;
@@ -91,6 +98,7 @@ impl<DB: BusDatabase> EmbeddedBus<DB> {
             sender: self.dead_letters.clone(),
         };
         Ok(EmbeddedConsumer {
+            db: self.db.clone(),
             store: Arc::clone(&self.store),
             waiter: self.signal.subscribe(),
             settler: Settler::new(
@@ -117,17 +125,26 @@ pub struct EmbeddedConsumerConfig {
     pub retry: RetryPolicy,
     /// Fallback poll for appends that bypass the signal (e.g. another process).
     pub poll_interval: Duration,
+    /// How often a consumer standing by (another replica holds its lease) tries to take it.
+    pub standby_interval: Duration,
 }
 
 impl EmbeddedConsumerConfig {
-    /// Defaults for consumer `name`: batches of 256, the default [`RetryPolicy`], a 1 s poll.
+    /// Defaults for consumer `name`: batches of 256, the default [`RetryPolicy`], a 1 s poll,
+    /// a 2 s standby.
     pub fn new(name: impl Into<String>) -> Self {
         Self {
             name: name.into(),
             batch_size: 256,
             retry: RetryPolicy::default(),
             poll_interval: Duration::from_secs(1),
+            standby_interval: Duration::from_secs(2),
         }
+    }
+
+    /// The name of its lease: apart from the relays' (a `.` is in no valid name).
+    fn lease_name(&self) -> String {
+        format!("consumer.{}", self.name)
     }
 
     fn validate(&self) -> Result<(), BusError> {
@@ -160,6 +177,8 @@ impl DeadLetterSink for BroadcastDeadLetters {
 /// A durable consumer that tails the store in-process.
 #[derive(Debug)]
 pub struct EmbeddedConsumer<DB: BusDatabase, H: Handler<DB>> {
+    /// Where its lease is taken.
+    db: BusDb<DB>,
     /// The log.
     store: Arc<dyn EventStore>,
     /// Wakes on appends.
@@ -181,12 +200,18 @@ where
     }
 
     /// Consumes until `shutdown` is cancelled, then returns once the batch in hand is
-    /// committed. Store and database errors are logged and retried with backoff; an integrity
-    /// failure of the log is returned.
+    /// committed; stands by while another replica holds the consumer's lease (see the module
+    /// docs). Store and database errors (a lost lease included) are logged and retried with
+    /// backoff; an integrity failure of the log is returned.
     pub async fn run(mut self, shutdown: CancellationToken) -> Result<(), BusError> {
         let mut failures = 0u32;
         while !shutdown.is_cancelled() {
-            match self.consume_until_error(&shutdown).await {
+            let result = match self.lead(&shutdown).await {
+                Ok(Some(mut lease)) => self.consume_until_error(&shutdown, &mut lease).await,
+                Ok(None) => return Ok(()),
+                Err(err) => Err(err),
+            };
+            match result {
                 Ok(()) => return Ok(()),
                 Err(err) if err.is_retryable() => {
                     failures = failures.saturating_add(1);
@@ -215,13 +240,44 @@ where
         Ok(())
     }
 
-    async fn consume_until_error(&mut self, shutdown: &CancellationToken) -> Result<(), BusError> {
+    /// Waits until this consumer holds its lease (`None`: shut down while standing by).
+    async fn lead(&self, shutdown: &CancellationToken) -> Result<Option<Lease<DB>>, BusError> {
+        let name = self.config.lease_name();
+        let mut announced = false;
+        loop {
+            if let Some(lease) = self.db.try_lease(&name).await? {
+                return Ok(Some(lease));
+            }
+            if !announced {
+                tracing::info!(
+                    consumer = %self.config.name,
+                    "another replica runs this consumer; standing by"
+                );
+                announced = true;
+            }
+            tokio::select! {
+                () = shutdown.cancelled() => return Ok(None),
+                () = tokio::time::sleep(self.config.standby_interval) => {}
+            }
+        }
+    }
+
+    async fn consume_until_error(
+        &mut self,
+        shutdown: &CancellationToken,
+        lease: &mut Lease<DB>,
+    ) -> Result<(), BusError> {
         let mut position = self.settler.load_position().await?;
         tracing::info!(consumer = %self.config.name, position, "embedded consumer starting");
         let mut redrives_checked: Option<std::time::Instant> = None;
+        let mut lease_checked_at = std::time::Instant::now();
         loop {
             if shutdown.is_cancelled() {
                 return Ok(());
+            }
+            if lease_checked_at.elapsed() >= LEASE_CHECK_INTERVAL {
+                self.db.keep_lease(lease).await?;
+                lease_checked_at = std::time::Instant::now();
             }
             if redrives_checked.is_none_or(|at| at.elapsed() >= crate::handler::REDRIVE_CHECK) {
                 self.settler.redrive_pending().await?;

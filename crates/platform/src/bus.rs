@@ -4,13 +4,18 @@
 //! - With `--nats-url` ([`Bus::start`]): the service's streams (`<prefix>.<service>`) are
 //!   created idempotently and the outbox relay publishes every committed event to JetStream,
 //!   woken by the storage's append signal, which also fires for other replicas' appends on
-//!   PostgreSQL (LISTEN/NOTIFY, see [`crate::wake`]). [`Bus::spawn_consumer`] runs a durable JetStream consumer of the source
-//!   service's stream.
-//! - Without it: events stay in the store, and [`Bus::spawn_consumer`] runs an in-process
-//!   consumer that tails this storage's log, woken by the same signal. In the all-in-one
-//!   process every service shares one SQLite file, so that log holds every service's events.
-//!   On PostgreSQL each service's log is its own schema, so a consumer of *another* service
-//!   needs NATS; that combination is refused at start ([`StartError::NeedsNats`]).
+//!   PostgreSQL (LISTEN/NOTIFY, see [`crate::wake`]). [`Bus::spawn_consumer`] runs a durable
+//!   JetStream consumer of another service's stream.
+//! - Without it: events stay in the store. In the all-in-one process every service shares
+//!   one SQLite file, so its log holds every service's events, and [`Bus::spawn_consumer`]
+//!   runs an in-process consumer that tails it. On PostgreSQL each service's log is its own
+//!   schema, so a consumer of *another* service needs NATS; that combination is refused at
+//!   start ([`StartError::NeedsNats`]).
+//! - Either way, a consumer of the service's *own* events (its projections) tails its own
+//!   store in-process, woken by the same signal: the store is the outbox the relay reads, so
+//!   the projection neither waits for nor depends on NATS, and its events do not travel to
+//!   NATS and back (measured in docs/performance.md). Of several replicas, one runs it at a
+//!   time, holding the consumer's lease (see [`fairdeal_bus::embedded`]).
 //!
 //! Either way the handler applies each event exactly once, in the storage's database (its
 //! effects, the processed id and the position commit together), and a consumer never stops
@@ -188,7 +193,9 @@ impl Bus {
         H: Handler<Postgres> + Handler<Sqlite>,
     {
         let token = shutdown.token();
-        match (&self.jetstream, self.storage.db()) {
+        // A projection of this service's own events tails its store (see the module docs).
+        let jetstream = self.jetstream.as_ref().filter(|_| source != self.service);
+        match (jetstream, self.storage.db()) {
             (Some(js), db) => {
                 let streams = Self::streams(js, source)?;
                 // Idempotent: the source service may not have started yet.

@@ -17,8 +17,8 @@ use fairdeal_eventstore::{ExpectedVersion, NewEvent, RecordedEvent};
 use tokio_util::sync::CancellationToken;
 
 use crate::support::{
-    Harness, JetStreamHarness, Recorder, append_round_robin, event, log_events, log_ids,
-    quick_retry, run_with, stream, wait_applied, wait_for,
+    Harness, JetStreamHarness, Recorder, append_round_robin, assert_exactly_once_in_order, event,
+    log_events, log_ids, quick_retry, run_with, stream, wait_applied, wait_for,
 };
 
 async fn published_at_least(h: &JetStreamHarness, count: u64) {
@@ -522,11 +522,49 @@ async fn a_consumer_acking_each_message_is_remade_from_its_position() {
                 consumer::DeliverPolicy::ByStartSequence { start_sequence: 61 }
             );
             assert_eq!(info.num_ack_pending, 0);
-            crate::support::assert_exactly_once_in_order(&h.applied("projector").await, &expected);
+            assert_exactly_once_in_order(&h.applied("projector").await, &expected);
             for id in &expected {
                 assert_eq!(recorder.calls(*id), 1, "each event handed over once");
             }
         },
     )
+    .await;
+}
+
+/// Two in-store consumers of one name on PostgreSQL (two replicas of a service projecting its
+/// own events): one holds the consumer's lease and applies, the other stands by and takes
+/// over from the position once the holder stops. Every event is applied once, in log order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_store_consumers_of_one_name_take_turns_on_postgres() {
+    use fairdeal_bus::{EmbeddedBus, EmbeddedConsumerConfig};
+
+    run_with(JetStreamHarness::create, |h| async move {
+        let bus = EmbeddedBus::new(h.store(), h.db().clone());
+        let store = bus.store();
+        let recorder = Recorder::new("own");
+        let start = || {
+            let mut config = EmbeddedConsumerConfig::new("own");
+            config.batch_size = 8;
+            config.poll_interval = Duration::from_millis(100);
+            config.standby_interval = Duration::from_millis(100);
+            let consumer = bus.consumer(Arc::clone(&recorder), config).unwrap();
+            crate::support::Running::spawn(|shutdown| consumer.run(shutdown))
+        };
+        let first = start();
+        append_round_robin(&*store, 3, 30, 1).await;
+        wait_applied(&*h, "own", 30).await;
+        let second = start();
+        // The first holds the lease; the second stands by.
+        assert!(h.db().try_lease("consumer.own").await.unwrap().is_none());
+        append_round_robin(&*store, 3, 30, 2).await;
+        wait_applied(&*h, "own", 60).await;
+        first.stop().await;
+        append_round_robin(&*store, 3, 30, 3).await;
+        wait_applied(&*h, "own", 90).await;
+        assert!(h.db().try_lease("consumer.own").await.unwrap().is_none());
+        second.stop().await;
+        assert_exactly_once_in_order(&h.applied("own").await, &log_ids(&*store, 90).await);
+        assert!(h.dead_letters("own").await.is_empty());
+    })
     .await;
 }
