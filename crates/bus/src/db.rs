@@ -459,6 +459,31 @@ impl<DB: BusDatabase> BusDb<DB> {
     pub async fn keep_lease(&self, lease: &mut Lease<DB>) -> Result<(), BusError> {
         Ok(DB::keep_lease(lease).await?)
     }
+
+    /// Waits until this process holds the lease of `name`, trying every `standby` while
+    /// another holds it (`None`: shut down while standing by). `standing_by` runs once, at
+    /// the first refusal (the caller's log line).
+    pub(crate) async fn lead(
+        &self,
+        name: &str,
+        standby: Duration,
+        shutdown: &tokio_util::sync::CancellationToken,
+        standing_by: impl FnOnce(),
+    ) -> Result<Option<Lease<DB>>, BusError> {
+        let mut standing_by = Some(standing_by);
+        loop {
+            if let Some(lease) = self.try_lease(name).await? {
+                return Ok(Some(lease));
+            }
+            if let Some(announce) = standing_by.take() {
+                announce();
+            }
+            tokio::select! {
+                () = shutdown.cancelled() => return Ok(None),
+                () = tokio::time::sleep(standby) => {}
+            }
+        }
+    }
 }
 
 /// Attempts are stored as INTEGER; a count beyond `i32::MAX` cannot happen with a bounded retry

@@ -242,24 +242,20 @@ where
 
     /// Waits until this consumer holds its lease (`None`: shut down while standing by).
     async fn lead(&self, shutdown: &CancellationToken) -> Result<Option<Lease<DB>>, BusError> {
-        let name = self.config.lease_name();
-        let mut announced = false;
-        loop {
-            if let Some(lease) = self.db.try_lease(&name).await? {
-                return Ok(Some(lease));
-            }
-            if !announced {
-                tracing::info!(
-                    consumer = %self.config.name,
-                    "another replica runs this consumer; standing by"
-                );
-                announced = true;
-            }
-            tokio::select! {
-                () = shutdown.cancelled() => return Ok(None),
-                () = tokio::time::sleep(self.config.standby_interval) => {}
-            }
-        }
+        let consumer = &self.config.name;
+        self.db
+            .lead(
+                &self.config.lease_name(),
+                self.config.standby_interval,
+                shutdown,
+                || {
+                    tracing::info!(
+                        %consumer,
+                        "another replica runs this consumer; standing by"
+                    );
+                },
+            )
+            .await
     }
 
     async fn consume_until_error(

@@ -332,24 +332,17 @@ impl<DB: BusDatabase> Relay<DB> {
 
     /// Waits until this relay holds the lease (`None`: shut down while standing by).
     async fn lead(&self, shutdown: &CancellationToken) -> Result<Option<Lease<DB>>, BusError> {
-        let mut announced = false;
-        loop {
-            if let Some(lease) = self.db.try_lease(&self.config.name).await? {
-                tracing::info!(relay = %self.config.name, "relay holds the lease");
-                return Ok(Some(lease));
-            }
-            if !announced {
-                tracing::info!(
-                    relay = %self.config.name,
-                    "another replica relays; standing by"
-                );
-                announced = true;
-            }
-            tokio::select! {
-                () = shutdown.cancelled() => return Ok(None),
-                () = tokio::time::sleep(self.config.standby_interval) => {}
-            }
+        let name = &self.config.name;
+        let lease = self
+            .db
+            .lead(name, self.config.standby_interval, shutdown, || {
+                tracing::info!(relay = %name, "another replica relays; standing by");
+            })
+            .await?;
+        if lease.is_some() {
+            tracing::info!(relay = %name, "relay holds the lease");
         }
+        Ok(lease)
     }
 
     /// Resumes from the tail and relays until shutdown (Ok) or the first error (a lost
