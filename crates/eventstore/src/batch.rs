@@ -102,14 +102,8 @@ impl Plan {
             rows,
             spans,
         } = self;
-        let mut events: Vec<Option<RecordedEvent>> = rows
-            .into_iter()
-            .zip(first_position..)
-            .map(|(mut sealed, position)| {
-                sealed.event.position = position;
-                Some(sealed.event)
-            })
-            .collect();
+        let mut events: Vec<Option<RecordedEvent>> =
+            positioned(rows, first_position).map(Some).collect();
         for (index, range) in spans {
             let appended: Vec<RecordedEvent> =
                 events[range].iter_mut().filter_map(Option::take).collect();
@@ -231,6 +225,26 @@ pub(crate) fn seal_rows(
         });
     }
     Ok(rows)
+}
+
+/// `rows` as stored with positions `first_position, first_position + 1, ...`.
+fn positioned(rows: Vec<Sealed>, first_position: u64) -> impl Iterator<Item = RecordedEvent> {
+    rows.into_iter()
+        .zip(first_position..)
+        .map(|(row, position)| RecordedEvent {
+            position,
+            ..row.event
+        })
+}
+
+/// The answer to one append whose `rows` were stored with positions `first_position,
+/// first_position + 1, ...`; `current` is the stream's version before it.
+pub(crate) fn appended(rows: Vec<Sealed>, first_position: u64, current: u64) -> Appended {
+    let events: Vec<RecordedEvent> = positioned(rows, first_position).collect();
+    Appended {
+        version: events.last().map_or(current, |e| e.version),
+        events,
+    }
 }
 
 /// Whether a database failure leaves the connection it happened on in an unknown state:

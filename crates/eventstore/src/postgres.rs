@@ -32,7 +32,7 @@
 //! counter) or advance the counter (`pg_resetwal -x`) above the largest stored `tx_id`.
 
 use crate::batch::{
-    AppendRequest, BatchWriter, GroupCommit, Head, HeadCache, Sealed, all_failed,
+    AppendRequest, BatchWriter, GroupCommit, Head, HeadCache, Sealed, all_failed, appended,
     breaks_connection, plan, seal_rows,
 };
 use crate::codec::{
@@ -431,21 +431,8 @@ impl PgCore {
 
         let sealed = seal_rows(stream_id, current, current_hash.as_deref(), events)?;
         match self.insert_rows(conn, first_index, &sealed).await {
-            Ok(first) => {
-                // Rows got first, first + 1, ... in order (UNNEST WITH ORDINALITY).
-                let events: Vec<RecordedEvent> = sealed
-                    .into_iter()
-                    .zip(first..)
-                    .map(|(row, position)| RecordedEvent {
-                        position,
-                        ..row.event
-                    })
-                    .collect();
-                Ok(Appended {
-                    version: events.last().map_or(current, |e| e.version),
-                    events,
-                })
-            }
+            // Rows got first, first + 1, ... in order (UNNEST WITH ORDINALITY).
+            Ok(first) => Ok(appended(sealed, first, current)),
             Err(sqlx::Error::Database(db)) if db.is_unique_violation() => Err(Failure::Unique {
                 constraint: db.constraint().unwrap_or_default().to_owned(),
                 ids: sealed.iter().map(|row| row.event.event_id).collect(),

@@ -15,7 +15,7 @@
 //! migrator sharing the file.
 
 use crate::batch::{
-    AppendRequest, BatchWriter, GroupCommit, Head, HeadCache, Sealed, all_failed,
+    AppendRequest, BatchWriter, GroupCommit, Head, HeadCache, Sealed, all_failed, appended,
     breaks_connection, plan, seal_rows,
 };
 use crate::codec::{
@@ -193,18 +193,7 @@ async fn append_on(
         events,
     )?;
     insert_rows(conn, &sealed, Some(first)).await?;
-    let events: Vec<RecordedEvent> = sealed
-        .into_iter()
-        .zip(first..)
-        .map(|(row, position)| RecordedEvent {
-            position,
-            ..row.event
-        })
-        .collect();
-    Ok(Appended {
-        version: events.last().map_or(current, |e| e.version),
-        events,
-    })
+    Ok(appended(sealed, first, current))
 }
 
 /// The group commit writer task's way to the database: a connection of its own (its page
