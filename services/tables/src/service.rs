@@ -543,22 +543,28 @@ impl Tables {
     /// `player`'s view of the table, at its version. Advances the table first when it needs
     /// a step, so a table left mid-step resumes.
     pub async fn view(&self, player: Uuid, table_id: Uuid) -> Result<pb::TableView, Failure> {
-        let due = self
-            .streams
-            .inspect(&table_id, |snapshot| self.needs_step(snapshot))
-            .await
-            .map_err(infallible)?;
-        if due {
-            self.advance(table_id).await;
-        }
-        let view = self
+        let read = |snapshot: &Snapshot<Table>| {
+            table(snapshot)
+                .map(|t| view::table_view(t, t.viewer(player), t.spectators.contains(&player)))
+        };
+        // Read at once unless a step is due; then advance, and read after it.
+        let ready = self
             .streams
             .inspect(&table_id, |snapshot| {
-                table(snapshot)
-                    .map(|t| view::table_view(t, t.viewer(player), t.spectators.contains(&player)))
+                (!self.needs_step(snapshot)).then(|| read(snapshot))
             })
             .await
             .map_err(infallible)?;
+        let view = match ready {
+            Some(view) => view,
+            None => {
+                self.advance(table_id).await;
+                self.streams
+                    .inspect(&table_id, read)
+                    .await
+                    .map_err(infallible)?
+            }
+        };
         view.map_err(RunError::Rejected)
     }
 

@@ -44,14 +44,7 @@ async fn deadline(stream: &mut tonic::Streaming<pb::WatchResponse>) -> i64 {
 async fn timeouts_play_for_the_seat_then_abandon_it_embedded() {
     let app = TestApp::spawn(Db::Sqlite).await;
     let me = app.player();
-    let id = me
-        .create(pb::CreateTableRequest {
-            bot_seats: vec![1, 2, 3],
-            move_seconds: 20,
-            ..Default::default()
-        })
-        .await
-        .table_id;
+    let id = me.create_against_bots(20).await;
     let mut stream = me.watch(&id, 0).await;
     me.sit(&id, 0).await.unwrap();
     let first = deadline(&mut stream).await;
@@ -130,13 +123,7 @@ async fn timeouts_play_for_the_seat_then_abandon_it_embedded() {
 async fn a_restarted_replica_waits_for_the_deadlines_in_the_log_embedded() {
     let mut app = TestApp::spawn(Db::Sqlite).await;
     let me = app.player();
-    let id = me
-        .create(pb::CreateTableRequest {
-            bot_seats: vec![1, 2, 3],
-            ..Default::default()
-        })
-        .await
-        .table_id;
+    let id = me.create_against_bots(0).await;
     me.sit(&id, 0).await.unwrap();
     let before = me.view(&id).await;
     let due = before.turn_deadline_ms.unwrap();

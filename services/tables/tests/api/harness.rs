@@ -396,6 +396,18 @@ impl Player {
         }
     }
 
+    /// Creates a table with the engine's bot at seats 1, 2 and 3 and `move_seconds` per move
+    /// (0: the default); its id.
+    pub(crate) async fn create_against_bots(&self, move_seconds: u32) -> String {
+        self.create(pb::CreateTableRequest {
+            bot_seats: vec![1, 2, 3],
+            move_seconds,
+            ..Default::default()
+        })
+        .await
+        .table_id
+    }
+
     pub(crate) async fn create(&self, request: pb::CreateTableRequest) -> pb::CreateTableResponse {
         self.client
             .clone()

@@ -116,14 +116,7 @@ async fn two_replicas_act_on_each_timeout_once_postgres_nats() {
     let app = TestApp::spawn_replicas(Db::Postgres, 2).await;
     let (a, b) = (&app.replicas[0], &app.replicas[1]);
     let me = app.player().on(a);
-    let id = me
-        .create(pb::CreateTableRequest {
-            bot_seats: vec![1, 2, 3],
-            move_seconds: 10,
-            ..Default::default()
-        })
-        .await
-        .table_id;
+    let id = me.create_against_bots(10).await;
     let mut stream = me.on(b).watch(&id, 0).await;
     me.sit(&id, 0).await.unwrap();
     let mut all = read_until(&mut stream, |e| matches!(e, E::TurnClock(_))).await;

@@ -12,13 +12,7 @@ use crate::moves;
 async fn a_table_waits_for_the_dealer_then_survives_a_restart_embedded() {
     let mut app = TestApp::spawn_with(Db::Sqlite, 1, false).await;
     let me = app.player();
-    let id = me
-        .create(pb::CreateTableRequest {
-            bot_seats: vec![1, 2, 3],
-            ..Default::default()
-        })
-        .await
-        .table_id;
+    let id = me.create_against_bots(0).await;
     // The fourth seat starts the match; the dealing service is down, so no hand yet.
     let sat = me.sit(&id, 0).await.unwrap();
     let waiting = me.view(&id).await;

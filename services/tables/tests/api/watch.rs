@@ -32,14 +32,7 @@ async fn reconnects(db: Db) {
     let app = TestApp::spawn(db).await;
     let me = app.player();
     let spectator = app.player();
-    let id = me
-        .create(pb::CreateTableRequest {
-            options: None,
-            bot_seats: vec![1, 2, 3],
-            move_seconds: 0,
-        })
-        .await
-        .table_id;
+    let id = me.create_against_bots(0).await;
     me.sit(&id, 0).await.unwrap();
 
     for viewer in [&me, &spectator] {
@@ -104,14 +97,7 @@ async fn plays_from_turn_views(db: Db) {
     let app = TestApp::spawn(db).await;
     let me = app.player();
     let spectator = app.player();
-    let id = me
-        .create(pb::CreateTableRequest {
-            options: None,
-            bot_seats: vec![1, 2, 3],
-            move_seconds: 0,
-        })
-        .await
-        .table_id;
+    let id = me.create_against_bots(0).await;
     spectator.spectate(&id).await.unwrap();
     let mut stream = me.watch_turns(&id, 0).await;
     let mut watching = spectator.watch_turns(&id, 0).await;
