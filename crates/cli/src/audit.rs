@@ -143,7 +143,7 @@ impl Ev {
     /// The payload as `M` when the event's type is `M`'s: `None` for another type,
     /// `Some(Err)` when it does not decode.
     fn payload<M: Message + Name + Default>(&self) -> Option<Result<M, String>> {
-        (self.env.event_type == M::full_name()).then(|| {
+        fairdeal_event::is_event_type::<M>(&self.env.event_type).then(|| {
             M::decode(self.env.payload.as_slice())
                 .map_err(|e| format!("{} does not decode: {e}", M::NAME))
         })

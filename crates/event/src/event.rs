@@ -266,12 +266,16 @@ impl RecordedEvent {
         }
     }
 
+    /// Whether the event is of type `M` (its type is `M`'s full protobuf name).
+    pub fn is<M: prost::Name>(&self) -> bool {
+        crate::is_event_type::<M>(&self.event_type)
+    }
+
     /// Decodes the payload as `M`, checking first that the event is of type `M`.
     pub fn decode_payload<M: prost::Name + Default>(&self) -> Result<M, EventError> {
-        let expected = M::full_name();
-        if expected != self.event_type {
+        if !self.is::<M>() {
             return Err(EventError::PayloadTypeMismatch {
-                expected,
+                expected: M::full_name(),
                 actual: self.event_type.clone(),
             });
         }

@@ -120,10 +120,44 @@ pub fn validate_event_type(value: &str) -> Result<(), EventError> {
     }
 }
 
+/// Whether `event_type` is message `M`'s fully qualified protobuf name (`M::full_name()`),
+/// compared without building that name: the consumers, projections and watchers ask this of
+/// every event they see, and `full_name()` allocates a `String` each time.
+pub fn is_event_type<M: prost::Name>(event_type: &str) -> bool {
+    if M::PACKAGE.is_empty() {
+        return event_type == M::NAME;
+    }
+    event_type
+        .strip_prefix(M::PACKAGE)
+        .and_then(|rest| rest.strip_prefix('.'))
+        == Some(M::NAME)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn event_types_match_the_full_name_exactly() {
+        use crate::Envelope;
+        use prost::Name;
+        let full = Envelope::full_name();
+        assert!(is_event_type::<Envelope>(&full));
+        for other in [
+            "",
+            "Envelope",
+            "fairdeal.event.v1",
+            "fairdeal.event.v1.",
+            "fairdeal.event.v1Envelope",
+            "fairdeal.event.v1.Envelope2",
+            "fairdeal.event.v1.Envelop",
+            "xfairdeal.event.v1.Envelope",
+            "fairdeal.event.v2.Envelope",
+        ] {
+            assert!(!is_event_type::<Envelope>(other), "{other}");
+        }
+    }
 
     #[test]
     fn accepts_entity_streams() {

@@ -3,9 +3,8 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use fairdeal_eventstore::{NewEvent, RecordedEvent};
+use fairdeal_eventstore::{NewEvent, RecordedEvent, is_event_type};
 use fairdeal_proto::fairdeal::chat::v1 as pb;
-use prost::Name;
 use uuid::Uuid;
 
 use crate::domain::{Channel, MessageText, MuteScope, Reason};
@@ -121,14 +120,14 @@ impl ChatEvent {
         };
         let channel = |value: &str| Channel::parse(value).map_err(|e| format!("channel {e}"));
         let t = event.event_type.as_str();
-        if t == pb::MessagePosted::full_name() {
+        if is_event_type::<pb::MessagePosted>(t) {
             let m: pb::MessagePosted = event.decode_payload().map_err(|e| e.to_string())?;
             Ok(ChatEvent::Posted {
                 channel: channel(&m.channel)?,
                 author: uuid("author_id", &m.author_id)?,
                 text: MessageText::parse(&m.text).map_err(|e| format!("text {e}"))?,
             })
-        } else if t == pb::MessageRemoved::full_name() {
+        } else if is_event_type::<pb::MessageRemoved>(t) {
             let m: pb::MessageRemoved = event.decode_payload().map_err(|e| e.to_string())?;
             Ok(ChatEvent::Removed {
                 channel: channel(&m.channel)?,
@@ -136,7 +135,7 @@ impl ChatEvent {
                 moderator: uuid("moderator_id", &m.moderator_id)?,
                 reason: Reason::parse(&m.reason).map_err(|e| format!("reason {e}"))?,
             })
-        } else if t == pb::UserMuted::full_name() {
+        } else if is_event_type::<pb::UserMuted>(t) {
             let m: pb::UserMuted = event.decode_payload().map_err(|e| e.to_string())?;
             let scope = if m.channel.is_empty() {
                 MuteScope::Everywhere

@@ -5,9 +5,8 @@
 //! (`fairdeal.tables.v1`), not through the tables service's code.
 
 use fairdeal_bus::{Handler, HandlerError};
-use fairdeal_eventstore::RecordedEvent;
+use fairdeal_eventstore::{RecordedEvent, is_event_type};
 use fairdeal_proto::fairdeal::tables::v1 as tables;
-use prost::Name;
 use sqlx::Transaction;
 use uuid::Uuid;
 
@@ -53,35 +52,35 @@ fn seat(value: u32) -> Result<i64, String> {
 fn change(event: &RecordedEvent) -> Result<Option<Change>, String> {
     let t = event.event_type.as_str();
     let decode_error = |e: fairdeal_eventstore::EventError| e.to_string();
-    if t == tables::SeatTaken::full_name() {
+    if is_event_type::<tables::SeatTaken>(t) {
         let m: tables::SeatTaken = event.decode_payload().map_err(decode_error)?;
         Ok(Some(Change::Joined {
             table: uuid("table_id", &m.table_id)?,
             user: uuid("player_id", &m.player_id)?,
             seat: seat(m.seat)?,
         }))
-    } else if t == tables::SeatLeft::full_name() {
+    } else if is_event_type::<tables::SeatLeft>(t) {
         let m: tables::SeatLeft = event.decode_payload().map_err(decode_error)?;
         Ok(Some(Change::Left {
             table: uuid("table_id", &m.table_id)?,
             user: uuid("player_id", &m.player_id)?,
             seat: seat(m.seat)?,
         }))
-    } else if t == tables::SpectatorJoined::full_name() {
+    } else if is_event_type::<tables::SpectatorJoined>(t) {
         let m: tables::SpectatorJoined = event.decode_payload().map_err(decode_error)?;
         Ok(Some(Change::Joined {
             table: uuid("table_id", &m.table_id)?,
             user: uuid("user_id", &m.user_id)?,
             seat: SPECTATOR,
         }))
-    } else if t == tables::SpectatorLeft::full_name() {
+    } else if is_event_type::<tables::SpectatorLeft>(t) {
         let m: tables::SpectatorLeft = event.decode_payload().map_err(decode_error)?;
         Ok(Some(Change::Left {
             table: uuid("table_id", &m.table_id)?,
             user: uuid("user_id", &m.user_id)?,
             seat: SPECTATOR,
         }))
-    } else if t == tables::GameFinished::full_name() {
+    } else if is_event_type::<tables::GameFinished>(t) {
         let m: tables::GameFinished = event.decode_payload().map_err(decode_error)?;
         Ok(Some(Change::Finished {
             table: uuid("table_id", &m.table_id)?,
@@ -93,15 +92,11 @@ fn change(event: &RecordedEvent) -> Result<Option<Change>, String> {
 
 /// The event types the projection reads.
 fn wanted(event_type: &str) -> bool {
-    [
-        tables::SeatTaken::full_name(),
-        tables::SeatLeft::full_name(),
-        tables::SpectatorJoined::full_name(),
-        tables::SpectatorLeft::full_name(),
-        tables::GameFinished::full_name(),
-    ]
-    .iter()
-    .any(|name| name == event_type)
+    is_event_type::<tables::SeatTaken>(event_type)
+        || is_event_type::<tables::SeatLeft>(event_type)
+        || is_event_type::<tables::SpectatorJoined>(event_type)
+        || is_event_type::<tables::SpectatorLeft>(event_type)
+        || is_event_type::<tables::GameFinished>(event_type)
 }
 
 fn transient(error: sqlx::Error) -> HandlerError {

@@ -5,7 +5,7 @@
 //! or tournament) and decode back. Decoding re-validates every field through the domain
 //! parsers, so a stored stream that no longer parses is reported, not trusted.
 
-use fairdeal_eventstore::{NewEvent, RecordedEvent};
+use fairdeal_eventstore::{NewEvent, RecordedEvent, is_event_type};
 use fairdeal_fairness::commitment::{Commitment, ServerSeed};
 use fairdeal_fairness::deck::Deck;
 use fairdeal_platform::Aggregate;
@@ -164,7 +164,7 @@ impl Aggregate for TableCommitment {
 
 fn decode_table_event(event: &RecordedEvent) -> Result<TableEvent, DecodeError> {
     let t = event.event_type.as_str();
-    Ok(if t == pb::TableCommitmentPublished::full_name() {
+    Ok(if is_event_type::<pb::TableCommitmentPublished>(t) {
         let m: pb::TableCommitmentPublished = payload(event)?;
         TableEvent::Published {
             table_id: uuid(event, "table_id", &m.table_id)?,
@@ -172,25 +172,25 @@ fn decode_table_event(event: &RecordedEvent) -> Result<TableEvent, DecodeError> 
             commitment: commitment(event, &m.commitment)?,
             delayed_source: optional_source(event, &m.delayed_source)?,
         }
-    } else if t == pb::SeedContributed::full_name() {
+    } else if is_event_type::<pb::SeedContributed>(t) {
         let m: pb::SeedContributed = payload(event)?;
         TableEvent::Contributed {
             seat: m.seat,
             player_id: uuid(event, "player_id", &m.player_id)?,
             contribution: domain(event, Contribution::parse(&m.contribution))?,
         }
-    } else if t == pb::DelayedValueBound::full_name() {
+    } else if is_event_type::<pb::DelayedValueBound>(t) {
         let m: pb::DelayedValueBound = payload(event)?;
         TableEvent::DelayedValueBound {
             value: domain(event, DelayedValue::parse(&m.value))?,
         }
-    } else if t == pb::ClientSeedFixed::full_name() {
+    } else if is_event_type::<pb::ClientSeedFixed>(t) {
         let m: pb::ClientSeedFixed = payload(event)?;
         TableEvent::ClientSeedFixed {
             client_seed: m.client_seed,
             contributions_hash: m.contributions_hash,
         }
-    } else if t == pb::TableSeedRevealed::full_name() {
+    } else if is_event_type::<pb::TableSeedRevealed>(t) {
         let m: pb::TableSeedRevealed = payload(event)?;
         let reason = if m.operator.is_empty() {
             RevealReason::Finished
@@ -286,7 +286,7 @@ impl Aggregate for SeedPairs {
 fn decode_pair_event(event: &RecordedEvent) -> Result<PairEvent, DecodeError> {
     let t = event.event_type.as_str();
     let client_seed = |v: &str| domain(event, ClientSeed::parse(v));
-    Ok(if t == pb::SeedPairCommitted::full_name() {
+    Ok(if is_event_type::<pb::SeedPairCommitted>(t) {
         let m: pb::SeedPairCommitted = payload(event)?;
         PairEvent::Committed {
             user_id: uuid(event, "user_id", &m.user_id)?,
@@ -295,13 +295,13 @@ fn decode_pair_event(event: &RecordedEvent) -> Result<PairEvent, DecodeError> {
             commitment: commitment(event, &m.commitment)?,
             client_seed: client_seed(&m.client_seed)?,
         }
-    } else if t == pb::ClientSeedChanged::full_name() {
+    } else if is_event_type::<pb::ClientSeedChanged>(t) {
         let m: pb::ClientSeedChanged = payload(event)?;
         PairEvent::ClientSeedChanged {
             index: m.index,
             client_seed: client_seed(&m.client_seed)?,
         }
-    } else if t == pb::BetNonceConsumed::full_name() {
+    } else if is_event_type::<pb::BetNonceConsumed>(t) {
         let m: pb::BetNonceConsumed = payload(event)?;
         PairEvent::NonceConsumed {
             index: m.index,
@@ -314,7 +314,7 @@ fn decode_pair_event(event: &RecordedEvent) -> Result<PairEvent, DecodeError> {
             },
             bet: m.bet,
         }
-    } else if t == pb::SeedPairRotated::full_name() {
+    } else if is_event_type::<pb::SeedPairRotated>(t) {
         let m: pb::SeedPairRotated = payload(event)?;
         PairEvent::Rotated {
             index: m.index,
@@ -393,7 +393,7 @@ impl Aggregate for TournamentSet {
 
 fn decode_tournament_event(event: &RecordedEvent) -> Result<TournamentEvent, DecodeError> {
     let t = event.event_type.as_str();
-    Ok(if t == pb::TournamentCommitted::full_name() {
+    Ok(if is_event_type::<pb::TournamentCommitted>(t) {
         let m: pb::TournamentCommitted = payload(event)?;
         TournamentEvent::Committed {
             tournament_id: uuid(event, "tournament_id", &m.tournament_id)?,
@@ -402,19 +402,19 @@ fn decode_tournament_event(event: &RecordedEvent) -> Result<TournamentEvent, Dec
             delayed_source: domain(event, DelayedSource::parse(&m.delayed_source))?,
             deck: m.deck.parse::<Deck>().map_err(|e| bad(event, e))?,
         }
-    } else if t == pb::DelayedValueBound::full_name() {
+    } else if is_event_type::<pb::DelayedValueBound>(t) {
         let m: pb::DelayedValueBound = payload(event)?;
         TournamentEvent::DelayedValueBound {
             value: domain(event, DelayedValue::parse(&m.value))?,
         }
-    } else if t == pb::BoardsGenerated::full_name() {
+    } else if is_event_type::<pb::BoardsGenerated>(t) {
         let m: pb::BoardsGenerated = payload(event)?;
         TournamentEvent::BoardsGenerated {
             session: m.session,
             first_board: m.first_board,
             numbers: m.numbers,
         }
-    } else if t == pb::TournamentRevealed::full_name() {
+    } else if is_event_type::<pb::TournamentRevealed>(t) {
         let m: pb::TournamentRevealed = payload(event)?;
         TournamentEvent::Revealed {
             secret: ServerSeed::new(m.secret),

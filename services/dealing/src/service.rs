@@ -441,7 +441,7 @@ impl Aggregate for TableDeals {
     }
 
     fn decode(event: &RecordedEvent) -> Result<pb::HandDealt, String> {
-        if event.event_type != pb::HandDealt::full_name() {
+        if !event.is::<pb::HandDealt>() {
             return Err("not a HandDealt event".into());
         }
         pb::HandDealt::decode(event.payload.as_slice()).map_err(|e| e.to_string())

@@ -10,7 +10,7 @@ use fairdeal_tlog::ProofError;
 use fairdeal_tlog::export::{
     Consistency, EventLine, FORMAT, Header, Line, encode_bytes, encode_hashes,
 };
-use prost::{Message, Name};
+use prost::Message;
 use uuid::Uuid;
 
 use crate::log::{Log, LogError, Signed};
@@ -262,10 +262,9 @@ impl Ledger {
                 "table {id} is not in the log"
             )));
         }
-        if !rows
-            .iter()
-            .any(|r| r.1 == table_stream && r.3 == tpb::GameFinished::full_name())
-        {
+        if !rows.iter().any(|r| {
+            r.1 == table_stream && fairdeal_eventstore::is_event_type::<tpb::GameFinished>(&r.3)
+        }) {
             return Err(LedgerError::Precondition(format!(
                 "table {id} has not finished: its game cannot be exported yet"
             )));
@@ -341,7 +340,9 @@ fn game_complete(rows: &[Row], table_stream: &str) -> bool {
     use fairdeal_proto::fairdeal::dealing::v1 as dpb;
     let hands_played = rows
         .iter()
-        .filter(|r| r.1 == table_stream && r.3 == tpb::GameFinished::full_name())
+        .filter(|r| {
+            r.1 == table_stream && fairdeal_eventstore::is_event_type::<tpb::GameFinished>(&r.3)
+        })
         .find_map(|r| {
             fairdeal_proto::fairdeal::event::v1::Envelope::decode(r.4.as_slice())
                 .ok()
@@ -353,11 +354,11 @@ fn game_complete(rows: &[Row], table_stream: &str) -> bool {
     };
     let dealt = rows
         .iter()
-        .filter(|r| r.3 == dpb::HandDealt::full_name())
+        .filter(|r| fairdeal_eventstore::is_event_type::<dpb::HandDealt>(&r.3))
         .count();
     let revealed = rows
         .iter()
-        .any(|r| r.3 == cpb::TableSeedRevealed::full_name());
+        .any(|r| fairdeal_eventstore::is_event_type::<cpb::TableSeedRevealed>(&r.3));
     revealed && dealt >= hands_played as usize
 }
 
@@ -366,7 +367,10 @@ fn game_complete(rows: &[Row], table_stream: &str) -> bool {
 /// finished stream the auditor requires.
 fn revealed_seed(rows: &[Row], table_stream: &str) -> Option<String> {
     rows.iter()
-        .filter(|r| r.1 == table_stream && r.3 == tpb::TableSeedRevealed::full_name())
+        .filter(|r| {
+            r.1 == table_stream
+                && fairdeal_eventstore::is_event_type::<tpb::TableSeedRevealed>(&r.3)
+        })
         .find_map(|r| {
             fairdeal_proto::fairdeal::event::v1::Envelope::decode(r.4.as_slice())
                 .ok()

@@ -27,7 +27,7 @@ use fairdeal_proto::fairdeal::tables::v1 as tpb;
 use fairdeal_rating::{
     DEFAULT_RATING, Exactness, KFactor, Opponents, Rating, RecordedChange, Score,
 };
-use prost::{Message, Name};
+use prost::Message;
 use sqlx::{Row, Transaction};
 use uuid::Uuid;
 
@@ -126,7 +126,7 @@ fairdeal_db::for_each_backend! { DB =>
             event: &RecordedEvent,
             tx: &mut Transaction<'_, DB>,
         ) -> Result<(), HandlerError> {
-            if event.event_type != tpb::GameFinished::full_name() {
+            if !event.is::<tpb::GameFinished>() {
                 return Err(permanent(format!(
                     "unknown event type {:?} in a table stream",
                     fairdeal_kit::status::shown(&event.event_type)
@@ -243,7 +243,7 @@ fairdeal_db::for_each_backend! { DB =>
             // Of those, GameFinished is rated and unknown types are parked; the tables'
             // other events are not wanted.
             event.stream_id.category() == "table"
-                && (event.event_type == tpb::GameFinished::full_name()
+                && (event.is::<tpb::GameFinished>()
                     || !event.event_type.starts_with(TABLES_PACKAGE))
         }
 
@@ -274,7 +274,7 @@ fairdeal_db::for_each_backend! { DB =>
                 from = last.position + 1;
                 for event in &page {
                     if event.stream_id.category() != "rating"
-                        || event.event_type != rpb::RatingChanged::full_name()
+                        || !event.is::<rpb::RatingChanged>()
                     {
                         continue;
                     }

@@ -5,14 +5,14 @@
 //! correlated to the table. Decoding re-validates everything (seats, cards, suits, bids,
 //! UUIDs), so a foreign or corrupt event stops the fold instead of entering the state.
 
-use fairdeal_eventstore::{NewEvent, RecordedEvent};
+use fairdeal_eventstore::{NewEvent, RecordedEvent, is_event_type};
 use fairdeal_fairness::Deck;
 use fairdeal_games::{
     Bid, Card, Event, HandScore, MatchEnd, Purchase, Seat, Suit, TableOptions, Team,
 };
 use fairdeal_platform::Aggregate;
 use fairdeal_proto::fairdeal::tables::v1 as pb;
-use prost::{Message, Name};
+use prost::Message;
 use uuid::Uuid;
 
 use crate::domain::{CommandRef, Created, FinishReason, Finished, Table, TableEvent};
@@ -533,7 +533,7 @@ fn decode<M: Message + Default>(event: &RecordedEvent) -> Result<M, String> {
 /// A stored event back into the domain, re-validated.
 pub fn from_recorded(event: &RecordedEvent) -> Result<TableEvent, String> {
     let t = event.event_type.as_str();
-    if t == pb::TableCreated::full_name() {
+    if is_event_type::<pb::TableCreated>(t) {
         let m: pb::TableCreated = decode(event)?;
         let mut bots = [false; 4];
         for &n in &m.bot_seats {
@@ -550,21 +550,21 @@ pub fn from_recorded(event: &RecordedEvent) -> Result<TableEvent, String> {
             first_dealer: seat_of(m.first_dealer)?,
         }));
     }
-    if t == pb::SeatTaken::full_name() {
+    if is_event_type::<pb::SeatTaken>(t) {
         let m: pb::SeatTaken = decode(event)?;
         return Ok(TableEvent::SeatTaken {
             seat: seat_of(m.seat)?,
             player: uuid_of("player_id", &m.player_id)?,
         });
     }
-    if t == pb::SeatLeft::full_name() {
+    if is_event_type::<pb::SeatLeft>(t) {
         let m: pb::SeatLeft = decode(event)?;
         return Ok(TableEvent::SeatLeft {
             seat: seat_of(m.seat)?,
             player: uuid_of("player_id", &m.player_id)?,
         });
     }
-    if t == pb::SeedContributed::full_name() {
+    if is_event_type::<pb::SeedContributed>(t) {
         let m: pb::SeedContributed = decode(event)?;
         return Ok(TableEvent::SeedContributed {
             seat: seat_of(m.seat)?,
@@ -572,7 +572,7 @@ pub fn from_recorded(event: &RecordedEvent) -> Result<TableEvent, String> {
             contribution: m.contribution,
         });
     }
-    if t == pb::MatchStarted::full_name() {
+    if is_event_type::<pb::MatchStarted>(t) {
         let m: pb::MatchStarted = decode(event)?;
         return Ok(engine(
             Event::MatchStarted {
@@ -582,7 +582,7 @@ pub fn from_recorded(event: &RecordedEvent) -> Result<TableEvent, String> {
             None,
         ));
     }
-    if t == pb::HandStarted::full_name() {
+    if is_event_type::<pb::HandStarted>(t) {
         let m: pb::HandStarted = decode(event)?;
         return Ok(TableEvent::HandStarted {
             hand: m.hand,
@@ -591,7 +591,7 @@ pub fn from_recorded(event: &RecordedEvent) -> Result<TableEvent, String> {
             client_seed: m.client_seed,
         });
     }
-    if t == pb::CardsDealt::full_name() {
+    if is_event_type::<pb::CardsDealt>(t) {
         let m: pb::CardsDealt = decode(event)?;
         return Ok(TableEvent::CardsDealt {
             hand: m.hand,
@@ -603,7 +603,7 @@ pub fn from_recorded(event: &RecordedEvent) -> Result<TableEvent, String> {
             cards: cards_of(&m.cards)?,
         });
     }
-    if t == pb::BidPlaced::full_name() {
+    if is_event_type::<pb::BidPlaced>(t) {
         let m: pb::BidPlaced = decode(event)?;
         return Ok(engine(
             Event::BidPlaced {
@@ -613,7 +613,7 @@ pub fn from_recorded(event: &RecordedEvent) -> Result<TableEvent, String> {
             command_of(m.command.as_ref()),
         ));
     }
-    if t == pb::PlayerPassed::full_name() {
+    if is_event_type::<pb::PlayerPassed>(t) {
         let m: pb::PlayerPassed = decode(event)?;
         return Ok(engine(
             Event::PlayerPassed {
@@ -622,7 +622,7 @@ pub fn from_recorded(event: &RecordedEvent) -> Result<TableEvent, String> {
             command_of(m.command.as_ref()),
         ));
     }
-    if t == pb::AuctionWon::full_name() {
+    if is_event_type::<pb::AuctionWon>(t) {
         let m: pb::AuctionWon = decode(event)?;
         let bid = match m.bid.as_ref().and_then(|b| b.kind.as_ref()) {
             // A price of 0 (trump taken for nothing) is a valid auction result.
@@ -637,7 +637,7 @@ pub fn from_recorded(event: &RecordedEvent) -> Result<TableEvent, String> {
             None,
         ));
     }
-    if t == pb::TrumpNamed::full_name() {
+    if is_event_type::<pb::TrumpNamed>(t) {
         let m: pb::TrumpNamed = decode(event)?;
         return Ok(engine(
             Event::TrumpNamed {
@@ -647,7 +647,7 @@ pub fn from_recorded(event: &RecordedEvent) -> Result<TableEvent, String> {
             command_of(m.command.as_ref()),
         ));
     }
-    if t == pb::CardPlayed::full_name() {
+    if is_event_type::<pb::CardPlayed>(t) {
         let m: pb::CardPlayed = decode(event)?;
         return Ok(engine(
             Event::CardPlayed {
@@ -660,7 +660,7 @@ pub fn from_recorded(event: &RecordedEvent) -> Result<TableEvent, String> {
             command_of(m.command.as_ref()),
         ));
     }
-    if t == pb::TrickWon::full_name() {
+    if is_event_type::<pb::TrickWon>(t) {
         let m: pb::TrickWon = decode(event)?;
         return Ok(engine(
             Event::TrickWon {
@@ -671,7 +671,7 @@ pub fn from_recorded(event: &RecordedEvent) -> Result<TableEvent, String> {
             None,
         ));
     }
-    if t == pb::HandScored::full_name() {
+    if is_event_type::<pb::HandScored>(t) {
         let m: pb::HandScored = decode(event)?;
         return Ok(engine(
             Event::HandScored(HandScore {
@@ -690,7 +690,7 @@ pub fn from_recorded(event: &RecordedEvent) -> Result<TableEvent, String> {
             None,
         ));
     }
-    if t == pb::MatchWon::full_name() {
+    if is_event_type::<pb::MatchWon>(t) {
         let m: pb::MatchWon = decode(event)?;
         let reason = match pb::MatchEnd::try_from(m.reason) {
             Ok(pb::MatchEnd::TargetReached) => MatchEnd::TargetReached,
@@ -708,7 +708,7 @@ pub fn from_recorded(event: &RecordedEvent) -> Result<TableEvent, String> {
             None,
         ));
     }
-    if t == pb::GameFinished::full_name() {
+    if is_event_type::<pb::GameFinished>(t) {
         let m: pb::GameFinished = decode(event)?;
         let mut players = [None; 4];
         let mut abandoned = [false; 4];
@@ -733,7 +733,7 @@ pub fn from_recorded(event: &RecordedEvent) -> Result<TableEvent, String> {
             },
         }));
     }
-    if t == pb::TableSeedRevealed::full_name() {
+    if is_event_type::<pb::TableSeedRevealed>(t) {
         let m: pb::TableSeedRevealed = decode(event)?;
         return Ok(TableEvent::SeedRevealed {
             commitment: m.commitment,
@@ -741,34 +741,34 @@ pub fn from_recorded(event: &RecordedEvent) -> Result<TableEvent, String> {
             client_seed: m.client_seed,
         });
     }
-    if t == pb::TurnClock::full_name() {
+    if is_event_type::<pb::TurnClock>(t) {
         let m: pb::TurnClock = decode(event)?;
         return Ok(TableEvent::TurnClock {
             seat: seat_of(m.seat)?,
             deadline_ms: m.deadline_ms,
         });
     }
-    if t == pb::TurnTimedOut::full_name() {
+    if is_event_type::<pb::TurnTimedOut>(t) {
         let m: pb::TurnTimedOut = decode(event)?;
         return Ok(TableEvent::TurnTimedOut {
             seat: seat_of(m.seat)?,
             consecutive: m.consecutive,
         });
     }
-    if t == pb::SeatAbandoned::full_name() {
+    if is_event_type::<pb::SeatAbandoned>(t) {
         let m: pb::SeatAbandoned = decode(event)?;
         return Ok(TableEvent::SeatAbandoned {
             seat: seat_of(m.seat)?,
             player: uuid_of("player_id", &m.player_id)?,
         });
     }
-    if t == pb::SpectatorJoined::full_name() {
+    if is_event_type::<pb::SpectatorJoined>(t) {
         let m: pb::SpectatorJoined = decode(event)?;
         return Ok(TableEvent::SpectatorJoined {
             user: uuid_of("user_id", &m.user_id)?,
         });
     }
-    if t == pb::SpectatorLeft::full_name() {
+    if is_event_type::<pb::SpectatorLeft>(t) {
         let m: pb::SpectatorLeft = decode(event)?;
         return Ok(TableEvent::SpectatorLeft {
             user: uuid_of("user_id", &m.user_id)?,

@@ -7,7 +7,6 @@ use fairdeal_bus::{Handler, HandlerError};
 use fairdeal_db::Db;
 use fairdeal_eventstore::RecordedEvent;
 use fairdeal_games::{Purchase, Seat, TableOptions};
-use prost::Name;
 use sqlx::{QueryBuilder, Transaction};
 use std::collections::HashMap;
 
@@ -158,13 +157,13 @@ fairdeal_db::for_each_backend! { DB =>
         ) -> Result<(), HandlerError> {
             let mut last: HashMap<String, Option<i64>> = HashMap::new();
             for event in events {
-                if event.event_type == pb::TurnClock::full_name() {
+                if event.is::<pb::TurnClock>() {
                     if let TableEvent::TurnClock { deadline_ms, .. } =
                         from_recorded(event).map_err(permanent)?
                     {
                         last.insert(event.correlation_id.clone(), Some(deadline_ms));
                     }
-                } else if event.event_type == pb::GameFinished::full_name() {
+                } else if event.is::<pb::GameFinished>() {
                     last.insert(event.correlation_id.clone(), None);
                 } else {
                     self.handle(event, tx).await?;
@@ -199,15 +198,12 @@ fairdeal_db::for_each_backend! { DB =>
         }
 
         fn accepts(&self, event: &RecordedEvent) -> bool {
-            [
-                pb::TableCreated::full_name(),
-                pb::SeatTaken::full_name(),
-                pb::SeatLeft::full_name(),
-                pb::MatchStarted::full_name(),
-                pb::TurnClock::full_name(),
-                pb::GameFinished::full_name(),
-            ]
-            .contains(&event.event_type)
+            event.is::<pb::TableCreated>()
+                || event.is::<pb::SeatTaken>()
+                || event.is::<pb::SeatLeft>()
+                || event.is::<pb::MatchStarted>()
+                || event.is::<pb::TurnClock>()
+                || event.is::<pb::GameFinished>()
         }
     }
 }
