@@ -5,8 +5,8 @@
 //!   heuristic bot choosing that seat's move from it (only what the server showed the seat).
 //! - [`Player`]: a player's calls to the tables service with their access token.
 //! - [`seat_players`] and [`play_to_the_end`]: a table filled by players, each move chosen by
-//!   the bot from the mover's own view, played until the game is finished and the seed is
-//!   revealed.
+//!   the bot from the mover's own view (the turn view its watch stream brings), played until
+//!   the game is finished and the seed is revealed.
 #![forbid(unsafe_code)]
 
 pub mod view;
@@ -17,6 +17,7 @@ use fairdeal_authn::{AccessToken, TokenError, attach_bearer};
 use fairdeal_proto::fairdeal::tables::v1 as pb;
 use fairdeal_proto::fairdeal::tables::v1::tables_service_client::TablesServiceClient;
 use pb::act_request::Action;
+use tokio_stream::{StreamExt, StreamMap};
 use tonic::transport::Channel;
 use tonic::{Code, Request, Status};
 use uuid::Uuid;
@@ -58,7 +59,7 @@ pub enum ClientError {
     },
 }
 
-/// How long [`play_to_the_end`] waits for the table to move when no seat it plays is to act.
+/// How long [`play_to_the_end`] waits for the next message on any of its players' streams.
 pub const PATIENCE: Duration = Duration::from_secs(60);
 
 /// A player (their user id and access token) and a tables service client.
@@ -197,11 +198,12 @@ pub async fn seat_players(
     Ok(())
 }
 
-/// Plays table `table_id` to its end: whenever a seat held by one of `players` is to act,
-/// that player's own view is read and the engine's bot (seeded with `seed` and the seat)
-/// chooses the move, which `on_move` sees before it is sent. Seats held by the engine's bot
-/// or by others are left to them (this waits on `players[0]`'s watch stream). Returns the
-/// final view of `players[0]` once the game is finished and the seed revealed.
+/// Plays table `table_id` to its end from the players' own watch streams: each of `players`
+/// watches with turn views, and whenever one's stream brings its view (its seat is to act),
+/// the engine's bot (seeded with `seed` and the seat) chooses the move from that view,
+/// `on_move` sees it, and it is sent. Seats held by the engine's bot or by others are left to
+/// them. Returns the final view of `players[0]` once the game is finished and the seed
+/// revealed.
 pub async fn play_to_the_end(
     table_id: &str,
     players: &[Player],
@@ -211,53 +213,56 @@ pub async fn play_to_the_end(
     let Some(first) = players.first() else {
         return Err(ViewError { field: "players" }.into());
     };
-    let mut watch = first.watch(table_id, 0, false).await?;
+    // Each feed ends with `None`, so a stream that ends is told apart from a quiet one.
+    let mut feeds = StreamMap::new();
+    for (index, player) in players.iter().enumerate() {
+        let stream = player.watch(table_id, 0, true).await?;
+        feeds.insert(index, stream.map(Some).chain(tokio_stream::once(None)));
+    }
+    let mut version = 0;
     loop {
-        let view = first.view(table_id).await?;
-        if is_over(&view) {
-            return Ok(view);
-        }
-        let turn = view.game.as_ref().and_then(|g| g.turn);
-        let mover = turn.and_then(|turn| {
-            let holder = view.seats.iter().find(|s| s.seat == turn)?;
-            players
-                .iter()
-                .find(|p| !holder.bot && holder.player_id == p.id.to_string())
-                .map(|p| (turn, p))
-        });
-        if let Some((seat, player)) = mover {
-            let mine = player.view(table_id).await?;
-            let Some(action) = choose(&mine, seed ^ u64::from(seat))? else {
-                if mine.game.as_ref().and_then(|g| g.turn) == Some(seat) {
-                    return Err(ClientError::NoMove {
-                        table_id: table_id.to_owned(),
-                        seat,
-                    });
-                }
-                continue; // the turn moved on between the two reads
-            };
-            on_move(seat, &action);
-            match player.act(table_id, mine.version, action).await {
-                Ok(_) => {}
-                // The table moved between our read and our command (a timeout, another
-                // replica): read again.
-                Err(ClientError::Status(s)) if s.code() == Code::Aborted => {}
-                Err(e) => return Err(e),
+        let next = tokio::time::timeout(PATIENCE, feeds.next())
+            .await
+            .map_err(|_| ClientError::Stuck {
+                table_id: table_id.to_owned(),
+                seconds: PATIENCE.as_secs(),
+                version,
+            })?;
+        let Some((index, Some(message))) = next else {
+            return Err(ClientError::WatchEnded(table_id.to_owned()));
+        };
+        let message = message?;
+        version = version.max(message.version);
+        if matches!(
+            message.event.as_ref().and_then(|e| e.event.as_ref()),
+            Some(pb::table_event::Event::TableSeedRevealed(_))
+        ) {
+            let view = first.view(table_id).await?;
+            if is_over(&view) {
+                return Ok(view);
             }
             continue;
         }
-        // Nobody we play is to act: wait for the table's next event.
-        match tokio::time::timeout(PATIENCE, watch.message()).await {
-            Ok(Ok(Some(_))) => {}
-            Ok(Ok(None)) => return Err(ClientError::WatchEnded(table_id.to_owned())),
-            Ok(Err(status)) => return Err(status.into()),
-            Err(_) => {
-                return Err(ClientError::Stuck {
-                    table_id: table_id.to_owned(),
-                    seconds: PATIENCE.as_secs(),
-                    version: view.version,
-                });
-            }
+        // A view comes only with the message after which this player's seat is to act.
+        let (Some(view), Some(player)) = (message.view, players.get(index)) else {
+            continue;
+        };
+        let Some(seat) = view.game.as_ref().and_then(|g| g.my_seat) else {
+            continue;
+        };
+        let Some(action) = choose(&view, seed ^ u64::from(seat))? else {
+            return Err(ClientError::NoMove {
+                table_id: table_id.to_owned(),
+                seat,
+            });
+        };
+        on_move(seat, &action);
+        match player.act(table_id, view.version, action).await {
+            Ok(_) => {}
+            // The table moved past the view (a timeout, another replica): the stream brings
+            // what happened, and a new view when the seat is to act again.
+            Err(ClientError::Status(s)) if s.code() == Code::Aborted => {}
+            Err(e) => return Err(e),
         }
     }
 }
