@@ -5,7 +5,6 @@
 
 use fairdeal_e2e::platform::{Backend, GameStack};
 use fairdeal_proto::fairdeal::tables::v1 as pb;
-use prost::Name as _;
 
 async fn a_table_plays_to_the_end(backend: Backend) {
     let stack = GameStack::start(backend).await.unwrap();
@@ -42,10 +41,6 @@ async fn the_shared_log_holds_the_finished_game_embedded() {
         .await
         .unwrap();
     assert_eq!(events.len() as u64, view.version);
-    assert!(
-        events
-            .iter()
-            .any(|e| e.event_type == pb::GameFinished::full_name())
-    );
+    assert!(events.iter().any(|e| e.is::<pb::GameFinished>()));
     stack.stop().await.unwrap();
 }

@@ -283,7 +283,7 @@ fairdeal_db::for_each_backend! { DB =>
         }
 
         fn accepts(&self, event: &RecordedEvent) -> bool {
-            event.event_type == <TallyRecorded as prost::Name>::full_name()
+            event.is::<TallyRecorded>()
         }
     }
 }

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use fairdeal_db::Db;
+use fairdeal_eventstore::is_event_type;
 use fairdeal_kit::ServiceError;
 use fairdeal_proto::fairdeal::tables::v1 as tpb;
 use fairdeal_tlog::ProofError;
@@ -262,9 +263,10 @@ impl Ledger {
                 "table {id} is not in the log"
             )));
         }
-        if !rows.iter().any(|r| {
-            r.1 == table_stream && fairdeal_eventstore::is_event_type::<tpb::GameFinished>(&r.3)
-        }) {
+        if !rows
+            .iter()
+            .any(|r| r.1 == table_stream && is_event_type::<tpb::GameFinished>(&r.3))
+        {
             return Err(LedgerError::Precondition(format!(
                 "table {id} has not finished: its game cannot be exported yet"
             )));
@@ -340,9 +342,7 @@ fn game_complete(rows: &[Row], table_stream: &str) -> bool {
     use fairdeal_proto::fairdeal::dealing::v1 as dpb;
     let hands_played = rows
         .iter()
-        .filter(|r| {
-            r.1 == table_stream && fairdeal_eventstore::is_event_type::<tpb::GameFinished>(&r.3)
-        })
+        .filter(|r| r.1 == table_stream && is_event_type::<tpb::GameFinished>(&r.3))
         .find_map(|r| {
             fairdeal_proto::fairdeal::event::v1::Envelope::decode(r.4.as_slice())
                 .ok()
@@ -354,11 +354,11 @@ fn game_complete(rows: &[Row], table_stream: &str) -> bool {
     };
     let dealt = rows
         .iter()
-        .filter(|r| fairdeal_eventstore::is_event_type::<dpb::HandDealt>(&r.3))
+        .filter(|r| is_event_type::<dpb::HandDealt>(&r.3))
         .count();
     let revealed = rows
         .iter()
-        .any(|r| fairdeal_eventstore::is_event_type::<cpb::TableSeedRevealed>(&r.3));
+        .any(|r| is_event_type::<cpb::TableSeedRevealed>(&r.3));
     revealed && dealt >= hands_played as usize
 }
 
@@ -367,10 +367,7 @@ fn game_complete(rows: &[Row], table_stream: &str) -> bool {
 /// finished stream the auditor requires.
 fn revealed_seed(rows: &[Row], table_stream: &str) -> Option<String> {
     rows.iter()
-        .filter(|r| {
-            r.1 == table_stream
-                && fairdeal_eventstore::is_event_type::<tpb::TableSeedRevealed>(&r.3)
-        })
+        .filter(|r| r.1 == table_stream && is_event_type::<tpb::TableSeedRevealed>(&r.3))
         .find_map(|r| {
             fairdeal_proto::fairdeal::event::v1::Envelope::decode(r.4.as_slice())
                 .ok()
