@@ -272,6 +272,10 @@ async fn raw_appends(app: &TestApp, writers: usize, run: Duration) -> (f64, f64,
         command: Some(pb::CommandRef {
             command_id: uuid::Uuid::now_v7().to_string(),
             version_after: 40,
+            next_turn: Some(pb::Turn {
+                seat: 2,
+                deadline_ms: 1_764_000_000_000,
+            }),
         }),
     };
     let payload = event.encode_to_vec();

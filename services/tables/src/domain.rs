@@ -55,13 +55,18 @@ pub struct Created {
     pub first_dealer: Seat,
 }
 
-/// The command an event answers: its id and the version after everything it caused.
+/// The command an event answers: its id, the version after everything it caused, and the
+/// turn it leaves the table in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandRef {
     /// The client-chosen id (`bot:<version>` for a bot's move).
     pub command_id: String,
     /// The stream version right after the command's events.
     pub version_after: u64,
+    /// When after the command a player must act (not a bot or an abandoned seat, not a deal
+    /// due): that seat and its deadline (Unix ms). The move carries the next turn's clock,
+    /// as a Lichess move carries the clocks, instead of a `TurnClock` event after it.
+    pub next_turn: Option<(Seat, i64)>,
 }
 
 /// How a game ended.
@@ -498,7 +503,11 @@ impl Table {
                     Arc::make_mut(&mut table.commands)
                         .insert((seat, command.command_id.clone()), command.version_after);
                 }
-                table.deadline = None;
+                // A command's first event sets the clock the command leaves (none: the
+                // service acts next); the events that follow it in the same append leave it.
+                if let Some(command) = command {
+                    table.deadline = command.next_turn;
+                }
                 table.game.apply(event);
             }
             TableEvent::TurnClock { seat, deadline_ms } => {
@@ -734,39 +743,48 @@ impl Table {
         if let Some(finished) = self.finish(&events) {
             events.push(TableEvent::GameFinished(finished));
         }
-        let mut events = self.clocked(events, now);
+        let next_turn = self.next_turn(&events, now);
         let version_after = self.version + events.len() as u64;
-        if let Some(TableEvent::Engine { command: slot, .. }) = events.get_mut(first) {
-            *slot = Some(CommandRef {
-                command_id: command_id.to_owned(),
-                version_after,
-            });
+        match events.get_mut(first) {
+            Some(TableEvent::Engine { command: slot, .. }) => {
+                *slot = Some(CommandRef {
+                    command_id: command_id.to_owned(),
+                    version_after,
+                    next_turn,
+                });
+                Ok(self.decided(events))
+            }
+            // The engine answered with no event: nothing to record the command on.
+            _ => Ok(self.decided(self.clocked(events, now))),
         }
-        Ok(self.decided(events))
     }
 
-    /// `events`, then a `TurnClock` when after them a player (not the service) must act.
+    /// `events`, then a `TurnClock` when after them a player (not the service) must act
+    /// (after a deal: a seat's command carries the clock in its [`CommandRef`] instead).
     fn clocked(&self, mut events: Vec<TableEvent>, now: i64) -> Vec<TableEvent> {
+        if let Some((seat, deadline_ms)) = self.next_turn(&events, now) {
+            events.push(TableEvent::TurnClock { seat, deadline_ms });
+        }
+        events
+    }
+
+    /// The seat a player must act at after `events` and its deadline from `now`; `None`
+    /// when the service acts next (a deal, a bot's move, the reveal) or the game is over.
+    fn next_turn(&self, events: &[TableEvent], now: i64) -> Option<(Seat, i64)> {
         let mut after = self.clone();
         // What follows needs no command ids: folding into a shared map would copy it.
         after.commands = Arc::default();
-        for e in &events {
-            match Table::apply(Some(after), e) {
-                Ok(next) => after = next,
-                // Not foldable: the append's own fold reports it.
-                Err(_) => return events,
-            }
+        for e in events {
+            // Not foldable: the append's own fold reports it.
+            after = Table::apply(Some(after), e).ok()?;
         }
-        if after.finished.is_none()
-            && let Some(seat) = after.game.turn()
-            && !after.plays_itself(seat)
-        {
-            events.push(TableEvent::TurnClock {
+        let seat = after.game.turn()?;
+        (after.finished.is_none() && !after.plays_itself(seat)).then(|| {
+            (
                 seat,
-                deadline_ms: now.saturating_add(i64::from(self.created.move_seconds) * 1000),
-            });
-        }
-        events
+                now.saturating_add(i64::from(self.created.move_seconds) * 1000),
+            )
+        })
     }
 
     /// The `GameFinished` that follows `events` when they end the match.
@@ -1145,11 +1163,13 @@ mod tests {
         // Abandoned: the bot plays the seat, no more deadlines.
         while let Next::Bot(seat) = t.next(now) {
             let events = t.bot_move(seat, now).unwrap().events;
-            assert!(
-                !events
-                    .iter()
-                    .any(|e| matches!(e, TableEvent::TurnClock { .. }))
-            );
+            assert!(!events.iter().any(|e| match e {
+                TableEvent::TurnClock { .. } => true,
+                TableEvent::Engine {
+                    command: Some(c), ..
+                } => c.next_turn.is_some(),
+                _ => false,
+            }));
             t = fold(Some(t), &events);
         }
         assert_eq!(t.next(now), Next::Deal { hand: 1 });

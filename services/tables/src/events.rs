@@ -160,6 +160,10 @@ fn command_ref(command: &Option<CommandRef>) -> Option<pb::CommandRef> {
     command.as_ref().map(|c| pb::CommandRef {
         command_id: c.command_id.clone(),
         version_after: c.version_after,
+        next_turn: c.next_turn.map(|(seat, deadline_ms)| pb::Turn {
+            seat: seat_u32(seat),
+            deadline_ms,
+        }),
     })
 }
 
@@ -515,11 +519,18 @@ fn cards_of(codes: &[String]) -> Result<Vec<Card>, String> {
         .collect()
 }
 
-fn command_of(c: Option<&pb::CommandRef>) -> Option<CommandRef> {
-    c.map(|c| CommandRef {
-        command_id: c.command_id.clone(),
-        version_after: c.version_after,
+fn command_of(c: Option<&pb::CommandRef>) -> Result<Option<CommandRef>, String> {
+    c.map(|c| {
+        Ok(CommandRef {
+            command_id: c.command_id.clone(),
+            version_after: c.version_after,
+            next_turn: match &c.next_turn {
+                Some(turn) => Some((seat_of(turn.seat)?, turn.deadline_ms)),
+                None => None,
+            },
+        })
     })
+    .transpose()
 }
 
 fn engine(event: Event, command: Option<CommandRef>) -> TableEvent {
@@ -610,7 +621,7 @@ pub fn from_recorded(event: &RecordedEvent) -> Result<TableEvent, String> {
                 seat: seat_of(m.seat)?,
                 bid: bid_of(m.bid.as_ref())?,
             },
-            command_of(m.command.as_ref()),
+            command_of(m.command.as_ref())?,
         ));
     }
     if is_event_type::<pb::PlayerPassed>(t) {
@@ -619,7 +630,7 @@ pub fn from_recorded(event: &RecordedEvent) -> Result<TableEvent, String> {
             Event::PlayerPassed {
                 seat: seat_of(m.seat)?,
             },
-            command_of(m.command.as_ref()),
+            command_of(m.command.as_ref())?,
         ));
     }
     if is_event_type::<pb::AuctionWon>(t) {
@@ -644,7 +655,7 @@ pub fn from_recorded(event: &RecordedEvent) -> Result<TableEvent, String> {
                 seat: seat_of(m.seat)?,
                 suit: suit_of(m.suit)?,
             },
-            command_of(m.command.as_ref()),
+            command_of(m.command.as_ref())?,
         ));
     }
     if is_event_type::<pb::CardPlayed>(t) {
@@ -657,7 +668,7 @@ pub fn from_recorded(event: &RecordedEvent) -> Result<TableEvent, String> {
                     .parse()
                     .map_err(|e: fairdeal_games::card::BadCardCode| e.to_string())?,
             },
-            command_of(m.command.as_ref()),
+            command_of(m.command.as_ref())?,
         ));
     }
     if is_event_type::<pb::TrickWon>(t) {
@@ -823,6 +834,7 @@ mod tests {
                 Some(CommandRef {
                     command_id: "c-1".into(),
                     version_after: 40,
+                    next_turn: Some((s(2), 1_700_000_030_000)),
                 }),
             ),
             engine(
@@ -895,5 +907,39 @@ mod tests {
             assert_eq!(&from_recorded(&recorded).unwrap(), event);
             assert_eq!(new.correlation_id, id.to_string());
         }
+    }
+
+    #[test]
+    fn a_command_whose_next_turn_names_no_seat_is_refused() {
+        let id = Uuid::now_v7();
+        let message = pb::CardPlayed {
+            table_id: id.to_string(),
+            seat: 1,
+            card: "AS".into(),
+            command: Some(pb::CommandRef {
+                command_id: "c-1".into(),
+                version_after: 9,
+                next_turn: Some(pb::Turn {
+                    seat: 4,
+                    deadline_ms: 1,
+                }),
+            }),
+        };
+        let new = NewEvent::from_message(&message);
+        let recorded = RecordedEvent {
+            position: 1,
+            event_id: new.event_id,
+            stream_id: StreamId::of("table", id).unwrap(),
+            version: 1,
+            event_type: new.event_type.clone(),
+            occurred_at: new.occurred_at,
+            correlation_id: id.to_string(),
+            causation_id: new.causation_id.clone(),
+            trace_context: new.trace_context.clone(),
+            payload: new.payload.clone(),
+            prev_hash: Default::default(),
+            hash: Default::default(),
+        };
+        assert_eq!(from_recorded(&recorded).unwrap_err(), "seat 4 out of range");
     }
 }

@@ -1,7 +1,8 @@
 //! Projections of the tables' own events, kept by the `tables-projections` consumer inside
 //! the bus's transaction (exactly-once): table `lobby` (one row per table not yet started)
 //! with the `ListTables` query over it, and table `deadlines` (the last turn deadline of
-//! every unfinished table) that a (re)started replica's timer reads.
+//! every unfinished table: a `TurnClock`'s, or the one a seat's command carries) that a
+//! (re)started replica's timer reads.
 
 use fairdeal_bus::{Handler, HandlerError};
 use fairdeal_db::Db;
@@ -116,24 +117,24 @@ fairdeal_db::for_each_backend! { DB =>
                         .await
                         .map_err(transient)?;
                 }
-                // Started: out of the lobby.
-                TableEvent::Engine { .. } => {
-                    sqlx::query("DELETE FROM lobby WHERE table_id = $1")
-                        .bind(&table_id)
-                        .execute(&mut **tx)
-                        .await
-                        .map_err(transient)?;
-                }
-                TableEvent::TurnClock { deadline_ms, .. } => {
+                ev if clock_of(&ev).is_some() => {
                     sqlx::query(
                         "INSERT INTO deadlines (table_id, deadline_ms) VALUES ($1, $2) \
                          ON CONFLICT (table_id) DO UPDATE SET deadline_ms = excluded.deadline_ms",
                     )
                     .bind(&table_id)
-                    .bind(deadline_ms)
+                    .bind(clock_of(&ev))
                     .execute(&mut **tx)
                     .await
                     .map_err(transient)?;
+                }
+                // Started: out of the lobby.
+                TableEvent::Engine { command: None, .. } => {
+                    sqlx::query("DELETE FROM lobby WHERE table_id = $1")
+                        .bind(&table_id)
+                        .execute(&mut **tx)
+                        .await
+                        .map_err(transient)?;
                 }
                 TableEvent::GameFinished(_) => {
                     sqlx::query("DELETE FROM deadlines WHERE table_id = $1")
@@ -157,9 +158,8 @@ fairdeal_db::for_each_backend! { DB =>
         ) -> Result<(), HandlerError> {
             let mut last: HashMap<String, Option<i64>> = HashMap::new();
             for event in events {
-                if event.is::<pb::TurnClock>() {
-                    if let TableEvent::TurnClock { deadline_ms, .. } =
-                        from_recorded(event).map_err(permanent)?
+                if event.is::<pb::TurnClock>() || carries_command(event) {
+                    if let Some(deadline_ms) = clock_of(&from_recorded(event).map_err(permanent)?)
                     {
                         last.insert(event.correlation_id.clone(), Some(deadline_ms));
                     }
@@ -203,8 +203,30 @@ fairdeal_db::for_each_backend! { DB =>
                 || event.is::<pb::SeatLeft>()
                 || event.is::<pb::MatchStarted>()
                 || event.is::<pb::TurnClock>()
+                || carries_command(event)
                 || event.is::<pb::GameFinished>()
         }
+    }
+}
+
+/// Whether `event` is of a type that records a seat's command (and may carry the next
+/// turn's clock).
+fn carries_command(event: &RecordedEvent) -> bool {
+    event.is::<pb::CardPlayed>()
+        || event.is::<pb::BidPlaced>()
+        || event.is::<pb::PlayerPassed>()
+        || event.is::<pb::TrumpNamed>()
+}
+
+/// The turn deadline `event` records, if any.
+fn clock_of(event: &TableEvent) -> Option<i64> {
+    match event {
+        TableEvent::TurnClock { deadline_ms, .. } => Some(*deadline_ms),
+        TableEvent::Engine {
+            command: Some(command),
+            ..
+        } => command.next_turn.map(|(_, deadline_ms)| deadline_ms),
+        _ => None,
     }
 }
 

@@ -201,14 +201,9 @@ async fn kill_and_resume(db: Db) {
         if i == 0 {
             let recorded: Vec<_> = seen
                 .iter()
-                .filter_map(|m| match m.event.as_ref()?.event.as_ref()? {
-                    pb::table_event::Event::BidPlaced(pb::BidPlaced { command, .. })
-                    | pb::table_event::Event::PlayerPassed(pb::PlayerPassed { command, .. })
-                    | pb::table_event::Event::TrumpNamed(pb::TrumpNamed { command, .. })
-                    | pb::table_event::Event::CardPlayed(pb::CardPlayed { command, .. }) => {
-                        command.as_ref().filter(|c| c.command_id == "in-flight")
-                    }
-                    _ => None,
+                .filter_map(|m| {
+                    crate::harness::command_of(m.event.as_ref()?.event.as_ref()?)
+                        .filter(|c| c.command_id == "in-flight")
                 })
                 .collect();
             assert_eq!(recorded.len(), 1, "the in-flight move is recorded once");

@@ -560,3 +560,27 @@ impl Player {
             .into_inner()
     }
 }
+
+/// The command a seat's move records, on the move's first event.
+pub(crate) fn command_of(event: &pb::table_event::Event) -> Option<&pb::CommandRef> {
+    use pb::table_event::Event as E;
+    match event {
+        E::BidPlaced(pb::BidPlaced { command, .. })
+        | E::PlayerPassed(pb::PlayerPassed { command, .. })
+        | E::TrumpNamed(pb::TrumpNamed { command, .. })
+        | E::CardPlayed(pb::CardPlayed { command, .. }) => command.as_ref(),
+        _ => None,
+    }
+}
+
+/// The turn clock (seat, deadline) `event` records: a `TurnClock` (after a deal) or the one
+/// a seat's command leaves.
+pub(crate) fn clock_of(event: &pb::table_event::Event) -> Option<(u32, i64)> {
+    match event {
+        pb::table_event::Event::TurnClock(c) => Some((c.seat, c.deadline_ms)),
+        _ => command_of(event)?
+            .next_turn
+            .as_ref()
+            .map(|t| (t.seat, t.deadline_ms)),
+    }
+}

@@ -8,7 +8,7 @@ use std::time::Duration;
 use fairdeal_proto::fairdeal::tables::v1 as pb;
 use pb::table_event::Event as E;
 
-use crate::harness::{Db, Player, TestApp};
+use crate::harness::{Db, Player, TestApp, clock_of};
 use crate::moves;
 use crate::play::{check_watched, watch_to_the_end};
 
@@ -119,7 +119,7 @@ async fn two_replicas_act_on_each_timeout_once_postgres_nats() {
     let id = me.create_against_bots(10).await;
     let mut stream = me.on(b).watch(&id, 0).await;
     me.sit(&id, 0).await.unwrap();
-    let mut all = read_until(&mut stream, |e| matches!(e, E::TurnClock(_))).await;
+    let mut all = read_until(&mut stream, |e| clock_of(e).is_some()).await;
     for round in 1..=3u32 {
         // Both replicas hold the deadline (each advanced the table), so both timers fire
         // when the shared clock passes it.
@@ -131,7 +131,7 @@ async fn two_replicas_act_on_each_timeout_once_postgres_nats() {
             .advance(Duration::from_millis((due - app.clock.now_ms()) as u64));
         // Up to the next deadline (or the end, once abandoned): one timeout in between.
         let got = read_until(&mut stream, |e| {
-            matches!(e, E::TurnClock(_) | E::TableSeedRevealed(_))
+            clock_of(e).is_some() || matches!(e, E::TableSeedRevealed(_))
         })
         .await;
         let timeouts: Vec<u32> = got
