@@ -244,7 +244,7 @@ impl PgEventStore {
         let reads = PgPoolOptions::new()
             .max_connections(LOG_READERS)
             .test_before_acquire(false)
-            .acquire_timeout(std::time::Duration::from_secs(10))
+            .acquire_timeout(pool.options().get_acquire_timeout())
             .connect_lazy_with((*pool.connect_options()).clone());
         Ok(Self {
             core: PgCore {

@@ -217,6 +217,19 @@ impl TableEvent {
             _ => true,
         }
     }
+
+    /// The turn deadline (seat, Unix ms) this event records: a `TurnClock`'s, or the next
+    /// turn a seat's command leaves.
+    pub fn turn_clock(&self) -> Option<(Seat, i64)> {
+        match self {
+            TableEvent::TurnClock { seat, deadline_ms } => Some((*seat, *deadline_ms)),
+            TableEvent::Engine {
+                command: Some(command),
+                ..
+            } => command.next_turn,
+            _ => None,
+        }
+    }
 }
 
 /// Why a request is refused. Every refusal changes nothing.
@@ -755,7 +768,12 @@ impl Table {
                 Ok(self.decided(events))
             }
             // The engine answered with no event: nothing to record the command on.
-            _ => Ok(self.decided(self.clocked(events, now))),
+            _ => {
+                if let Some((seat, deadline_ms)) = next_turn {
+                    events.push(TableEvent::TurnClock { seat, deadline_ms });
+                }
+                Ok(self.decided(events))
+            }
         }
     }
 
@@ -1163,13 +1181,7 @@ mod tests {
         // Abandoned: the bot plays the seat, no more deadlines.
         while let Next::Bot(seat) = t.next(now) {
             let events = t.bot_move(seat, now).unwrap().events;
-            assert!(!events.iter().any(|e| match e {
-                TableEvent::TurnClock { .. } => true,
-                TableEvent::Engine {
-                    command: Some(c), ..
-                } => c.next_turn.is_some(),
-                _ => false,
-            }));
+            assert!(!events.iter().any(|e| e.turn_clock().is_some()));
             t = fold(Some(t), &events);
         }
         assert_eq!(t.next(now), Next::Deal { hand: 1 });

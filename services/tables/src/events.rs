@@ -887,25 +887,30 @@ mod tests {
                 reason: FinishReason::Completed,
             }),
         ];
-        let stream = StreamId::of("table", id).unwrap();
         for (i, event) in events.iter().enumerate() {
             let new = <Table as Aggregate>::encode(&id, event);
-            let recorded = RecordedEvent {
-                position: i as u64 + 1,
-                event_id: new.event_id,
-                stream_id: stream.clone(),
-                version: i as u64 + 1,
-                event_type: new.event_type.clone(),
-                occurred_at: new.occurred_at,
-                correlation_id: new.correlation_id.clone(),
-                causation_id: new.causation_id.clone(),
-                trace_context: new.trace_context.clone(),
-                payload: new.payload.clone(),
-                prev_hash: Default::default(),
-                hash: Default::default(),
-            };
+            let recorded = stored(id, i as u64 + 1, &new);
             assert_eq!(&from_recorded(&recorded).unwrap(), event);
             assert_eq!(new.correlation_id, id.to_string());
+        }
+    }
+
+    /// `new` as table `id`'s stream would hold it at `version` (unhashed: decoding does not
+    /// look at the chain).
+    fn stored(id: Uuid, version: u64, new: &NewEvent) -> RecordedEvent {
+        RecordedEvent {
+            position: version,
+            event_id: new.event_id,
+            stream_id: StreamId::of("table", id).unwrap(),
+            version,
+            event_type: new.event_type.clone(),
+            occurred_at: new.occurred_at,
+            correlation_id: new.correlation_id.clone(),
+            causation_id: new.causation_id.clone(),
+            trace_context: new.trace_context.clone(),
+            payload: new.payload.clone(),
+            prev_hash: Default::default(),
+            hash: Default::default(),
         }
     }
 
@@ -925,21 +930,8 @@ mod tests {
                 }),
             }),
         };
-        let new = NewEvent::from_message(&message);
-        let recorded = RecordedEvent {
-            position: 1,
-            event_id: new.event_id,
-            stream_id: StreamId::of("table", id).unwrap(),
-            version: 1,
-            event_type: new.event_type.clone(),
-            occurred_at: new.occurred_at,
-            correlation_id: id.to_string(),
-            causation_id: new.causation_id.clone(),
-            trace_context: new.trace_context.clone(),
-            payload: new.payload.clone(),
-            prev_hash: Default::default(),
-            hash: Default::default(),
-        };
+        let new = NewEvent::from_message(&message).with_correlation_id(id.to_string());
+        let recorded = stored(id, 1, &new);
         assert_eq!(from_recorded(&recorded).unwrap_err(), "seat 4 out of range");
     }
 }

@@ -66,7 +66,20 @@ fairdeal_db::for_each_backend! { DB =>
             tx: &mut Transaction<'_, DB>,
         ) -> Result<(), HandlerError> {
             let table_id = event.correlation_id.clone();
-            match from_recorded(event).map_err(permanent)? {
+            let decoded = from_recorded(event).map_err(permanent)?;
+            if let Some((_, deadline_ms)) = decoded.turn_clock() {
+                sqlx::query(
+                    "INSERT INTO deadlines (table_id, deadline_ms) VALUES ($1, $2) \
+                     ON CONFLICT (table_id) DO UPDATE SET deadline_ms = excluded.deadline_ms",
+                )
+                .bind(&table_id)
+                .bind(deadline_ms)
+                .execute(&mut **tx)
+                .await
+                .map_err(transient)?;
+                return Ok(());
+            }
+            match decoded {
                 TableEvent::Created(c) => {
                     let seats: String = Seat::ALL
                         .iter()
@@ -117,17 +130,6 @@ fairdeal_db::for_each_backend! { DB =>
                         .await
                         .map_err(transient)?;
                 }
-                ev if clock_of(&ev).is_some() => {
-                    sqlx::query(
-                        "INSERT INTO deadlines (table_id, deadline_ms) VALUES ($1, $2) \
-                         ON CONFLICT (table_id) DO UPDATE SET deadline_ms = excluded.deadline_ms",
-                    )
-                    .bind(&table_id)
-                    .bind(clock_of(&ev))
-                    .execute(&mut **tx)
-                    .await
-                    .map_err(transient)?;
-                }
                 // Started: out of the lobby.
                 TableEvent::Engine { command: None, .. } => {
                     sqlx::query("DELETE FROM lobby WHERE table_id = $1")
@@ -159,7 +161,8 @@ fairdeal_db::for_each_backend! { DB =>
             let mut last: HashMap<String, Option<i64>> = HashMap::new();
             for event in events {
                 if event.is::<pb::TurnClock>() || carries_command(event) {
-                    if let Some(deadline_ms) = clock_of(&from_recorded(event).map_err(permanent)?)
+                    if let Some((_, deadline_ms)) =
+                        from_recorded(event).map_err(permanent)?.turn_clock()
                     {
                         last.insert(event.correlation_id.clone(), Some(deadline_ms));
                     }
@@ -216,18 +219,6 @@ fn carries_command(event: &RecordedEvent) -> bool {
         || event.is::<pb::BidPlaced>()
         || event.is::<pb::PlayerPassed>()
         || event.is::<pb::TrumpNamed>()
-}
-
-/// The turn deadline `event` records, if any.
-fn clock_of(event: &TableEvent) -> Option<i64> {
-    match event {
-        TableEvent::TurnClock { deadline_ms, .. } => Some(*deadline_ms),
-        TableEvent::Engine {
-            command: Some(command),
-            ..
-        } => command.next_turn.map(|(_, deadline_ms)| deadline_ms),
-        _ => None,
-    }
 }
 
 /// What a lobby query asks for (parsed from `ListTablesRequest`).
