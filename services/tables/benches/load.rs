@@ -12,7 +12,9 @@
 //! `LOAD_CLIENT=get_table` plays as the previous client did: a driver per table reads the
 //! acting seat's view (`GetTable`) before each move. Latency is from the `Act` sent to the
 //! command's first event arriving on all four seats' streams. A table that finishes is
-//! replaced by a new one. Moves/s counts accepted `Act`s.
+//! replaced by a new one. Moves/s counts accepted `Act`s. On PostgreSQL + NATS it also
+//! reports how far the relay to JetStream stood behind the store at the window's end, and
+//! when its checkpoint reached that point.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 #[allow(dead_code)]
@@ -261,6 +263,25 @@ async fn drive(app: Arc<TestApp>, tally: Arc<Mutex<Tally>>, stop: watch::Receive
     }
 }
 
+/// How many events up to `head` the relay's checkpoint (the last event acknowledged by
+/// JetStream) stands behind; `None` on the embedded default, which relays nothing.
+async fn relay_behind(app: &TestApp, head: u64) -> Option<u64> {
+    let fairdeal_db::Db::Postgres { pool, schema } = app.tables_storage().db() else {
+        return None;
+    };
+    let db = fairdeal_bus::BusDb::postgres(pool.clone(), schema.as_str()).unwrap();
+    let mut from = u64::try_from(db.relay_checkpoint("tables").await.unwrap()).unwrap() + 1;
+    let store = app.tables_storage().events();
+    let mut behind = 0;
+    while from <= head {
+        let page = store.read_all(from, 1000).await.unwrap();
+        let Some(last) = page.last() else { break };
+        behind += page.iter().filter(|e| e.position <= head).count() as u64;
+        from = last.position + 1;
+    }
+    Some(behind)
+}
+
 /// `writers` tasks appending one table-sized event per call to their own streams for
 /// `run`: events/s.
 async fn raw_appends(app: &TestApp, writers: usize, run: Duration) -> (f64, f64, f64) {
@@ -326,7 +347,10 @@ async fn run(db: Db, tables: usize, seconds: u64) {
         (t.moves, t.latencies.clone(), t.finished)
     };
     let elapsed = start.elapsed().as_secs_f64();
+    let head = app.tables_storage().events().head_position().await.unwrap();
+    let behind = relay_behind(&app, head).await;
     stop_tx.send(true).unwrap();
+    let stopped = Instant::now();
     for d in drivers {
         let _ = d.await;
     }
@@ -349,6 +373,19 @@ async fn run(db: Db, tables: usize, seconds: u64) {
         percentile(&latencies, 0.99),
         latencies.len(),
     );
+    if let Some(behind) = behind {
+        // The checkpoint trails the acknowledged publishes by up to its 250 ms interval.
+        let mut caught_up = relay_behind(&app, head).await;
+        while caught_up.is_some_and(|b| b > 0) && stopped.elapsed() < Duration::from_secs(60) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            caught_up = relay_behind(&app, head).await;
+        }
+        println!(
+            "{db:?}: relay to JetStream: {behind} events behind the store at the window's end; \
+             checkpointed up to there {:.0} ms later",
+            stopped.elapsed().as_secs_f64() * 1000.0
+        );
+    }
     let (rate, p50, p99) = raw_appends(&app, 64, Duration::from_secs(5)).await;
     println!(
         "{db:?}: event store raw append, 64 writers, one event per call: {rate:.0} events/s \
