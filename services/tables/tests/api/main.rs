@@ -12,4 +12,5 @@ mod replicas;
 mod resume;
 mod rules;
 mod spectate;
+mod variants;
 mod watch;
