@@ -153,4 +153,6 @@ pub use jetstream::{
     JetStreamConfig, JetStreamConsumer, JetStreamConsumerConfig, MESSAGE_MARGIN_BYTES,
     MIN_MAX_PAYLOAD, Relay, RelayConfig, check_max_payload, ensure_streams,
 };
-pub use signal::{AppendSignal, AppendWaiter, Appending, NotifyingEventStore, StreamWaiter};
+pub use signal::{
+    AppendSignal, AppendWaiter, Appending, NotifyingEventStore, StoreRead, StreamWaiter,
+};

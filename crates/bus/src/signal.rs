@@ -10,7 +10,10 @@
 //! only when *its* stream moves past the version it last saw: with many tables live at once,
 //! an append wakes the four or five watchers of its table, not every watcher of the process.
 //! When what moved the stream was this process's own append, the waiter is handed the
-//! events as stored ([`StreamWaiter::appended_from`]) and need not read them back.
+//! events as stored ([`StreamWaiter::appended_from`]) and need not read them back. When it
+//! was another process's commit, one reader of the stream reads it from the store
+//! ([`StreamWaiter::claim_read`]) and leaves what it read for the others
+//! ([`AppendSignal::read_from_store`]), who wait for it instead of reading the same events.
 //! Stream wake-ups come from [`NotifyingEventStore`] (this process's appends) and, on
 //! PostgreSQL, from the other processes' commits (the notification names the stream and its
 //! new version, see `fairdeal-platform`'s `wake`); [`AppendSignal::notify_all_streams`] wakes
@@ -59,9 +62,31 @@ struct Notified {
     /// Waiters that take the events ([`AppendSignal::subscribe_stream`]); without any,
     /// nothing is kept (a [`AppendSignal::follow_stream`] follower needs only versions).
     readers: usize,
+    /// A waiter is reading the stream from the store for the others
+    /// ([`StreamWaiter::claim_read`]).
+    reading: bool,
 }
 
 impl Notified {
+    /// See [`AppendSignal::read_from_store`]; whether the version moved.
+    fn read_from_store(&mut self, events: &[RecordedEvent]) -> bool {
+        let Some(last) = events.last() else {
+            return false;
+        };
+        if self.readers == 0 || last.version < self.version {
+            return false;
+        }
+        if self.last_kept() == Some(last.version) {
+            return false;
+        }
+        let moved = last.version > self.version;
+        self.version = last.version;
+        // What is kept ends before the read's end, so the read replaces it unless it
+        // carries on from it.
+        self.keep(events);
+        moved
+    }
+
     /// The last version kept, if any.
     fn last_kept(&self) -> Option<u64> {
         self.tail.back().and_then(|t| t.last()).map(|e| e.version)
@@ -217,6 +242,18 @@ impl AppendSignal {
         });
     }
 
+    /// Records `events` of `stream` just read from the store (in version order, contiguous,
+    /// up to the stream's end as read). When they reach the last version notified, or go
+    /// past it (a commit whose notification is still on its way), they become what the
+    /// stream keeps, so this process's other readers of it take them from memory
+    /// ([`StreamWaiter::appended_from`]) instead of reading them too. Wakes the waiters when
+    /// the read went past what was notified. Nothing is kept without a reader.
+    pub fn read_from_store(&self, stream: &str, events: &[RecordedEvent]) {
+        if let Some(sender) = lock(&self.streams).get(stream) {
+            sender.send_if_modified(|seen| seen.read_from_store(events));
+        }
+    }
+
     /// Wakes every stream waiter (something was appended, nobody knows where).
     pub fn notify_all_streams(&self) {
         for sender in lock(&self.streams).values() {
@@ -303,6 +340,36 @@ impl Drop for Appending {
     }
 }
 
+/// A stream waiter's turn to read the stream from the store (see
+/// [`StreamWaiter::claim_read`]).
+#[derive(Debug)]
+#[must_use = "dropping it at once ends the turn"]
+pub struct StoreRead {
+    /// The stream's channel, until the turn ends.
+    sender: Option<watch::Sender<Notified>>,
+}
+
+impl StoreRead {
+    /// The turn's read returned `events` (as [`AppendSignal::read_from_store`]).
+    pub fn read(mut self, events: &[RecordedEvent]) {
+        if let Some(sender) = self.sender.take() {
+            sender.send_modify(|seen| {
+                seen.reading = false;
+                seen.read_from_store(events);
+            });
+        }
+    }
+}
+
+impl Drop for StoreRead {
+    fn drop(&mut self) {
+        // Failed or cancelled: the readers waiting for it look again (and one reads).
+        if let Some(sender) = self.sender.take() {
+            sender.send_modify(|seen| seen.reading = false);
+        }
+    }
+}
+
 /// Waits for the next append notified on an [`AppendSignal`].
 #[derive(Debug)]
 pub struct AppendWaiter {
@@ -366,6 +433,29 @@ impl StreamWaiter {
                 .cloned()
                 .collect(),
         )
+    }
+
+    /// Takes the turn to read the stream from the store for this process's other readers of
+    /// it, unless one of them is reading it already (`None`: wait for
+    /// [`StreamWaiter::changed`], which fires when that read ends, then look again with
+    /// [`StreamWaiter::appended_from`]). The turn ends with [`StoreRead::read`] or when it
+    /// is dropped, and wakes the waiters either way.
+    pub fn claim_read(&self) -> Option<StoreRead> {
+        let sender = lock(&self.streams).get(&self.stream).cloned()?;
+        let mut claimed = false;
+        sender.send_if_modified(|seen| {
+            claimed = !seen.reading;
+            seen.reading = true;
+            false
+        });
+        // Built only when claimed: dropping a turn ends it.
+        if claimed {
+            Some(StoreRead {
+                sender: Some(sender),
+            })
+        } else {
+            None
+        }
     }
 
     /// Whether no version past `version` was notified for the stream, nor a wake-up for
@@ -696,6 +786,50 @@ mod tests {
         // Nothing under way: the notice wakes at once.
         signal.notify_stream("table-1", 3);
         assert!(woke(&mut waiter).await);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn another_process_commit_is_read_once_for_every_reader_here() {
+        let signal = AppendSignal::new();
+        let table = StreamId::parse("table-1").unwrap();
+        let mut first = signal.subscribe_stream(&table);
+        let mut second = signal.subscribe_stream(&table);
+        let mut follower = signal.follow_stream(&table);
+        // Another replica's commit of versions 1..=3: both watchers wake; one takes the turn
+        // to read, the other is refused it and waits.
+        signal.notify_stream("table-1", 3);
+        assert!(woke(&mut first).await && woke(&mut second).await);
+        assert!(first.appended_from(1).is_none() && second.appended_from(1).is_none());
+        let turn = first.claim_read().expect("nobody reads yet");
+        assert!(second.claim_read().is_none(), "one read at a time");
+        assert!(!woke(&mut second).await);
+        // The read ends: the waiting watcher wakes and takes what was read, and so does
+        // the cached aggregate; the turn is free again.
+        turn.read(&stored("table-1", 1..=3));
+        assert!(woke(&mut second).await);
+        assert_eq!(handed(&mut second, 1), Some(vec![1, 2, 3]));
+        assert_eq!(handed(&mut follower, 2), Some(vec![2, 3]));
+        drop(second.claim_read().expect("the turn ended"));
+        // A read that stops short of what was notified is not kept (it is not the end).
+        signal.notify_stream("table-1", 6);
+        assert!(woke(&mut second).await);
+        second.claim_read().unwrap().read(&stored("table-1", 4..=5));
+        assert!(first.appended_from(4).is_none());
+        // A read past what was notified (a notice still on its way) moves the stream there,
+        // and this process's next append carries on from it.
+        signal.read_from_store("table-1", &stored("table-1", 4..=7));
+        assert!(woke(&mut first).await);
+        assert_eq!(handed(&mut first, 4), Some(vec![4, 5, 6, 7]));
+        signal.notify_stream("table-1", 7);
+        assert!(!woke(&mut first).await, "version 7 is known already");
+        signal.notify_appended("table-1", &stored("table-1", 8..=8));
+        assert_eq!(handed(&mut first, 6), Some(vec![6, 7, 8]));
+        // A turn dropped without a read (failed, cancelled) wakes the waiters, who look
+        // again, and frees the turn.
+        let turn = first.claim_read().unwrap();
+        drop(turn);
+        assert!(woke(&mut second).await);
+        assert!(second.claim_read().is_some());
     }
 
     #[test]

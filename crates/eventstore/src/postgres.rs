@@ -65,9 +65,10 @@ const ANY_ATTEMPTS: usize = 16;
 /// Group commit writer tasks per store: each commits one batch at a time, so this many
 /// batches are in flight (and as many pool connections busy writing) at most.
 const GROUP_COMMIT_WRITERS: usize = 2;
-/// Connections of a store's log readers' pool (`read_all`: the relay's and in-process
-/// consumers' tailing reads), opened on first use.
-const LOG_READERS: u32 = 2;
+/// Connections of a store's readers' pool (`read_all`: the relay's and in-process
+/// consumers' tailing reads; `read_stream`: live watchers and cached aggregates catching up
+/// with another process's commits), opened on first use.
+const READERS: u32 = 8;
 
 /// Event store on PostgreSQL. Cheap to clone (the pool, the prepared SQL and the group
 /// commit writers are shared).
@@ -85,12 +86,13 @@ pub struct PgEventStore {
 struct PgCore {
     /// Connections, from [`fairdeal_db::postgres_pool_options`] (see [`PgEventStore::new`]).
     pool: PgPool,
-    /// Connections for `read_all` only, at most [`LOG_READERS`], with `pool`'s settings
-    /// (server, database, `search_path`). Nothing but one autocommit `SELECT` at a time ever
-    /// runs on them, so no connection can come back inside a transaction and they skip the
-    /// shared pool's stale-transaction check (a round trip on every release: on the tables
-    /// load bench 40 % of PostgreSQL's statements, most of them after the relay's and the
-    /// projection's reads of each new batch).
+    /// Connections for `read_all` and `read_stream` only, at most [`READERS`], with
+    /// `pool`'s settings (server, database, `search_path`). Nothing but one autocommit
+    /// `SELECT` at a time ever runs on them, so no connection can come back inside a
+    /// transaction and they skip the shared pool's stale-transaction check (a round trip on
+    /// every release: on the tables load bench 40 % of PostgreSQL's statements, most of them
+    /// after the relay's and the projection's reads of each new batch, and with two replicas
+    /// half of them after the watchers' reads of the other replica's moves).
     reads: PgPool,
     /// The schema holding `events`.
     schema: Schema,
@@ -242,7 +244,7 @@ impl PgEventStore {
     pub fn new(pool: PgPool, schema: &str) -> Result<Self, StoreError> {
         let schema = validate_schema(schema)?;
         let reads = PgPoolOptions::new()
-            .max_connections(LOG_READERS)
+            .max_connections(READERS)
             .test_before_acquire(false)
             .acquire_timeout(pool.options().get_acquire_timeout())
             .connect_lazy_with((*pool.connect_options()).clone());
@@ -904,7 +906,7 @@ impl EventStore for PgEventStore {
             .bind(stream_id.as_str())
             .bind(to_i64(query_from, "version")?)
             .bind(limit_i64(limit).saturating_add(extra))
-            .fetch_all(&self.core.pool)
+            .fetch_all(&self.core.reads)
             .await?;
         let rows = rows
             .iter()

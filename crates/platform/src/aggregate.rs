@@ -31,8 +31,12 @@
 //! replica's commits): while no later version was notified, the cached state is the
 //! stream's, and nothing is read. The price is a read-side lag behind *other* replicas of
 //! one notification's delivery (milliseconds), never behind this process; appends are still
-//! decided by the store's expected version, and refusals are still re-checked. Only for
-//! streams appended to through the notifying store (not `append_in_tx`).
+//! decided by the store's expected version, and refusals are still re-checked. When a
+//! later version was notified, the new events come from memory if the stream's watchers in
+//! this process already have them (see `fairdeal_bus::signal`), else from the store, and
+//! what was read is left for those watchers. After a conflict or a refusal on cached state
+//! the store is always read: it has just said the state is behind. Only for streams
+//! appended to through the notifying store (not `append_in_tx`).
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -344,8 +348,30 @@ impl<A: Aggregate> Streams<A> {
         }
     }
 
-    /// Reads the events after `owned`'s version and folds them in.
+    /// Folds the events up to the last version notified in: from memory when the stream's
+    /// notifications kept them all (this process's appends, or a watcher's read of another
+    /// process's), else as [`Self::read_up`]. For a state known to be behind by a
+    /// notification; after the store itself said the state is behind (a conflict), read.
     async fn catch_up(&self, stream: &StreamId, owned: &mut Owned<A>) -> Result<(), FoldError> {
+        let next = owned.snapshot.version + 1;
+        let kept = match owned.waiter.as_mut() {
+            Some(waiter) if owned.loaded => waiter.appended_from(next),
+            _ => None,
+        };
+        if let Some(slices) = kept {
+            for recorded in slices.iter().flat_map(|s| s.iter()) {
+                if recorded.version >= next {
+                    Self::fold(stream, owned, recorded)?;
+                }
+            }
+            return Ok(());
+        }
+        self.read_up(stream, owned).await
+    }
+
+    /// Reads the events after `owned`'s version from the store and folds them in; the last
+    /// page is left for the stream's other readers ([`AppendSignal::read_from_store`]).
+    async fn read_up(&self, stream: &StreamId, owned: &mut Owned<A>) -> Result<(), FoldError> {
         loop {
             let page = self
                 .store
@@ -354,25 +380,38 @@ impl<A: Aggregate> Streams<A> {
                 .map_err(FoldError::Store)?;
             let done = page.len() < PAGE;
             for recorded in &page {
-                let corrupt = |reason: String| CorruptStream {
-                    stream: stream.clone(),
-                    version: recorded.version,
-                    event_type: recorded.event_type.clone(),
-                    reason,
-                };
-                let event = A::decode(recorded).map_err(|r| FoldError::Corrupt(corrupt(r)))?;
-                let state = A::apply(owned.snapshot.state.take(), &event)
-                    .map_err(|r| FoldError::Corrupt(corrupt(r)))?;
-                owned.snapshot = Snapshot {
-                    version: recorded.version,
-                    state: Some(state),
-                };
+                Self::fold(stream, owned, recorded)?;
             }
             if done {
                 owned.loaded = true;
+                if let Some(signal) = &self.signal {
+                    signal.read_from_store(stream.as_str(), &page);
+                }
                 return Ok(());
             }
         }
+    }
+
+    /// Applies `recorded`, the event after `owned`'s version, to its state.
+    fn fold(
+        stream: &StreamId,
+        owned: &mut Owned<A>,
+        recorded: &RecordedEvent,
+    ) -> Result<(), FoldError> {
+        let corrupt = |reason: String| CorruptStream {
+            stream: stream.clone(),
+            version: recorded.version,
+            event_type: recorded.event_type.clone(),
+            reason,
+        };
+        let event = A::decode(recorded).map_err(|r| FoldError::Corrupt(corrupt(r)))?;
+        let state = A::apply(owned.snapshot.state.take(), &event)
+            .map_err(|r| FoldError::Corrupt(corrupt(r)))?;
+        owned.snapshot = Snapshot {
+            version: recorded.version,
+            state: Some(state),
+        };
+        Ok(())
     }
 
     /// The current state of `id`: read from the store, so it includes other processes'
@@ -487,7 +526,7 @@ impl<A: Aggregate> Streams<A> {
                             recorded: Vec::new(),
                         });
                     }
-                    self.catch_up(&stream, &mut owned).await?;
+                    self.read_up(&stream, &mut owned).await?;
                     continue;
                 }
             };
@@ -536,7 +575,7 @@ impl<A: Aggregate> Streams<A> {
                     });
                 }
                 Err(StoreError::Conflict { .. }) => {
-                    self.catch_up(&stream, &mut owned).await?;
+                    self.read_up(&stream, &mut owned).await?;
                     if attempt >= self.settings.max_attempts {
                         return Err(RunError::Contended {
                             stream,

@@ -5,7 +5,10 @@
 //! `cargo bench -p fairdeal-tables --bench load` (env: `LOAD_BACKEND=embedded|postgres|both`
 //! (default both), `LOAD_TABLES` concurrent tables (default 64), `LOAD_SECONDS` per backend
 //! (default 20), `LOAD_CONNECTIONS=shared|player` (default shared: every client on one
-//! HTTP/2 connection, as behind one gateway; `player`: a connection per player)).
+//! HTTP/2 connection, as behind one gateway; `player`: a connection per player),
+//! `LOAD_REPLICAS` tables replicas over the one PostgreSQL database (default 1): with 2,
+//! each seat sends its moves to one replica and watches through the other, so every move
+//! reaches two of its four watchers across replicas (LISTEN/NOTIFY and a read)).
 //!
 //! Each seat's client watches the table (`Watch` with turn views): when a message brings its
 //! view (its seat is to act), it chooses with the engine's bot and sends `Act`.
@@ -43,6 +46,11 @@ fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
+}
+
+/// `LOAD_REPLICAS`: tables replicas sharing the database (PostgreSQL only).
+fn replicas() -> usize {
+    env("LOAD_REPLICAS", 1usize).max(1)
 }
 
 /// `LOAD_CONNECTIONS=player`: each player on a connection of its own (as separate devices);
@@ -128,9 +136,11 @@ async fn act(
 
 /// One seat's client: marks each pending move seen, and with turn views plays its seat
 /// whenever a message brings its view (sending `Act` from a task of its own, so the stream
-/// is read on meanwhile). Ends at the seed reveal (`true`) or on `stop`.
+/// is read on meanwhile). `watcher` is the same player, on the replica it watches through.
+/// Ends at the seed reveal (`true`) or on `stop`.
 async fn play_seat(
     player: Player,
+    watcher: Player,
     id: String,
     pending: Pending,
     tally: Arc<Mutex<Tally>>,
@@ -138,9 +148,9 @@ async fn play_seat(
 ) -> bool {
     let views = turn_views();
     let mut stream = if views {
-        player.watch_turns(&id, 0).await
+        watcher.watch_turns(&id, 0).await
     } else {
-        player.watch(&id, 0).await
+        watcher.watch(&id, 0).await
     };
     let mut command = 0u64;
     loop {
@@ -222,11 +232,23 @@ async fn play_by_reading(
 async fn drive(app: Arc<TestApp>, tally: Arc<Mutex<Tally>>, stop: watch::Receiver<bool>) {
     while !*stop.borrow() {
         let players: Vec<Player> = (0..4)
-            .map(|_| {
+            .map(|seat| {
                 if own_connections() {
                     app.player_with_own_connection()
                 } else {
-                    app.player()
+                    app.player().on(&app.replicas[seat % app.replicas.len()])
+                }
+            })
+            .collect();
+        // With replicas, each seat watches through the next one after the one it acts on.
+        let watchers: Vec<Player> = players
+            .iter()
+            .enumerate()
+            .map(|(seat, p)| {
+                if own_connections() {
+                    p.clone()
+                } else {
+                    p.on(&app.replicas[(seat + 1) % app.replicas.len()])
                 }
             })
             .collect();
@@ -237,9 +259,11 @@ async fn drive(app: Arc<TestApp>, tally: Arc<Mutex<Tally>>, stop: watch::Receive
         let pending: Pending = Arc::default();
         let seats: Vec<_> = players
             .iter()
-            .map(|p| {
+            .zip(&watchers)
+            .map(|(p, w)| {
                 tokio::spawn(play_seat(
                     p.clone(),
+                    w.clone(),
                     id.clone(),
                     pending.clone(),
                     tally.clone(),
@@ -334,7 +358,8 @@ async fn raw_appends(app: &TestApp, writers: usize, run: Duration) -> (f64, f64,
 }
 
 async fn run(db: Db, tables: usize, seconds: u64) {
-    let app = Arc::new(TestApp::spawn(db).await);
+    let replicas = replicas();
+    let app = Arc::new(TestApp::spawn_replicas(db, replicas).await);
     let tally = Arc::new(Mutex::new(Tally::default()));
     let (stop_tx, stop) = watch::channel(false);
     let start = Instant::now();
@@ -365,8 +390,13 @@ async fn run(db: Db, tables: usize, seconds: u64) {
     } else {
         "GetTable per move"
     };
+    let replicas = if replicas > 1 {
+        format!(", {replicas} replicas, each seat watching through another than it acts on")
+    } else {
+        String::new()
+    };
     println!(
-        "{db:?}: {tables} tables x 4 clients ({connections}, {client}), {seconds} s: {moves} moves, {:.0} moves/s, \
+        "{db:?}: {tables} tables x 4 clients ({connections}, {client}{replicas}), {seconds} s: {moves} moves, {:.0} moves/s, \
          latency to all four watchers p50 {:.1} ms p99 {:.1} ms ({} samples), {finished} tables finished",
         moves as f64 / elapsed,
         percentile(&latencies, 0.5),
@@ -405,7 +435,7 @@ async fn main() {
     if backend == "both" || backend == "postgres" {
         run(Db::Postgres, tables, seconds).await;
     }
-    if backend == "both" || backend == "embedded" {
+    if (backend == "both" || backend == "embedded") && replicas() == 1 {
         run(Db::Sqlite, tables, seconds).await;
     }
 }

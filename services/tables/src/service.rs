@@ -842,13 +842,34 @@ impl Tables {
             let from_store = handed.is_none();
             let pages: Vec<Arc<[RecordedEvent]>> = match handed {
                 Some(slices) => slices,
-                None => vec![
-                    self.store
+                None => {
+                    // Woken by another replica's commit: one watcher of the table in this
+                    // process reads it, and the others take what it read.
+                    let turn = if woken {
+                        match waiter.claim_read() {
+                            Some(turn) => Some(turn),
+                            None => {
+                                tokio::select! {
+                                    () = waiter.changed() => {}
+                                    () = tx.closed() => return Ok(()),
+                                    () = self.shutdown.draining() => return Ok(()),
+                                }
+                                continue;
+                            }
+                        }
+                    } else {
+                        None
+                    };
+                    let page = self
+                        .store
                         .read_stream(&stream, next, WATCH_PAGE)
                         .await
-                        .map_err(|e| Status::from(fairdeal_platform::store_error(e)))?
-                        .into(),
-                ],
+                        .map_err(|e| Status::from(fairdeal_platform::store_error(e)))?;
+                    if let Some(turn) = turn {
+                        turn.read(&page);
+                    }
+                    vec![page.into()]
+                }
             };
             let read = pages.first().map_or(0, |page| page.len());
             let from = next;
