@@ -198,6 +198,10 @@ async fn every_rpc_refuses_bad_input_cleanly(backend: Backend) {
         failures.len(),
         failures.join("\n")
     );
+    assert!(
+        platform.attacker_exists().await,
+        "a request to AuthService/DeleteAccount deleted the attacking user"
+    );
     // Still serving, still appending and, on NATS, still relaying everything stored.
     platform.still_flows().await;
     platform.stop().await;

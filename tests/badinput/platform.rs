@@ -57,6 +57,8 @@ pub(crate) struct Platform {
     channels: Vec<(&'static str, Channel)>,
     /// (caller, bearer token).
     callers: Vec<(&'static str, String)>,
+    /// The attacking user's username.
+    attacker: String,
     /// Each service's event store, read-only use.
     stores: Vec<(&'static str, AnyEventStore)>,
     /// Each service's database, to count its committed events.
@@ -294,7 +296,10 @@ impl Platform {
             }
         };
         let callers = vec![
-            ("a user", user_token(&auth_url, &mailbox, attacker).await),
+            (
+                "a user",
+                user_token(&auth_url, &mailbox, attacker.clone()).await,
+            ),
             ("tables", service_token("tables", TABLES_SECRET).await),
             ("dealing", service_token("dealing", DEALING_SECRET).await),
         ];
@@ -313,6 +318,7 @@ impl Platform {
         Platform {
             channels,
             callers,
+            attacker,
             stores,
             dbs,
             prefix,
@@ -335,6 +341,32 @@ impl Platform {
         self.callers
             .iter()
             .map(|(who, token)| (*who, token.as_str()))
+    }
+
+    /// Whether the attacking user's account is still there. DeleteAccount is attacked as that
+    /// user with its real password; every request confirms another name (the baseline of a
+    /// `*username` field is a fresh one), so none may have deleted it, and a deletion would
+    /// answer OK (which the refusal checks do not look at).
+    pub(crate) async fn attacker_exists(&self) -> bool {
+        let (_, db) = self.dbs.iter().find(|(s, _)| *s == "auth").unwrap();
+        let count: i64 = match db {
+            Db::Postgres { pool, schema } => sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                "SELECT count(*) FROM \"{}\".auth_users WHERE username = $1",
+                schema.as_str()
+            )))
+            .bind(&self.attacker)
+            .fetch_one(pool)
+            .await
+            .unwrap(),
+            Db::Sqlite { pool } => {
+                sqlx::query_scalar("SELECT count(*) FROM auth_users WHERE username = $1")
+                    .bind(&self.attacker)
+                    .fetch_one(pool)
+                    .await
+                    .unwrap()
+            }
+        };
+        count == 1
     }
 
     /// Each store's head position.

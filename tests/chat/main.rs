@@ -5,146 +5,20 @@
 //! read-only when the table's game, played to its end through gRPC, finishes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use fairdeal_authn::{AccessToken, SystemClock, attach_bearer};
-use fairdeal_chat::service::ChatLimits;
+use fairdeal_authn::AccessToken;
 use fairdeal_e2e::platform::{Backend, GameStack, channel};
+use fairdeal_e2e::services::{next_message, post, subscribe, subscribe_as_member, with};
 use fairdeal_proto::fairdeal::chat::v1 as pb;
 use fairdeal_proto::fairdeal::chat::v1::chat_service_client::ChatServiceClient;
 use fairdeal_proto::fairdeal::tables::v1 as tpb;
 use fairdeal_proto::fairdeal::tables::v1::tables_service_client::TablesServiceClient;
-use futures::StreamExt as _;
-use tonic::transport::Channel;
-use tonic::{Code, Request, Status, Streaming};
-
-fn with<T>(token: &AccessToken, message: T) -> Request<T> {
-    let mut r = Request::new(message);
-    attach_bearer(&mut r, token).unwrap();
-    r
-}
-
-/// Starts the chat service on `stack`; answers its port.
-async fn start_chat(stack: &mut GameStack) -> u16 {
-    let storage = stack
-        .storage(
-            fairdeal_chat::startup::SCHEMA,
-            &[&fairdeal_chat::store::MIGRATIONS],
-        )
-        .await
-        .unwrap();
-    let mut common = stack.common("chat").unwrap();
-    if stack.backend() == Backend::PostgresNats {
-        common.redis_url = Some(fairdeal_kit::config::SecretUrl::new(
-            fairdeal_testkit::redis_url(),
-        ));
-    }
-    let limits = ChatLimits::default();
-    let (presence, quota) = fairdeal_chat::startup::limiters(
-        common.redis_url.as_ref().map(|u| u.expose_secret()),
-        &common.subject_prefix,
-        limits,
-    )
-    .await
-    .unwrap();
-    let app = fairdeal_chat::Application::assemble(
-        &common,
-        fairdeal_chat::startup::Parts {
-            storage,
-            authn: stack.authenticator(),
-            presence,
-            quota,
-            clock: Arc::new(SystemClock),
-            limits,
-            filter: None,
-        },
-    )
-    .await
-    .unwrap();
-    let port = app.port();
-    stack.on_stop(app.shutdown());
-    tokio::spawn(app.run_until_stopped());
-    fairdeal_testkit::wait_until_serving(&format!("http://127.0.0.1:{port}"), "")
-        .await
-        .unwrap();
-    port
-}
-
-async fn subscribe(
-    chat: &ChatServiceClient<Channel>,
-    token: &AccessToken,
-    channel: &str,
-) -> Result<Streaming<pb::SubscribeResponse>, Status> {
-    let mut stream = chat
-        .clone()
-        .subscribe(with(
-            token,
-            pb::SubscribeRequest {
-                channel: channel.to_owned(),
-            },
-        ))
-        .await?
-        .into_inner();
-    match stream.next().await.unwrap()?.item {
-        Some(pb::subscribe_response::Item::Connected(_)) => Ok(stream),
-        other => panic!("expected connected, got {other:?}"),
-    }
-}
-
-/// Retries `subscribe` while the membership has not arrived (PERMISSION_DENIED), 30 s at
-/// most: the projection is eventually consistent.
-async fn subscribe_as_member(
-    chat: &ChatServiceClient<Channel>,
-    token: &AccessToken,
-    channel: &str,
-) -> Streaming<pb::SubscribeResponse> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        match subscribe(chat, token, channel).await {
-            Ok(stream) => return stream,
-            Err(s) if s.code() == Code::PermissionDenied => {
-                assert!(tokio::time::Instant::now() < deadline, "never a member");
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            Err(s) => panic!("subscribe: {s:?}"),
-        }
-    }
-}
-
-async fn post(
-    chat: &ChatServiceClient<Channel>,
-    token: &AccessToken,
-    channel: &str,
-    text: &str,
-) -> Result<pb::ChatMessage, Status> {
-    chat.clone()
-        .post(with(
-            token,
-            pb::PostRequest {
-                channel: channel.to_owned(),
-                text: text.to_owned(),
-            },
-        ))
-        .await
-        .map(|r| r.into_inner().message.unwrap())
-}
-
-async fn next_message(stream: &mut Streaming<pb::SubscribeResponse>) -> pb::ChatMessage {
-    let item = tokio::time::timeout(Duration::from_secs(20), stream.next())
-        .await
-        .expect("a message within 20 s")
-        .unwrap()
-        .unwrap();
-    match item.item {
-        Some(pb::subscribe_response::Item::Message(m)) => m,
-        other => panic!("expected a message, got {other:?}"),
-    }
-}
+use tonic::Code;
 
 async fn table_chat(backend: Backend) {
     let mut stack = GameStack::start(backend).await.unwrap();
-    let port = start_chat(&mut stack).await;
+    let port = stack.start_chat().await.unwrap();
     let chat = ChatServiceClient::new(channel(port).unwrap());
     let players: Vec<_> = (0..4).map(|_| stack.player().unwrap()).collect();
     let tokens: Vec<AccessToken> = players

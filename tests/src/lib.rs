@@ -12,11 +12,14 @@
 //!   kit, the event store and the bus, run over PostgreSQL + JetStream and over SQLite + the
 //!   in-process bus;
 //! - `services/`: the auth, commitment and dealing services wired as in production.
+//! - [`platform`]: the game stack (commitment, dealing, tables) in one process, either
+//!   backend; [`services`]: the chat and auth services on it, and their clients' calls.
 //!
 //! Databases, subject prefixes and the servers' URLs come from `fairdeal-testkit`.
 #![forbid(unsafe_code)]
 
 pub mod platform;
+pub mod services;
 
 use std::sync::OnceLock;
 

@@ -188,6 +188,11 @@ where
         }
     }
 
+    /// The service's handler.
+    pub(crate) fn handler(&self) -> Arc<H> {
+        self.handler.clone()
+    }
+
     /// The consumer's committed position (0 before its first event).
     pub(crate) async fn load_position(&self) -> Result<i64, BusError> {
         self.db.consumer_position(&self.consumer).await
@@ -327,9 +332,13 @@ where
             .map(|event| event.event_id)
             .collect();
         // Removing an id when its event is settled also catches the same event twice in one
-        // batch (published twice under different sequences).
-        let mut new_ids =
-            DB::record_processed(self.db.sql(), &mut tx, &self.consumer, &ids).await?;
+        // batch (published twice under different sequences). A handler that deduplicates by
+        // itself gets every id as new.
+        let mut new_ids = if self.handler.deduplicates() {
+            ids.iter().copied().collect()
+        } else {
+            DB::record_processed(self.db.sql(), &mut tx, &self.consumer, &ids).await?
+        };
         let mut letters = Vec::new();
         // With `as_batch`: the events for the one `handle_batch` call.
         let mut handled: Vec<&RecordedEvent> = Vec::new();

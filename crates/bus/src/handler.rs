@@ -92,6 +92,35 @@ pub trait Handler<DB: sqlx::Database>: Send + Sync + 'static {
         false
     }
 
+    /// Work on `event` that needs nothing but the event (encoding it, hashing it), offered as
+    /// the event arrives and before it is handled: a JetStream consumer calls this on the task
+    /// that pulls messages, so it runs while earlier batches settle. A handler may keep the
+    /// result (keyed by the event id, bounded) for [`Handler::handle`] or
+    /// [`Handler::handle_batch`] to use, and must give the same effects without it: it is not
+    /// called for every event (embedded consumers, events read to fill a gap), and an event
+    /// offered may never be handled (a redelivery, a dead letter). Defaults to nothing.
+    fn prepare(&self, event: &RecordedEvent) {
+        let _ = event;
+    }
+
+    /// The most events this handler takes in one transaction, when the consumer's default
+    /// (256) does not suit it: a handler whose batch costs a few statements whatever its size
+    /// keeps up with more events in larger batches, at the price of longer transactions.
+    /// `None` (the default) keeps the consumer's setting. Read by `fairdeal-platform` when it
+    /// starts the consumer.
+    fn batch_size(&self) -> Option<usize> {
+        None
+    }
+
+    /// Whether this handler recognises a redelivered event by itself, in its own state (its
+    /// effects are keyed by the event id and a second application changes nothing). Then the
+    /// consumer does not record processed event ids for it (one row per event, written and
+    /// later pruned: a large part of a fast consumer's work) and hands it every event it
+    /// accepts, redeliveries included, in order. Defaults to `false`.
+    fn deduplicates(&self) -> bool {
+        false
+    }
+
     /// Whether this handler wants `event` at all. Events it does not want still advance the
     /// consumer's position but are neither handled nor recorded as processed, which keeps the
     /// processed-ids table to the events that matter. Defaults to every event.

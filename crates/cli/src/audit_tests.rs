@@ -1,32 +1,42 @@
 //! `fairdeal audit` against exports built here the way the platform writes them: a match
 //! played by the rules engine's bots, dealt from committed seeds, recorded as the tables,
-//! commitment, dealing and rating services record it, sealed into hash-chained envelopes,
-//! put in an RFC 9162 tree with a signed checkpoint. Then one thing at a time is tampered
-//! with, and each time the audit must fail naming the right check and line.
+//! commitment, dealing, rating (and chat) services record it, sealed into hash-chained
+//! envelopes, put in an RFC 9162 tree with a signed checkpoint. Then one thing at a time is
+//! tampered with, and each time the audit must fail naming the right check and line.
+//!
+//! Exports of both formats: format 1 (every leaf the envelope, every event shown; the tests
+//! before the `format 2` section) and format 2 (leaves of salted commitments, content
+//! disclosed line by line, and leaves written in format 1 before the switch).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 
-use fairdeal_event::{Envelope, GENESIS_PREV_HASH, NewEvent, StreamId, compute_hash, seal};
+use fairdeal_event::{
+    Envelope, GENESIS_PREV_HASH, NewEvent, StreamId, body_bytes, compute_hash, seal,
+};
 use fairdeal_fairness::Deck;
 use fairdeal_fairness::client_seed::{contributions_hash, table_client_seed};
 use fairdeal_fairness::commitment::Commitment;
 use fairdeal_fairness::deal::Deal;
 use fairdeal_games::sim::{MatchSetup, play_match};
 use fairdeal_games::{Bid, Event, HeuristicBot, MatchEnd, Seat, Suit, TableOptions};
+use fairdeal_proto::fairdeal::chat::v1 as chpb;
 use fairdeal_proto::fairdeal::commitment::v1 as cpb;
 use fairdeal_proto::fairdeal::dealing::v1 as dpb;
 use fairdeal_proto::fairdeal::rating::v1 as rpb;
 use fairdeal_proto::fairdeal::tables::v1 as tpb;
 use fairdeal_rating::{KFactor, Rating, TeamOutcome, four_seats};
+use fairdeal_tlog::entry::Salt;
+use fairdeal_tlog::export::v1::{EventLine, Line};
 use fairdeal_tlog::export::{
-    Consistency, EventLine, FORMAT, Header, Line, decode_bytes, encode_bytes, encode_hashes,
+    Consistency, Content, Disclosure, EventLine as EventLine2, FORMAT, FORMAT_V1, Header,
+    LeafFormat, Line as Line2, decode_bytes, encode_bytes, encode_hashes,
 };
-use fairdeal_tlog::{Checkpoint, NoteSigner, NoteVerifier, Tree};
+use fairdeal_tlog::{Checkpoint, Entry, NoteSigner, NoteVerifier, Tree, leaf_hash};
 use prost::{Message, Name};
 use uuid::Uuid;
 
-use super::{Report, audit};
+use super::{NamedLine, Report, audit};
 
 const SEED: &str = "3f1c9a7e5b2d8c4a6e0f1b3d5c7a9e2f4b6d8a0c2e4f6a8b0d2c4e6f8a0b2c4d";
 const ORIGIN: &str = "ledger.fairdeal.test";
@@ -95,6 +105,31 @@ struct Game {
 }
 
 fn record_game() -> Game {
+    record(false)
+}
+
+/// A chat line of the table's channel, correlated to the table as the chat service does;
+/// its event id (the message id).
+fn chat(log: &mut Log, t: &str, author: &str) -> String {
+    log.append(
+        &format!("chat-table-{t}"),
+        t,
+        &chpb::MessagePosted {
+            channel: format!("table-{t}"),
+            author_id: author.into(),
+            ..Default::default()
+        },
+    );
+    log.leaves
+        .last()
+        .map(|e| e.event_id.clone())
+        .unwrap_or_default()
+}
+
+/// The game; with `with_chat`, four lines on the table's chat channel too (versions 1 and
+/// 2 while the players sit down, then a moderator's removal of version 2 and a last line
+/// once the game finished).
+fn record(with_chat: bool) -> Game {
     let table_id = Uuid::from_u128(0x0190_b6a2_7c1e_7d4a_9f0b_2c5d_8e9f_1a2b).to_string();
     let t = table_id.as_str();
     let players = players();
@@ -178,6 +213,10 @@ fn record_game() -> Game {
             },
         );
     }
+    let removed = with_chat.then(|| {
+        chat(&mut log, t, &players[0]);
+        chat(&mut log, t, &players[1])
+    });
     log.append(
         &commit,
         t,
@@ -406,6 +445,19 @@ fn record_game() -> Game {
             reason: tpb::FinishReason::Completed as i32,
         },
     );
+    if let Some(removed) = removed {
+        log.append(
+            &format!("chat-table-{t}"),
+            t,
+            &chpb::MessageRemoved {
+                channel: format!("table-{t}"),
+                message_id: removed,
+                moderator_id: players[3].clone(),
+                reason: "spam".into(),
+            },
+        );
+        chat(&mut log, t, &players[2]);
+    }
     log.append(
         &commit,
         t,
@@ -497,7 +549,7 @@ impl Game {
     fn export(&self, previous: &[u64]) -> Vec<Line> {
         let tree = self.tree(self.log.leaves.len());
         let mut lines = vec![Line::Header(Header {
-            format: FORMAT.into(),
+            format: FORMAT_V1.into(),
             table_id: self.table_id.clone(),
             checkpoint: self.checkpoint(self.log.leaves.len()),
             server_seed: SEED.into(),
@@ -867,8 +919,669 @@ fn garbage_lines_are_named() {
     assert_fails(&report, "format", n);
 }
 
+// Format 2: leaves of salted commitments, content disclosed line by line.
+
+/// Leaf `i`'s salts. The ledger draws them from the OS; fixed here so that a failure
+/// reproduces.
+fn salts(i: usize) -> (Salt, Salt) {
+    let mut body = [0xb0; 32];
+    body[..8].copy_from_slice(&(i as u64).to_be_bytes());
+    let mut chain = body;
+    chain[31] = 0xc0;
+    (body, chain)
+}
+
+fn hash32(bytes: &[u8]) -> [u8; 32] {
+    bytes.try_into().unwrap()
+}
+
+/// Everything but chat, which is personal: what the ledger's visibility rule discloses of a
+/// finished game. The chat line of version `erased` is erased.
+fn ledger_rule(erased: u64) -> impl Fn(&Envelope) -> Disclosure {
+    move |env| {
+        if !env.stream_id.starts_with("chat-") {
+            Disclosure::Full
+        } else if env.stream_version == erased {
+            Disclosure::Erased
+        } else {
+            Disclosure::WithheldPersonal
+        }
+    }
+}
+
+fn all_full(_: &Envelope) -> Disclosure {
+    Disclosure::Full
+}
+
+impl Game {
+    /// Leaf `i` as a ledger that switched to format 2 at leaf `legacy` stores it.
+    fn leaf_v2(&self, i: usize, legacy: usize) -> Vec<u8> {
+        let env = &self.log.leaves[i];
+        if i < legacy {
+            return env.encode_to_vec();
+        }
+        let (body_salt, chain_salt) = salts(i);
+        Entry::commit(
+            &body_salt,
+            &body_bytes(env),
+            &chain_salt,
+            &hash32(&env.prev_hash),
+            &hash32(&env.hash),
+        )
+        .to_bytes()
+        .to_vec()
+    }
+
+    /// The format 2 export, as the ledger writes it: leaves below `legacy` in format 1, each
+    /// line disclosed as `rule` says.
+    fn export_v2(&self, legacy: usize, rule: impl Fn(&Envelope) -> Disclosure) -> Vec<Line2> {
+        let leaves: Vec<Vec<u8>> = (0..self.log.leaves.len())
+            .map(|i| self.leaf_v2(i, legacy))
+            .collect();
+        let mut tree = Tree::new();
+        for leaf in &leaves {
+            tree.push_leaf(leaf);
+        }
+        let mut lines = vec![Line2::Header(Header {
+            format: FORMAT.into(),
+            table_id: self.table_id.clone(),
+            checkpoint: Checkpoint::new(ORIGIN, tree.size(), tree.root())
+                .unwrap()
+                .sign(&self.signer),
+            server_seed: SEED.into(),
+        })];
+        let own = [
+            format!("table-{}", self.table_id),
+            format!("commitmenttable-{}", self.table_id),
+            format!("deals-{}", self.table_id),
+        ];
+        for (i, (env, leaf)) in self.log.leaves.iter().zip(leaves).enumerate() {
+            if env.correlation_id != self.table_id && !own.contains(&env.stream_id) {
+                continue;
+            }
+            let (body_salt, chain_salt) = salts(i);
+            let content = match (i < legacy, rule(env)) {
+                (true, Disclosure::Full) => Content::V1Envelope { envelope: leaf },
+                (true, disclosure) => Content::V1Sealed {
+                    disclosure,
+                    leaf_hash: leaf_hash(&leaf),
+                },
+                (false, Disclosure::Full) => Content::Full {
+                    leaf,
+                    envelope: env.encode_to_vec(),
+                    body_salt,
+                    chain_salt,
+                },
+                (false, Disclosure::Body) => Content::Body {
+                    leaf,
+                    body: body_bytes(env),
+                    body_salt,
+                },
+                (false, disclosure) => Content::Sealed { disclosure, leaf },
+            };
+            lines.push(Line2::Event(EventLine2::new(
+                i as u64,
+                &tree.inclusion_proof(i as u64, tree.size()).unwrap(),
+                env.stream_id.clone(),
+                env.stream_version,
+                env.event_type.clone(),
+                &content,
+            )));
+        }
+        lines
+    }
+
+    /// The leaf index of the first event of `stream` at `version`.
+    fn leaf_of(&self, stream_prefix: &str, version: u64) -> usize {
+        self.log
+            .leaves
+            .iter()
+            .position(|e| e.stream_id.starts_with(stream_prefix) && e.stream_version == version)
+            .unwrap()
+    }
+}
+
+fn text2(lines: &[Line2]) -> String {
+    lines
+        .iter()
+        .map(|l| serde_json::to_string(l).unwrap() + "\n")
+        .collect()
+}
+
+fn run2(game: &Game, lines: &[Line2]) -> Report {
+    audit(&text2(lines), &game.key(), None)
+}
+
+#[track_caller]
+fn assert_clean(report: &Report) {
+    assert!(report.failures.is_empty(), "{:#?}", report.failures);
+}
+
+/// The index (in `lines`) of the first event line that `pick` picks.
+fn find2(lines: &[Line2], pick: impl Fn(&EventLine2) -> bool) -> usize {
+    lines
+        .iter()
+        .position(|l| matches!(l, Line2::Event(e) if pick(e)))
+        .unwrap()
+}
+
+fn of_type<M: Name>(e: &EventLine2) -> bool {
+    e.event_type == M::full_name()
+}
+
+fn chat_line(version: u64) -> impl Fn(&EventLine2) -> bool {
+    move |e| e.stream_id.starts_with("chat-") && e.version == version
+}
+
+fn event2_mut(lines: &mut [Line2], i: usize) -> &mut EventLine2 {
+    match &mut lines[i] {
+        Line2::Event(e) => e,
+        _ => panic!("line {} is not an event", i + 1),
+    }
+}
+
+#[test]
+fn a_format_2_export_passes_every_check() {
+    let game = record_game();
+    let lines = game.export_v2(0, all_full);
+    let report = run2(&game, &lines);
+    assert_clean(&report);
+    assert_eq!(report.events as usize, lines.len() - 1);
+    assert_eq!(report.streams, 3 + 4);
+    assert_eq!(report.ratings, 4);
+    assert!(report.erased.is_empty() && report.withheld.is_empty());
+    for check in [
+        "checkpoint",
+        "inclusion",
+        "opening",
+        "disclosure",
+        "envelope",
+        "chain",
+        "commitment",
+        "client_seed",
+        "deal",
+        "replay",
+        "score",
+        "result",
+        "rating",
+    ] {
+        assert!(report.checks[check].checked > 0, "{check} was not checked");
+    }
+    // The same game from a ledger that switched to format 2 mid-game: the leaves before
+    // are envelopes (leaf format 1), the file is format 2 all the same.
+    let legacy = game.leaf_of("table-", 10);
+    let mixed = game.export_v2(legacy, all_full);
+    assert!(
+        mixed
+            .iter()
+            .any(|l| matches!(l, Line2::Event(e) if e.leaf_format == LeafFormat::V1))
+    );
+    let report = run2(&game, &mixed);
+    assert_clean(&report);
+    assert_eq!(report.events as usize, mixed.len() - 1);
+}
+
+#[test]
+fn withheld_and_erased_chat_lines_pass_and_the_erased_are_named() {
+    let game = record(true);
+    // Chat version 1 is a leaf from before the switch, the rest format 2 leaves.
+    for legacy in [game.leaf_of("chat-", 2), 0] {
+        let lines = game.export_v2(legacy, ledger_rule(2));
+        let report = run2(&game, &lines);
+        assert_clean(&report);
+        let erased = find2(&lines, chat_line(2));
+        let chat_stream = format!("chat-table-{}", game.table_id);
+        assert_eq!(
+            report.erased,
+            [NamedLine {
+                line: erased + 1,
+                stream_id: chat_stream.clone(),
+                version: 2,
+                event_type: chpb::MessagePosted::full_name(),
+            }]
+        );
+        assert_eq!(
+            report.withheld,
+            BTreeMap::from([(Disclosure::WithheldPersonal.as_str(), 3)])
+        );
+        // Every line was proven; only the disclosed ones were audited as events.
+        assert_eq!(report.checks["inclusion"].checked as usize, lines.len() - 1);
+        assert_eq!(report.events as usize, lines.len() - 1 - 4);
+        assert_eq!(report.streams, 3 + 4 + 1);
+        // The summary `fairdeal audit` prints names the erased line as erased.
+        let summary = serde_json::to_value(&report).unwrap();
+        assert_eq!(
+            summary["erased"],
+            serde_json::json!([{
+                "line": erased + 1,
+                "stream_id": chat_stream,
+                "version": 2,
+                "event_type": "fairdeal.chat.v1.MessagePosted",
+            }])
+        );
+        assert_eq!(summary["withheld"]["withheld_personal"], 3);
+    }
+}
+
+#[test]
+fn a_body_disclosure_opens_over_the_body() {
+    let game = record(true);
+    // Not what the ledger discloses of a finished game's chat, but a well-formed line: its
+    // body opens and matches the line; its chain link stays sealed.
+    let rule = |env: &Envelope| {
+        if env.stream_id.starts_with("chat-") && env.stream_version == 4 {
+            Disclosure::Body
+        } else {
+            ledger_rule(2)(env)
+        }
+    };
+    let lines = game.export_v2(0, rule);
+    let report = run2(&game, &lines);
+    assert_clean(&report);
+    assert_eq!(report.withheld[Disclosure::Body.as_str()], 1);
+    // A body with its chain link left in is not a body.
+    let mut linked = lines.clone();
+    let i = find2(&linked, chat_line(4));
+    let env = game.log.leaves[leaf_index_at(&linked, i)].clone();
+    let e = event2_mut(&mut linked, i);
+    e.body = Some(encode_bytes(&env.encode_to_vec()));
+    let report = run2(&game, &linked);
+    assert_fails(&report, "opening", i + 1);
+}
+
+/// The leaf index of event line `i`.
+fn leaf_index_at(lines: &[Line2], i: usize) -> usize {
+    match &lines[i] {
+        Line2::Event(e) => e.leaf_index as usize,
+        _ => panic!("line {} is not an event", i + 1),
+    }
+}
+
+#[test]
+fn a_game_record_line_not_disclosed_in_full_fails() {
+    let game = record(true);
+    let t = game.table_id.clone();
+    type Pick = Box<dyn Fn(&Envelope) -> bool>;
+    let cases: [(&str, Pick, Disclosure); 5] = [
+        (
+            "a hand withheld",
+            Box::new(is_type::<tpb::CardsDealt>),
+            Disclosure::WithheldGame,
+        ),
+        (
+            "a deal erased",
+            Box::new(is_type::<dpb::HandDealt>),
+            Disclosure::Erased,
+        ),
+        (
+            "a rating change withheld",
+            Box::new(is_type::<rpb::RatingChanged>),
+            Disclosure::WithheldPersonal,
+        ),
+        (
+            "a move shown without its link",
+            Box::new(is_type::<tpb::CardPlayed>),
+            Disclosure::Body,
+        ),
+        (
+            "a commitment line of unknown type",
+            Box::new(move |e| {
+                e.stream_id == format!("commitmenttable-{t}") && e.stream_version == 3
+            }),
+            Disclosure::WithheldUnknown,
+        ),
+    ];
+    for (what, pick, disclosure) in cases {
+        // Only the first event of the game `pick` picks is not disclosed.
+        let first = game
+            .log
+            .leaves
+            .iter()
+            .position(|e| e.correlation_id == game.table_id && pick(e))
+            .unwrap();
+        let first_env = game.log.leaves[first].clone();
+        let rule = |env: &Envelope| {
+            if env.event_id == first_env.event_id {
+                disclosure
+            } else {
+                ledger_rule(2)(env)
+            }
+        };
+        for legacy in [0, first + 1] {
+            let lines = game.export_v2(legacy, rule);
+            let i = find2(&lines, |e| e.leaf_index == first as u64);
+            let report = run2(&game, &lines);
+            assert_fails(&report, "disclosure", i + 1);
+            // Its version still counts: the stream stays whole and the chain check passes.
+            assert!(!report.failed("chain"), "{what}: {:#?}", report.failures);
+            assert!(
+                !report.failed("inclusion"),
+                "{what}: {:#?}",
+                report.failures
+            );
+        }
+    }
+}
+
+fn is_type<M: Name>(e: &Envelope) -> bool {
+    e.event_type == M::full_name()
+}
+
+/// Every single-field change of event line `i`: the field (and where), and the file.
+fn mutations(lines: &[Line2], i: usize, fields: &[&str]) -> Vec<(String, String)> {
+    use serde_json::{Map, Value};
+    let texts: Vec<String> = lines
+        .iter()
+        .map(|l| serde_json::to_string(l).unwrap())
+        .collect();
+    let line: Map<String, Value> = serde_json::from_str(&texts[i]).unwrap();
+    let flip = |text: &str, at: usize| -> String {
+        let mut bytes = decode_bytes(text).unwrap();
+        let at = at.min(bytes.len() - 1);
+        bytes[at] ^= 0x01;
+        encode_bytes(&bytes)
+    };
+    let mut out = Vec::new();
+    for key in fields {
+        let value = line
+            .get(*key)
+            .unwrap_or_else(|| panic!("no {key} in {}", texts[i]));
+        let changes: Vec<(String, Value)> = match (*key, value) {
+            ("kind", _) => vec![("to consistency".into(), Value::from("consistency"))],
+            ("leaf_format", Value::Number(n)) => {
+                vec![("other".into(), Value::from(3 - n.as_u64().unwrap()))]
+            }
+            (_, Value::Number(n)) => {
+                let n = n.as_u64().unwrap();
+                let mut v = vec![("+1".into(), Value::from(n + 1))];
+                if n > 0 {
+                    v.push(("-1".into(), Value::from(n - 1)));
+                }
+                v
+            }
+            ("disclosure", Value::String(d)) => {
+                let other = if d == "full" {
+                    "withheld_personal"
+                } else {
+                    "full"
+                };
+                vec![(other.into(), Value::from(other))]
+            }
+            ("stream_id" | "event_type", Value::String(s)) => {
+                let mut changed = s.clone();
+                let last = changed.pop().unwrap();
+                changed.push(if last == '0' { '1' } else { '0' });
+                vec![("last character".into(), Value::from(changed))]
+            }
+            ("proof", Value::Array(hashes)) => [0, hashes.len() - 1]
+                .into_iter()
+                .flat_map(|h| [0, 31].map(|at| (h, at)))
+                .map(|(h, at)| {
+                    let mut changed = hashes.clone();
+                    changed[h] = Value::from(flip(hashes[h].as_str().unwrap(), at));
+                    (format!("hash {h} byte {at}"), Value::Array(changed))
+                })
+                .collect(),
+            (_, Value::String(b64)) => {
+                let len = decode_bytes(b64).unwrap().len();
+                [0, len / 2, len - 1]
+                    .into_iter()
+                    .map(|at| (format!("byte {at}"), Value::from(flip(b64, at))))
+                    .collect()
+            }
+            other => panic!("{other:?}"),
+        };
+        for (how, changed) in changes {
+            let mut edited = line.clone();
+            edited.insert((*key).to_owned(), changed);
+            let mut file = texts.clone();
+            file[i] = serde_json::to_string(&edited).unwrap();
+            out.push((format!("{key} ({how})"), file.join("\n") + "\n"));
+        }
+    }
+    out
+}
+
+#[test]
+fn every_field_of_a_format_2_line_is_bound() {
+    let game = record(true);
+    let legacy = game.leaf_of("chat-", 2);
+    let rule = |env: &Envelope| {
+        if env.stream_id.starts_with("chat-") && env.stream_version == 4 {
+            Disclosure::Body
+        } else {
+            ledger_rule(3)(env)
+        }
+    };
+    let lines = game.export_v2(legacy, rule);
+    assert_clean(&run2(&game, &lines));
+    let disclosed = [
+        "kind",
+        "leaf_index",
+        "leaf_format",
+        "proof",
+        "stream_id",
+        "version",
+        "event_type",
+        "disclosure",
+    ];
+    // What a withheld or erased line says of itself beside its leaf is the ledger's word
+    // (module doc of `audit`): its leaf, index, proof and shape are bound.
+    let sealed = ["kind", "leaf_index", "leaf_format", "proof", "disclosure"];
+    let with = |base: &[&'static str], extra: &[&'static str]| -> Vec<&'static str> {
+        base.iter().chain(extra).copied().collect()
+    };
+    let cases = [
+        (
+            "a format 2 leaf in full",
+            find2(&lines, of_type::<tpb::CardPlayed>),
+            with(&disclosed, &["leaf", "envelope", "body_salt", "chain_salt"]),
+        ),
+        (
+            "a format 1 leaf in full",
+            find2(&lines, of_type::<cpb::TableCommitmentPublished>),
+            with(&disclosed, &["envelope"]),
+        ),
+        (
+            "a body",
+            find2(&lines, chat_line(4)),
+            with(&disclosed, &["leaf", "body", "body_salt"]),
+        ),
+        (
+            "a withheld format 2 leaf",
+            find2(&lines, chat_line(2)),
+            with(&sealed, &["leaf"]),
+        ),
+        (
+            "an erased format 2 leaf",
+            find2(&lines, chat_line(3)),
+            with(&sealed, &["leaf"]),
+        ),
+        (
+            "a withheld format 1 leaf",
+            find2(&lines, chat_line(1)),
+            with(&sealed, &["leaf_hash"]),
+        ),
+    ];
+    let mut tried = 0;
+    for (what, i, fields) in cases {
+        for (change, file) in mutations(&lines, i, &fields) {
+            let report = audit(&file, &game.key(), None);
+            assert!(
+                report.failures.iter().any(|f| f.line == i + 1),
+                "{what}, line {}: {change} passed: {:#?}",
+                i + 1,
+                report.failures
+            );
+            tried += 1;
+        }
+    }
+    assert!(tried > 60, "{tried}");
+    // A withheld line's readable fields are checked where they can be: moved into the
+    // game's record it fails `disclosure`; a version out of order fails `chain`.
+    let i = find2(&lines, chat_line(2));
+    let mut moved = lines.clone();
+    event2_mut(&mut moved, i).stream_id = format!("table-{}", game.table_id);
+    assert_fails(&run2(&game, &moved), "disclosure", i + 1);
+    let j = find2(&lines, chat_line(3));
+    let mut back = lines.clone();
+    event2_mut(&mut back, j).version = 1;
+    assert_fails(&run2(&game, &back), "chain", j + 1);
+}
+
+#[test]
+fn a_tampered_full_line_fails_the_right_check() {
+    let game = record_game();
+    let lines = game.export_v2(0, all_full);
+    let i = find2(&lines, of_type::<tpb::BidPlaced>);
+    let leaf = leaf_index_at(&lines, i);
+    let env = game.log.leaves[leaf].clone();
+    // Another payload, its hash resealed: the body commitment no longer opens.
+    let mut payload = lines.clone();
+    let mut changed = env.clone();
+    changed.payload.push(0);
+    changed.hash = compute_hash(&changed).to_vec();
+    event2_mut(&mut payload, i).envelope = Some(encode_bytes(&changed.encode_to_vec()));
+    let report = run2(&game, &payload);
+    assert_fails(&report, "opening", i + 1);
+    assert!(!report.failed("inclusion"), "{:#?}", report.failures);
+    // The same envelope with a field the protobuf does not know appended: it decodes to the
+    // same event, but it is not the canonical encoding, so no byte escapes the commitments.
+    let mut unknown = lines.clone();
+    let mut bytes = env.encode_to_vec();
+    bytes.extend_from_slice(&[0xf8, 0x01, 0x01]); // field 31, varint 1
+    assert_eq!(Envelope::decode(bytes.as_slice()).unwrap(), env);
+    event2_mut(&mut unknown, i).envelope = Some(encode_bytes(&bytes));
+    assert_fails(&run2(&game, &unknown), "opening", i + 1);
+    // Another salt: the commitment does not open.
+    let mut salt = lines.clone();
+    event2_mut(&mut salt, i).chain_salt = Some(encode_bytes(&[0; 32]));
+    assert_fails(&run2(&game, &salt), "opening", i + 1);
+    // A leaf that is not an entry is refused as one, and is not the proven leaf either.
+    let mut leaf_line = lines.clone();
+    let mut bytes = decode_bytes(event2_mut(&mut leaf_line, i).leaf.as_ref().unwrap()).unwrap();
+    bytes[0] = 0x03;
+    event2_mut(&mut leaf_line, i).leaf = Some(encode_bytes(&bytes));
+    let report = run2(&game, &leaf_line);
+    assert_fails(&report, "opening", i + 1);
+    assert_fails(&report, "inclusion", i + 1);
+    // The game checks run on format 2 events as on format 1: a changed card, with its
+    // chain, commitments and tree recomputed by the attacker, is still an illegal move.
+    let mut forged = record_game();
+    let k = forged
+        .log
+        .leaves
+        .iter()
+        .position(is_type::<tpb::CardPlayed>)
+        .unwrap();
+    let mut env = forged.log.leaves[k].clone();
+    let mut played = tpb::CardPlayed::decode(env.payload.as_slice()).unwrap();
+    // A card another seat holds.
+    let other = forged
+        .log
+        .leaves
+        .iter()
+        .filter(|e| is_type::<tpb::CardsDealt>(e))
+        .map(|e| tpb::CardsDealt::decode(e.payload.as_slice()).unwrap())
+        .find(|d| d.hand == 0 && d.seat != played.seat)
+        .unwrap();
+    played.card = other.cards[0].clone();
+    env.payload = played.encode_to_vec();
+    env.hash = compute_hash(&env).to_vec();
+    forged.log.leaves[k] = env;
+    let mut prev = forged.log.leaves[k].hash.clone();
+    let stream = forged.log.leaves[k].stream_id.clone();
+    for e in forged.log.leaves.iter_mut().skip(k + 1) {
+        if e.stream_id == stream {
+            e.prev_hash = prev;
+            e.hash = compute_hash(e).to_vec();
+            prev = e.hash.clone();
+        }
+    }
+    let lines = forged.export_v2(0, all_full);
+    let report = run2(&forged, &lines);
+    assert_fails(
+        &report,
+        "replay",
+        find2(&lines, |e| e.leaf_index == k as u64) + 1,
+    );
+    for check in ["inclusion", "opening", "chain", "envelope"] {
+        assert!(!report.failed(check), "{check}: {:#?}", report.failures);
+    }
+}
+
+#[test]
+fn format_2_chat_streams_need_not_be_whole_and_link_where_they_can() {
+    let game = record(true);
+    // A chat line left out: not part of the game's record, so not required.
+    let mut dropped = game.export_v2(0, ledger_rule(2));
+    dropped.remove(find2(&dropped, chat_line(3)));
+    assert_clean(&run2(&game, &dropped));
+    // A format 1 file keeps the old rule: every stream of the game's own is whole.
+    let v1 = game.export(&[]);
+    assert_clean(&run(&game, &v1));
+    let mut v1_dropped = v1.clone();
+    let k = v1_dropped
+        .iter()
+        .position(
+            |l| matches!(l, Line::Event(e) if e.stream_id.starts_with("chat-") && e.version == 3),
+        )
+        .unwrap();
+    v1_dropped.remove(k);
+    assert_fails(&run(&game, &v1_dropped), "chain", k + 1);
+    // Chat disclosed in full (as a reader with the right to it would see it) around an
+    // erased line: versions 3 and 4 follow each other and must link; 1 and 3 cannot.
+    let mut broken = record(true);
+    let v4 = broken.leaf_of("chat-", 4);
+    let env = &mut broken.log.leaves[v4];
+    env.prev_hash = vec![9; 32];
+    env.hash = compute_hash(env).to_vec();
+    let erase = |version: u64| {
+        move |env: &Envelope| {
+            if env.stream_id.starts_with("chat-") && env.stream_version == version {
+                Disclosure::Erased
+            } else {
+                Disclosure::Full
+            }
+        }
+    };
+    let lines = broken.export_v2(0, erase(2));
+    let report = run2(&broken, &lines);
+    assert_fails(&report, "chain", find2(&lines, chat_line(4)) + 1);
+    assert_eq!(report.failures.len(), 1, "{:#?}", report.failures);
+    // With version 3 erased, version 4's link cannot be checked and nothing fails.
+    assert_clean(&run2(&broken, &broken.export_v2(0, erase(3))));
+}
+
+#[test]
+fn each_format_is_read_as_its_header_says() {
+    let game = record_game();
+    // Format 1 lines under a format 2 header, and the other way round.
+    let mut v1 = game.export(&[]);
+    if let Line::Header(h) = &mut v1[0] {
+        h.format = FORMAT.into();
+    }
+    let report = run(&game, &v1);
+    assert_fails(&report, "format", 2);
+    assert_eq!(report.events, 0);
+    let mut v2 = game.export_v2(0, all_full);
+    if let Line2::Header(h) = &mut v2[0] {
+        h.format = FORMAT_V1.into();
+    }
+    let report = run2(&game, &v2);
+    assert_fails(&report, "format", 2);
+    assert_eq!(report.events, 0);
+    // A format no reader knows.
+    let mut unknown = game.export_v2(0, all_full);
+    if let Line2::Header(h) = &mut unknown[0] {
+        h.format = "fairdeal-game-export/3".into();
+    }
+    assert_fails(&run2(&game, &unknown), "format", 1);
+}
+
 /// Audit speed beside the hash-chain bound: one full match's export audited `ROUNDS` times,
-/// and SHA-256 over the same envelope bytes (the least any chain check must do).
+/// in format 1 and in format 2 (every line in full: each also opens two commitments), and
+/// SHA-256 over the same envelope bytes (the least any chain check must do).
 /// `cargo test --release -p fairdeal-cli --lib audit_rate -- --ignored --nocapture`
 #[test]
 #[ignore = "benchmark; run by hand"]
@@ -879,7 +1592,6 @@ fn audit_rate() {
     const ROUNDS: u32 = 20;
     let game = record_game();
     let lines = game.export(&[]);
-    let text = text(&lines);
     let key = game.key();
     let envelopes: Vec<Vec<u8>> = lines
         .iter()
@@ -890,12 +1602,6 @@ fn audit_rate() {
         .collect();
     let events = envelopes.len() as f64 * f64::from(ROUNDS);
     let started = Instant::now();
-    for _ in 0..ROUNDS {
-        let report = audit(&text, &key, None);
-        assert!(report.failures.is_empty());
-    }
-    let audit_s = started.elapsed().as_secs_f64();
-    let started = Instant::now();
     let mut sink = 0u8;
     for _ in 0..ROUNDS {
         for e in &envelopes {
@@ -904,25 +1610,44 @@ fn audit_rate() {
     }
     let sha_s = started.elapsed().as_secs_f64();
     let bytes: usize = envelopes.iter().map(Vec::len).sum();
-    println!(
-        "export of {} events ({} envelope bytes, {} text bytes), {ROUNDS} rounds: audit {:.0} events/s; \
-         SHA-256 over the same envelopes {:.0} events/s ({sink})",
-        envelopes.len(),
-        bytes,
-        text.len(),
-        events / audit_s,
-        events / sha_s
-    );
+    for (format, text) in [
+        ("format 1", text(&lines)),
+        ("format 2", text2(&game.export_v2(0, all_full))),
+    ] {
+        let started = Instant::now();
+        for _ in 0..ROUNDS {
+            let report = audit(&text, &key, None);
+            assert!(report.failures.is_empty());
+        }
+        let audit_s = started.elapsed().as_secs_f64();
+        println!(
+            "{format} export of {} events ({} envelope bytes, {} text bytes), {ROUNDS} rounds: \
+             audit {:.0} events/s; SHA-256 over the same envelopes {:.0} events/s ({sink})",
+            envelopes.len(),
+            bytes,
+            text.len(),
+            events / audit_s,
+            events / sha_s
+        );
+    }
 }
 
-/// Writes the fixture's export and its log key to the directory `$FAIRDEAL_AUDIT_SAMPLE`,
-/// for timing the release `fairdeal audit` binary on it (docs/performance.md).
+/// Writes the fixture's exports and its log key to the directory `$FAIRDEAL_AUDIT_SAMPLE`,
+/// for timing the release `fairdeal audit` binary on them (docs/performance.md): `game.ndjson`
+/// in format 1, `game-v2.ndjson` in format 2 with the table's chat withheld and one line of it
+/// erased.
 #[test]
 #[ignore = "writes files; run by hand"]
 fn write_sample_export() {
     let dir = std::env::var("FAIRDEAL_AUDIT_SAMPLE").expect("FAIRDEAL_AUDIT_SAMPLE");
-    let game = record_game();
     let dir = std::path::Path::new(&dir);
+    let game = record_game();
     std::fs::write(dir.join("game.ndjson"), text(&game.export(&[]))).unwrap();
     std::fs::write(dir.join("log.key"), game.key().to_string()).unwrap();
+    let chatty = record(true);
+    std::fs::write(
+        dir.join("game-v2.ndjson"),
+        text2(&chatty.export_v2(0, ledger_rule(2))),
+    )
+    .unwrap();
 }

@@ -166,6 +166,30 @@ impl Db {
         }
     }
 
+    /// Makes content a committed transaction erased unrecoverable from the database's files,
+    /// as far as the backend allows; call it after committing an erasure (a removed chat
+    /// line, a deleted account).
+    ///
+    /// SQLite: deleted and overwritten content is zeroed by `secure_delete` (set on every
+    /// connection), but the WAL file still holds the pages as they were before until a
+    /// checkpoint resets it: this runs `PRAGMA wal_checkpoint(TRUNCATE)`, which copies the
+    /// new pages into the database file and truncates the WAL. A reader holding an old
+    /// snapshot can keep the checkpoint from completing; the next call (or SQLite's own
+    /// checkpoints) finishes it.
+    ///
+    /// PostgreSQL: nothing. The dead row versions stay in the table's pages until
+    /// (auto)vacuum reclaims them and in the WAL until it is recycled; no SQL reads them
+    /// back, and `pg_dump` and every query see only the erased row.
+    pub async fn scrub(&self) -> Result<(), sqlx::Error> {
+        match self {
+            Db::Postgres { .. } => Ok(()),
+            Db::Sqlite { pool } => sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+                .execute(pool)
+                .await
+                .map(|_| ()),
+        }
+    }
+
     /// Closes the pool (waits for checked-out connections to come back).
     pub async fn close(&self) {
         match self {
@@ -238,7 +262,9 @@ pub fn sqlite_pool_options() -> SqlitePoolOptions {
 
 /// Connection settings for the SQLite file at `path`: created if missing, WAL (readers
 /// never block the writer), `synchronous = FULL` (a committed write survives a power cut),
-/// a 30 s busy timeout, foreign keys on.
+/// a 30 s busy timeout, foreign keys on, and `secure_delete` (deleted or overwritten
+/// content is zeroed in the file rather than left in free space: erased personal content,
+/// see [`Db::scrub`], must not be recoverable from the file).
 pub fn sqlite_connect_options(path: impl AsRef<Path>) -> SqliteConnectOptions {
     SqliteConnectOptions::new()
         .filename(path)
@@ -247,6 +273,7 @@ pub fn sqlite_connect_options(path: impl AsRef<Path>) -> SqliteConnectOptions {
         .synchronous(SqliteSynchronous::Full)
         .busy_timeout(Duration::from_secs(30))
         .foreign_keys(true)
+        .pragma("secure_delete", "ON")
 }
 
 #[cfg(test)]

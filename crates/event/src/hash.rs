@@ -36,6 +36,22 @@ pub fn canonical_bytes(envelope: &Envelope) -> Vec<u8> {
     }
 }
 
+/// The body of `envelope`: its canonical bytes with `prev_hash` and `hash` both empty, i.e.
+/// everything the event says except its link in the stream's chain. The ledger's format 2
+/// leaves commit to it apart from the link (`fairdeal_tlog::entry`).
+pub fn body_bytes(envelope: &Envelope) -> Vec<u8> {
+    if envelope.hash.is_empty() && envelope.prev_hash.is_empty() {
+        envelope.encode_to_vec()
+    } else {
+        let body = Envelope {
+            hash: Vec::new(),
+            prev_hash: Vec::new(),
+            ..envelope.clone()
+        };
+        body.encode_to_vec()
+    }
+}
+
 /// `SHA-256(envelope.prev_hash || canonical_bytes(envelope))`.
 pub fn compute_hash(envelope: &Envelope) -> Hash {
     let mut hasher = Sha256::new();

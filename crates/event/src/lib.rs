@@ -35,5 +35,5 @@ pub use chain::{ChainVerifier, seal};
 pub use error::EventError;
 pub use event::{NewEvent, RecordedEvent};
 pub use fairdeal_proto::fairdeal::event::v1::Envelope;
-pub use hash::{GENESIS_PREV_HASH, Hash, canonical_bytes, compute_hash};
+pub use hash::{GENESIS_PREV_HASH, Hash, body_bytes, canonical_bytes, compute_hash};
 pub use id::{StreamId, is_event_type, validate_event_type};

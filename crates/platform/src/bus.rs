@@ -55,9 +55,12 @@ fn spawn_pruner<DB: BusDatabase>(db: BusDb<DB>, name: &str, shutdown: &Shutdown)
 }
 
 /// Settings of the in-process consumer `name`.
-fn embedded(name: &str) -> EmbeddedConsumerConfig {
+fn embedded(name: &str, batch_size: Option<usize>) -> EmbeddedConsumerConfig {
     let mut config = EmbeddedConsumerConfig::new(name);
     config.poll_interval = SAFETY_POLL;
+    if let Some(size) = batch_size {
+        config.batch_size = size;
+    }
     config
 }
 
@@ -200,7 +203,14 @@ impl Bus {
                 let streams = Self::streams(js, source)?;
                 // Idempotent: the source service may not have started yet.
                 ensure_streams(&js.context, &streams).await?;
-                let config = JetStreamConsumerConfig::new(name);
+                let mut config = JetStreamConsumerConfig::new(name);
+                if let Some(size) = Handler::<Postgres>::batch_size(&*handler) {
+                    config.batch_size = size;
+                    // Room for several batches in flight (see `max_ack_pending`).
+                    config.max_ack_pending = config
+                        .max_ack_pending
+                        .max(i64::try_from(size.saturating_mul(8)).unwrap_or(i64::MAX));
+                }
                 match db {
                     Db::Postgres { pool, schema } => {
                         let db = BusDb::postgres(pool.clone(), schema.as_str())?;
@@ -242,7 +252,8 @@ impl Bus {
                     self.storage.signal().clone(),
                     db,
                 );
-                let consumer = bus.consumer(handler, embedded(name))?;
+                let config = embedded(name, Handler::<Postgres>::batch_size(&*handler));
+                let consumer = bus.consumer(handler, config)?;
                 shutdown.spawn("consumer", consumer.run(token));
             }
             (None, Db::Sqlite { pool }) => {
@@ -253,7 +264,8 @@ impl Bus {
                     self.storage.signal().clone(),
                     db,
                 );
-                let consumer = bus.consumer(handler, embedded(name))?;
+                let config = embedded(name, Handler::<Postgres>::batch_size(&*handler));
+                let consumer = bus.consumer(handler, config)?;
                 shutdown.spawn("consumer", consumer.run(token));
             }
         }

@@ -13,6 +13,8 @@
 //!   ([`redis_namespace`]) per test;
 //! - [`code_in_mail`]: the one-time code of the newest mail a service wrote to its mailbox
 //!   directory;
+//! - [`residue`]: the bytes a database keeps (the SQLite file and its log, a `pg_dump`), for
+//!   tests that erased content is gone from them;
 //! - `wait_until_serving` (feature `grpc`): waits until a gRPC server started on port 0
 //!   reports SERVING through the standard health protocol, instead of sleeping.
 //!
@@ -26,6 +28,7 @@ mod grpc;
 mod mailbox;
 pub mod names;
 mod postgres;
+pub mod residue;
 pub mod servers;
 
 #[cfg(feature = "grpc")]

@@ -1,9 +1,11 @@
 //! # fairdeal verifiable log primitives
 //!
 //! What the ledger and the offline auditor must agree on bit for bit, and nothing else: the
-//! ledger appends every event's envelope bytes as a leaf (leaf `i` = the `i`-th event it
-//! ingested), publishes signed checkpoints of the tree, and serves inclusion and consistency
-//! proofs; `fairdeal audit` checks them with no network. Both link this crate, so the two
+//! ledger appends one leaf per event (leaf `i` = the `i`-th event it ingested: a format 2
+//! [`entry`], salted commitments that disclose nothing, or in logs begun earlier the format
+//! 1 leaf, the envelope bytes themselves), publishes signed checkpoints of the tree, and
+//! serves inclusion and consistency proofs with whatever content its visibility rule
+//! discloses; `fairdeal audit` checks them with no network. Both link this crate, so the two
 //! sides cannot drift. Pure: no IO, no async, no clock, no randomness (key seeds come from
 //! the caller), and no panics on input.
 //!
@@ -19,7 +21,9 @@
 //!   at every past size in O(log n), 64 bytes per leaf.
 //! - [`note`]: C2SP signed notes: [`NoteSigner`], [`NoteVerifier`], [`Note`].
 //! - [`checkpoint`]: [`Checkpoint`], a tree head as a signed note.
-//! - [`export`]: the NDJSON game export the ledger writes and `fairdeal audit` reads.
+//! - [`entry`]: leaf format 2, salted commitments to an event's body and chain link.
+//! - [`export`]: the NDJSON game export the ledger writes and `fairdeal audit` reads
+//!   (format 2: leaves with their disclosed content; format 1, as written before, still read).
 //!
 //! Both sides in a few lines:
 //!
@@ -52,6 +56,7 @@
 #![forbid(unsafe_code)]
 
 pub mod checkpoint;
+pub mod entry;
 pub mod export;
 pub mod hash;
 pub mod note;
@@ -59,6 +64,7 @@ pub mod proof;
 pub mod tree;
 
 pub use checkpoint::{Checkpoint, CheckpointError};
+pub use entry::{Entry, EntryError};
 pub use hash::{EMPTY_ROOT, Hash, leaf_hash, node_hash, root_from_leaf_hashes};
 pub use note::{KeyError, Note, NoteError, NoteSignature, NoteSigner, NoteVerifier, key_id};
 pub use proof::{ProofError, root_from_inclusion_proof, verify_consistency, verify_inclusion};

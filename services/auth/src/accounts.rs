@@ -5,6 +5,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use fairdeal_authn::{AccessToken, Claims, Clock};
+use fairdeal_shred::SubjectKey;
 use tokio::sync::Notify;
 use uuid::Uuid;
 
@@ -12,10 +13,10 @@ use crate::domain::{
     Email, Password, PasswordError, PasswordHash, PasswordHasher, RetryAfter, SecretToken,
     SecretTokenError, Username,
 };
-use crate::events::AuthEvent;
+use crate::events::{AuthEvent, seal_username};
 use crate::keyring::{KeyRing, PublishedKey};
 use crate::limits::{AttemptLimiter, LimiterError, RequestQuota, Subject};
-use crate::mail::Composer;
+use crate::mail::{Composer, MailTransport};
 use crate::mail_requests::{MailKind, MailRequest, MailRequests};
 use crate::store::{
     AuthStore, EmailTokenKind, NewAccount, NewEmailToken, NewRefreshToken, RotateOutcome,
@@ -174,6 +175,8 @@ pub struct Accounts {
     pub composer: Composer,
     /// Wakes the mail dispatcher after a mail is queued.
     pub mail_wake: Arc<Notify>,
+    /// The dispatcher's transport: erases what it kept of a deleted account's mails.
+    pub mail_transport: Arc<dyn MailTransport>,
     /// Internal services allowed to obtain service tokens.
     pub services: Arc<Vec<ServiceCredential>>,
     /// Caseless keys of the usernames whose tokens carry the moderator role.
@@ -271,6 +274,11 @@ impl Accounts {
         let password_hash = self.hash(password).await?;
         let now = self.now();
         let user_id = Uuid::now_v7();
+        // The account's own key: the username goes into the event log sealed under it, and
+        // DeleteAccount erases it from every copy of the log by deleting the key.
+        let key = SubjectKey::generate().map_err(|e| AuthError::Internal(Box::new(e)))?;
+        let sealed_username = seal_username(&key, user_id, username.as_str())
+            .map_err(|e| AuthError::Internal(Box::new(e)))?;
         let token = SecretToken::generate().map_err(|e| AuthError::Internal(Box::new(e)))?;
         let mail = self.composer.confirmation(
             email.address(),
@@ -286,6 +294,8 @@ impl Accounts {
             email_key: email.key().to_owned(),
             password_hash,
             created_at: now,
+            key,
+            sealed_username,
         };
         let token = NewEmailToken {
             hash: token.hash(),
@@ -702,6 +712,85 @@ impl Accounts {
         }
         let hash = self.hash(new).await?;
         self.store.change_password(user_id, hash, now).await?;
+        Ok(())
+    }
+
+    /// Deletes `user_id`'s account for good, after the username typed again
+    /// (`confirm_username`, compared as at login) and the current password (limited like
+    /// logins: a wrong one counts as a failed login). One transaction appends
+    /// `AccountDeleted` and deletes the account's key, row, sessions, tokens and mails; then
+    /// the database's files are scrubbed, the transport's copies of the mails erased and the
+    /// username's login-limit state forgotten (those three best-effort: the deletion itself
+    /// has committed, and the caller is told it succeeded).
+    ///
+    /// The confirmation is checked before the password, so a typo in it costs neither a
+    /// password hash nor an attempt of the lockout.
+    #[tracing::instrument(skip_all, fields(%user_id))]
+    pub async fn delete_account(
+        &self,
+        user_id: Uuid,
+        password: &[u8],
+        confirm_username: &str,
+        client: Option<IpAddr>,
+    ) -> Result<(), AuthError> {
+        let password = Password::candidate(utf8_field("password", password)?)
+            .map_err(|e| AuthError::invalid("password", e))?;
+        text_field(
+            "confirm_username",
+            confirm_username,
+            crate::domain::username::MAX_INPUT_BYTES,
+        )?;
+        let account = self
+            .store
+            .account_by_id(user_id)
+            .await?
+            .ok_or(AuthError::AccessDenied)?;
+        if Username::key_of(confirm_username) != account.username_key {
+            return Err(AuthError::invalid(
+                "confirm_username",
+                "is not the account's username",
+            ));
+        }
+        let username = Subject::Username(account.username_key.clone());
+        let mut subjects = vec![username.clone()];
+        subjects.extend(client.map(Subject::address));
+        let now = self.now();
+        let attempt = Uuid::now_v7();
+        self.admit(&subjects, attempt, now).await?;
+        match self
+            .verify(password, Some(account.password_hash.clone()))
+            .await
+        {
+            Ok(true) => self.release(&subjects, attempt).await,
+            Ok(false) => {
+                self.failed(&subjects, attempt, now).await?;
+                return Err(AuthError::AccessDenied);
+            }
+            Err(e) => {
+                self.release(&subjects, attempt).await;
+                return Err(e);
+            }
+        }
+        // `None`: deleted by a concurrent call since the read above.
+        let mails = self
+            .store
+            .delete_account(user_id, now)
+            .await?
+            .ok_or(AuthError::AccessDenied)?;
+        tracing::info!(%user_id, "account deleted");
+        if let Err(e) = self.store.scrub().await {
+            tracing::warn!(error = %e, "database not scrubbed after an account deletion");
+        }
+        for mail_id in mails {
+            if let Err(e) = self.mail_transport.erase(mail_id).await {
+                tracing::warn!(%mail_id, error = %e, "a deleted account's mail not erased");
+            }
+        }
+        // Its storage id is the username's hash: gone with the account, and a new account
+        // of the same name starts with a clean slate.
+        if let Err(e) = self.limiter.forget(&username).await {
+            tracing::warn!(error = %e, "login limits of a deleted account not forgotten");
+        }
         Ok(())
     }
 

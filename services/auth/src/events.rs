@@ -1,9 +1,37 @@
 //! The auth service's events: what [`AuthStore`](crate::store::AuthStore) appends, as values.
 //! Their protobuf form (`proto/fairdeal/auth/v1/events.proto`) is written by the store.
 //!
-//! Only ids, the public username and enum reasons: never a password, hash, token or email.
+//! Only ids, enum reasons and the username sealed under the account's own key
+//! (crypto-shredding, `fairdeal_shred`): never a password, hash, token or email, and no
+//! personal content in plain text, so that deleting the account's key erases it from every
+//! copy of the log.
 
+use fairdeal_shred::{ShredError, SubjectKey};
 use uuid::Uuid;
+
+/// The associated data `UserRegistered.sealed_username` is sealed with: the field and the
+/// account, so sealed bytes copied into another event or account do not open.
+pub fn sealed_username_context(user_id: Uuid) -> String {
+    format!("fairdeal.auth.v1.UserRegistered.sealed_username/{user_id}")
+}
+
+/// `username` sealed under the account's `key`, for `UserRegistered.sealed_username`.
+pub fn seal_username(
+    key: &SubjectKey,
+    user_id: Uuid,
+    username: &str,
+) -> Result<Vec<u8>, ShredError> {
+    key.seal(
+        sealed_username_context(user_id).as_bytes(),
+        username.as_bytes(),
+    )
+}
+
+/// The username in `UserRegistered.sealed_username`, opened with the account's `key` (which
+/// no longer exists once the account is deleted).
+pub fn open_username(key: &SubjectKey, user_id: Uuid, sealed: &[u8]) -> Result<String, ShredError> {
+    key.open_text(sealed_username_context(user_id).as_bytes(), sealed)
+}
 
 /// Why a refresh-token family was revoked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,8 +62,8 @@ pub enum AuthEvent {
     Registered {
         /// The account.
         user_id: Uuid,
-        /// Its public username.
-        username: String,
+        /// Its username, sealed with [`seal_username`] under the account's key.
+        sealed_username: Vec<u8>,
     },
     /// Its address was confirmed.
     EmailConfirmed {
@@ -70,6 +98,11 @@ pub enum AuthEvent {
         /// The account.
         user_id: Uuid,
     },
+    /// The account was deleted by its owner (its key with it).
+    AccountDeleted {
+        /// The account.
+        user_id: Uuid,
+    },
 }
 
 impl AuthEvent {
@@ -81,7 +114,36 @@ impl AuthEvent {
             | AuthEvent::LoggedIn { user_id, .. }
             | AuthEvent::FamilyRevoked { user_id, .. }
             | AuthEvent::PasswordChanged { user_id, .. }
-            | AuthEvent::PasswordResetRequested { user_id } => *user_id,
+            | AuthEvent::PasswordResetRequested { user_id }
+            | AuthEvent::AccountDeleted { user_id } => *user_id,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usernames_open_only_for_their_account() {
+        let key = SubjectKey::generate().unwrap();
+        let user = Uuid::now_v7();
+        let sealed = seal_username(&key, user, "zoé-42").unwrap();
+        assert!(!sealed.windows(3).any(|w| w == b"zo\xc3"));
+        assert_eq!(open_username(&key, user, &sealed).unwrap(), "zoé-42");
+        // Another account's context or key: refused.
+        assert_eq!(
+            open_username(&key, Uuid::now_v7(), &sealed).unwrap_err(),
+            ShredError::Open
+        );
+        let other = SubjectKey::generate().unwrap();
+        assert_eq!(
+            open_username(&other, user, &sealed).unwrap_err(),
+            ShredError::Open
+        );
+        assert_eq!(
+            sealed_username_context(user),
+            format!("fairdeal.auth.v1.UserRegistered.sealed_username/{user}")
+        );
     }
 }

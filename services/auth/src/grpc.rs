@@ -52,8 +52,9 @@ impl From<AuthError> for Status {
     }
 }
 
-/// A refusal produced outside [`AuthError`] (the access token of ChangePassword), logged
-/// like the others: at DEBUG for a caller's mistake, as the kit logs the rest.
+/// A refusal produced outside [`AuthError`] (the access token of ChangePassword and
+/// DeleteAccount), logged like the others: at DEBUG for a caller's mistake, as the kit logs
+/// the rest.
 fn refused(status: Status) -> Status {
     match status.code() {
         tonic::Code::Internal | tonic::Code::Unavailable | tonic::Code::Unknown => {
@@ -83,7 +84,8 @@ fn token_pair(t: Tokens) -> pb::TokenPair {
 pub struct GrpcAuth {
     /// The use cases.
     accounts: Arc<Accounts>,
-    /// Verifies the access token of ChangePassword (with the service's own key ring).
+    /// Verifies the access tokens of ChangePassword and DeleteAccount (with the service's
+    /// own key ring).
     authn: Authenticator,
 }
 
@@ -91,6 +93,23 @@ impl GrpcAuth {
     /// A server over `accounts`, verifying access tokens with `authn`.
     pub fn new(accounts: Arc<Accounts>, authn: Authenticator) -> Self {
         Self { accounts, authn }
+    }
+
+    /// The account calling with a player access token: UNAUTHENTICATED without a valid
+    /// token, PERMISSION_DENIED with a service's.
+    async fn player<T>(&self, request: &Request<T>) -> Result<uuid::Uuid, Status> {
+        let token = bearer_token(request.metadata()).map_err(|e| refused(e.into()))?;
+        match self
+            .authn
+            .verify(token)
+            .await
+            .map_err(|e| refused(e.into()))?
+        {
+            Caller::Player(id) => Ok(id),
+            Caller::Service(_) => Err(refused(Status::permission_denied(
+                "a player token is required",
+            ))),
+        }
     }
 }
 
@@ -177,26 +196,26 @@ impl AuthService for GrpcAuth {
         &self,
         request: Request<pb::ChangePasswordRequest>,
     ) -> Result<Response<pb::ChangePasswordResponse>, Status> {
-        let token = bearer_token(request.metadata()).map_err(|e| refused(e.into()))?;
-        let user_id = match self
-            .authn
-            .verify(token)
-            .await
-            .map_err(|e| refused(e.into()))?
-        {
-            Caller::Player(id) => id,
-            Caller::Service(_) => {
-                return Err(refused(Status::permission_denied(
-                    "a player token is required",
-                )));
-            }
-        };
+        let user_id = self.player(&request).await?;
         let ip = client_ip(&request);
         let r = request.into_inner();
         self.accounts
             .change_password(user_id, &r.current_password, &r.new_password, ip)
             .await?;
         Ok(Response::new(pb::ChangePasswordResponse {}))
+    }
+
+    async fn delete_account(
+        &self,
+        request: Request<pb::DeleteAccountRequest>,
+    ) -> Result<Response<pb::DeleteAccountResponse>, Status> {
+        let user_id = self.player(&request).await?;
+        let ip = client_ip(&request);
+        let r = request.into_inner();
+        self.accounts
+            .delete_account(user_id, &r.password, &r.confirm_username, ip)
+            .await?;
+        Ok(Response::new(pb::DeleteAccountResponse {}))
     }
 
     async fn request_password_reset(

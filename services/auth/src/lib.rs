@@ -6,7 +6,9 @@
 //!   secret tokens, refresh rotation, lockout).
 //! - [`limits`]: the attempt limiter port and request quotas, in memory or in Redis.
 //! - [`store`]: accounts, credentials, keys and the mail outbox on PostgreSQL or SQLite, each
-//!   change appended to the event log in the same transaction ([`events`] lists them).
+//!   change appended to the event log in the same transaction ([`events`] lists them). Each
+//!   account has a key of its own that its username is sealed under in the events; deleting
+//!   the account deletes the key (crypto-shredding, `fairdeal_shred`).
 //! - [`keyring`]: Ed25519 signing keys, rotation and publication.
 //! - [`mail`]: mail texts, SMTP or mailbox-directory transport, the outbox dispatcher.
 //! - [`mail_requests`]: password-reset and confirmation mails asked for, answered at once and

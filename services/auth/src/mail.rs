@@ -46,6 +46,10 @@ pub enum MailError {
 pub trait MailTransport: Send + Sync + fmt::Debug {
     /// Sends `mail` from `from`.
     async fn send(&self, from: &Mailbox, mail: &OutgoingMail) -> Result<(), MailError>;
+
+    /// Erases whatever the transport kept of the mail `mail_id` on the platform (its account
+    /// was deleted); nothing to do when it kept nothing or the mail was never sent.
+    async fn erase(&self, mail_id: Uuid) -> Result<(), MailError>;
 }
 
 fn message(from: &Mailbox, mail: &OutgoingMail) -> Result<Message, MailError> {
@@ -100,6 +104,12 @@ impl MailTransport for SmtpTransport {
             .map_err(|e| MailError::Smtp(e.to_string()))?;
         Ok(())
     }
+
+    async fn erase(&self, _mail_id: Uuid) -> Result<(), MailError> {
+        // A mail handed to the SMTP server has left the platform (it is the recipient's);
+        // this transport keeps no copy.
+        Ok(())
+    }
 }
 
 /// The embedded default: each mail becomes `<dir>/<mail id>.eml` (RFC 5322 text).
@@ -131,6 +141,16 @@ impl MailTransport for MailboxDir {
         let path = self.dir.join(format!("{}.eml", mail.mail_id));
         tokio::fs::write(&tmp, bytes).await?;
         tokio::fs::rename(&tmp, &path).await?;
+        Ok(())
+    }
+
+    async fn erase(&self, mail_id: Uuid) -> Result<(), MailError> {
+        for name in [format!("{mail_id}.eml"), format!(".{mail_id}.tmp")] {
+            match tokio::fs::remove_file(self.dir.join(name)).await {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+                _ => {}
+            }
+        }
         Ok(())
     }
 }
@@ -240,6 +260,11 @@ impl Dispatcher {
         self.wake.clone()
     }
 
+    /// Its transport (account deletion erases a deleted account's mails through it).
+    pub fn transport(&self) -> Arc<dyn MailTransport> {
+        self.transport.clone()
+    }
+
     /// Backoff before attempt `attempts + 1`: 5 s doubling, at most an hour.
     fn backoff_secs(attempts: u32) -> i64 {
         (5i64 << attempts.min(10)).min(3600)
@@ -258,9 +283,16 @@ impl Dispatcher {
                 let id = queued.mail.mail_id;
                 match self.transport.send(&self.from, &queued.mail).await {
                     Ok(()) => {
-                        self.store.mail_sent(id, self.clock.unix_seconds()).await?;
                         sent += 1;
-                        tracing::info!(mail_id = %id, attempts = queued.attempts, "mail sent");
+                        if self.store.mail_sent(id, self.clock.unix_seconds()).await? {
+                            tracing::info!(mail_id = %id, attempts = queued.attempts, "mail sent");
+                        } else {
+                            // Its account was deleted while it was being sent, after the
+                            // deletion erased the mails it knew of: erase this copy too.
+                            if let Err(e) = self.transport.erase(id).await {
+                                tracing::warn!(mail_id = %id, error = %e, "a deleted account's mail not erased");
+                            }
+                        }
                     }
                     Err(e) => {
                         let retry_at =
@@ -319,5 +351,10 @@ mod tests {
             "the code stands verbatim on its own line"
         );
         assert!(text.contains("https://cards.example/confirm?token"));
+
+        // Erased (a deleted account's mail): gone; erasing again, or what never was, is fine.
+        mailbox.erase(mail.mail_id).await.unwrap();
+        assert!(!dir.path().join(format!("{}.eml", mail.mail_id)).exists());
+        mailbox.erase(mail.mail_id).await.unwrap();
     }
 }

@@ -144,6 +144,7 @@ pub async fn mount(
             public_url: settings.public_url.clone(),
         },
         mail_wake: dispatcher.waker(),
+        mail_transport: dispatcher.transport(),
         services: Arc::new(settings.service_credentials()?),
         moderators: Arc::new(settings.moderator_keys()),
         mail_quota,

@@ -94,6 +94,26 @@ async fn scenario(limiter: &dyn AttemptLimiter) {
         Some(RetryAfter(60)),
         "success keeps an address lock"
     );
+    // An account deletion forgets its username's state, lock and all.
+    for _ in 0..5 {
+        limiter
+            .record_failure(&user, Uuid::now_v7(), next_day + 200)
+            .await
+            .unwrap();
+    }
+    assert!(
+        limiter
+            .check(&user, next_day + 200)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    limiter.forget(&user).await.unwrap();
+    assert_eq!(
+        limiter.check(&user, next_day + 200).await.unwrap(),
+        None,
+        "a forgotten subject starts afresh"
+    );
 }
 
 /// Attempts in flight use up the failures left: a burst cannot outrun the count.

@@ -61,13 +61,16 @@ fn captured() -> Arc<Captured> {
 }
 
 /// The ordinary mistakes of a day: malformed fields, a taken name, wrong and unknown
-/// credentials up to a lockout, bad tokens of every kind, a missing access token.
+/// credentials up to a lockout, bad tokens of every kind, a missing access token; and an
+/// account deleted, logged by its id only.
 async fn ordinary_mistakes(backend: Backend) {
     let log = captured();
     let res = Resources::new(backend).await;
     let mut app = spawn_app(&res).await;
     let (_, username, email) = app.confirmed_user().await;
     let tokens = app.login(&username, PASSWORD).await.unwrap();
+    let (gone_id, gone_name, gone_email) = app.confirmed_user().await;
+    let gone = app.login(&gone_name, PASSWORD).await.unwrap();
     log.0.lock().unwrap().clear();
 
     let wrong_password = "wrong horse battery staple";
@@ -146,7 +149,34 @@ async fn ordinary_mistakes(backend: Backend) {
         })
         .await;
     expect(r.map(|_| ()), Code::Unauthenticated);
-    assert_eq!(refusals, 18);
+    let delete = |password: &str, confirm: &str, token: Option<&str>| {
+        let mut req = tonic::Request::new(pb::DeleteAccountRequest {
+            password: password.into(),
+            confirm_username: confirm.into(),
+        });
+        if let Some(token) = token {
+            fairdeal_authn::attach_bearer(
+                &mut req,
+                &fairdeal_authn::AccessToken::new(token.to_owned()),
+            )
+            .unwrap();
+        }
+        req
+    };
+    let r = c.delete_account(delete(PASSWORD, &gone_name, None)).await;
+    expect(r.map(|_| ()), Code::Unauthenticated);
+    let r = c
+        .delete_account(delete(PASSWORD, &username, Some(&gone.access_token)))
+        .await;
+    expect(r.map(|_| ()), Code::InvalidArgument);
+    let r = c
+        .delete_account(delete(wrong_password, &gone_name, Some(&gone.access_token)))
+        .await;
+    expect(r.map(|_| ()), Code::Unauthenticated);
+    assert_eq!(refusals, 21);
+    c.delete_account(delete(PASSWORD, &gone_name, Some(&gone.access_token)))
+        .await
+        .unwrap();
 
     let events = log.0.lock().unwrap().clone();
     let loud: Vec<_> = events
@@ -174,7 +204,13 @@ async fn ordinary_mistakes(backend: Backend) {
         .iter()
         .filter(|(level, text)| *level >= tracing::Level::INFO && text.contains("request refused"))
         .count();
-    assert_eq!(refused, 18, "one line per refusal: {events:#?}");
+    assert_eq!(refused, 21, "one line per refusal: {events:#?}");
+    assert!(
+        events
+            .iter()
+            .any(|(_, text)| text.contains("account deleted") && text.contains(&gone_id)),
+        "the deletion is logged with the account's id: {events:#?}"
+    );
     for (_, text) in &events {
         for secret in [
             PASSWORD,
@@ -183,6 +219,9 @@ async fn ordinary_mistakes(backend: Backend) {
             tokens.refresh_token.as_str(),
             tokens.access_token.as_str(),
             email.as_str(),
+            gone_name.as_str(),
+            gone_email.as_str(),
+            gone.access_token.as_str(),
         ] {
             assert!(!text.contains(secret), "a log line holds a secret: {text}");
         }

@@ -5,9 +5,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fairdeal_eventstore::{NewEvent, RecordedEvent, is_event_type};
 use fairdeal_proto::fairdeal::chat::v1 as pb;
+use fairdeal_shred::{ShredError, SubjectKey};
 use uuid::Uuid;
 
 use crate::domain::{Channel, MessageText, MuteScope, Reason};
+
+/// The sealed field, first part of the associated data of every message's sealed text.
+pub const SEALED_TEXT_FIELD: &str = "fairdeal.chat.v1.MessagePosted.sealed_text";
 
 /// A chat event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,8 +22,8 @@ pub enum ChatEvent {
         channel: Channel,
         /// Who.
         author: Uuid,
-        /// What.
-        text: MessageText,
+        /// What, sealed under the message's own key ([`seal_text`]); never in plain.
+        sealed_text: Vec<u8>,
     },
     /// A moderator removed a message.
     Removed {
@@ -45,6 +49,33 @@ pub enum ChatEvent {
         /// Why.
         reason: Reason,
     },
+}
+
+/// The associated data sealing message `message_id`'s text: the field and the message, so
+/// sealed bytes copied into another message's event do not open.
+pub fn text_context(message_id: Uuid) -> String {
+    format!("{SEALED_TEXT_FIELD}/{message_id}")
+}
+
+/// `text` of message `message_id` sealed under the message's `key`.
+pub fn seal_text(
+    key: &SubjectKey,
+    message_id: Uuid,
+    text: &MessageText,
+) -> Result<Vec<u8>, ShredError> {
+    key.seal(
+        text_context(message_id).as_bytes(),
+        text.as_str().as_bytes(),
+    )
+}
+
+/// The text of message `message_id` from its `sealed` bytes and its `key`, re-validated; the
+/// error says what failed, never what the text is.
+pub fn open_text(key: &SubjectKey, message_id: Uuid, sealed: &[u8]) -> Result<MessageText, String> {
+    let text = key
+        .open_text(text_context(message_id).as_bytes(), sealed)
+        .map_err(|e| format!("sealed_text: {e}"))?;
+    MessageText::parse(&text).map_err(|e| format!("sealed_text {e}"))
 }
 
 /// `seconds` since the epoch as a protobuf timestamp.
@@ -76,11 +107,13 @@ impl ChatEvent {
             ChatEvent::Posted {
                 channel,
                 author,
-                text,
+                sealed_text,
             } => NewEvent::from_message(&pb::MessagePosted {
                 channel: channel.to_string(),
                 author_id: author.to_string(),
-                text: text.as_str().to_owned(),
+                sealed_text: sealed_text.clone(),
+                // The plain `text` of earlier versions stays empty.
+                ..Default::default()
             })
             .with_correlation_id(channel.correlation()),
             ChatEvent::Removed {
@@ -122,10 +155,15 @@ impl ChatEvent {
         let t = event.event_type.as_str();
         if is_event_type::<pb::MessagePosted>(t) {
             let m: pb::MessagePosted = event.decode_payload().map_err(|e| e.to_string())?;
+            // Earlier versions' plain `text` is not read: their events precede any
+            // subscription's start, the only reader of the log's messages.
+            if m.sealed_text.len() < fairdeal_shred::OVERHEAD {
+                return Err("sealed_text is missing or too short".to_owned());
+            }
             Ok(ChatEvent::Posted {
                 channel: channel(&m.channel)?,
                 author: uuid("author_id", &m.author_id)?,
-                text: MessageText::parse(&m.text).map_err(|e| format!("text {e}"))?,
+                sealed_text: m.sealed_text,
             })
         } else if is_event_type::<pb::MessageRemoved>(t) {
             let m: pb::MessageRemoved = event.decode_payload().map_err(|e| e.to_string())?;
@@ -180,11 +218,13 @@ mod tests {
     #[test]
     fn events_round_trip() {
         let table = Uuid::now_v7();
+        let key = SubjectKey::generate().unwrap();
+        let text = MessageText::parse("hello").unwrap();
         let events = [
             ChatEvent::Posted {
                 channel: Channel::Table(table),
                 author: Uuid::now_v7(),
-                text: MessageText::parse("hello").unwrap(),
+                sealed_text: seal_text(&key, Uuid::now_v7(), &text).unwrap(),
             },
             ChatEvent::Removed {
                 channel: Channel::Lobby,
@@ -208,9 +248,42 @@ mod tests {
         let new = ChatEvent::Posted {
             channel: Channel::Table(table),
             author: Uuid::now_v7(),
-            text: MessageText::parse("x").unwrap(),
+            sealed_text: seal_text(&key, Uuid::now_v7(), &text).unwrap(),
         }
         .to_new_event();
         assert_eq!(new.correlation_id, table.to_string());
+    }
+
+    #[test]
+    fn a_posted_text_is_sealed_under_its_message_and_opens_only_there() {
+        let (key, message, other) = (
+            SubjectKey::generate().unwrap(),
+            Uuid::now_v7(),
+            Uuid::now_v7(),
+        );
+        let text = MessageText::parse("meet me at the blue door").unwrap();
+        let sealed = seal_text(&key, message, &text).unwrap();
+        let new = ChatEvent::Posted {
+            channel: Channel::Lobby,
+            author: Uuid::now_v7(),
+            sealed_text: sealed.clone(),
+        }
+        .to_new_event();
+        // Neither the event's payload nor its envelope holds the text.
+        assert!(!new.payload.windows(9).any(|w| w == b"blue door"));
+        assert_eq!(open_text(&key, message, &sealed).unwrap(), text);
+        // Another message's context, another key: refused, and the error has no text.
+        let wrong = open_text(&key, other, &sealed).unwrap_err();
+        assert!(!wrong.contains("blue"), "{wrong}");
+        assert!(open_text(&SubjectKey::generate().unwrap(), message, &sealed).is_err());
+        // An event of an earlier version (plain text, nothing sealed) is not read.
+        #[allow(deprecated)]
+        let plain = NewEvent::from_message(&pb::MessagePosted {
+            channel: "lobby".into(),
+            author_id: Uuid::now_v7().to_string(),
+            text: "hello".into(),
+            sealed_text: Vec::new(),
+        });
+        assert!(ChatEvent::from_recorded(&recorded(plain, "chat-lobby")).is_err());
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
 use fairdeal_authn::Clock;
-use fairdeal_eventstore::{EventStore, RecordedEvent, StoreError, StreamId};
+use fairdeal_eventstore::{EventStore, StoreError, StreamId};
 use fairdeal_kit::{ServiceError, Shutdown};
 use fairdeal_platform::quota::{LimiterError, RequestQuota};
 use fairdeal_proto::fairdeal::chat::v1 as pb;
@@ -16,8 +16,8 @@ use tonic::Status;
 use uuid::Uuid;
 
 use crate::domain::{Channel, MessageText, MuteDuration, MuteScope, Reason};
-use crate::events::{ChatEvent, timestamp, timestamp_of};
-use crate::hub::Hub;
+use crate::events::{timestamp, timestamp_of};
+use crate::hub::{Delivery, Hub, deliver};
 use crate::presence::Presence;
 use crate::store::{ChatStore, Removal, StoredMessage, WriteError};
 
@@ -64,6 +64,9 @@ pub enum ChatError {
     /// The table's game finished.
     #[error("{0} is read-only: its game finished")]
     ReadOnly(Channel),
+    /// The caller's account was deleted (a token issued before lives on until it expires).
+    #[error("the caller's account was deleted")]
+    AccountDeleted,
     /// A moderator muted the caller.
     #[error("muted until {}", rfc3339(*until))]
     Muted {
@@ -109,6 +112,13 @@ impl ChatError {
         }
     }
 
+    fn sealing(error: fairdeal_shred::ShredError) -> Self {
+        ChatError::Unavailable {
+            what: "random source",
+            cause: error.into(),
+        }
+    }
+
     fn limiter(error: LimiterError) -> Self {
         ChatError::Unavailable {
             what: "presence and rate limits",
@@ -126,7 +136,7 @@ impl From<ChatError> for ServiceError {
     fn from(error: ChatError) -> Self {
         let message = error.to_string();
         match error {
-            ChatError::NotMember(_) | ChatError::Muted { .. } => {
+            ChatError::NotMember(_) | ChatError::Muted { .. } | ChatError::AccountDeleted => {
                 ServiceError::PermissionDenied(message)
             }
             ChatError::NotConnected(_) | ChatError::ReadOnly(_) => {
@@ -146,6 +156,8 @@ impl From<WriteError> for ChatError {
         match error {
             WriteError::Db(e) => ChatError::database(e),
             WriteError::Store(e) => ChatError::store(e),
+            WriteError::Seal(e) => ChatError::sealing(e),
+            WriteError::AccountDeleted => ChatError::AccountDeleted,
             // Mapped by the callers, who know the channel.
             WriteError::ReadOnly | WriteError::NoMessage => ChatError::Unavailable {
                 what: "database",
@@ -249,32 +261,6 @@ pub fn message_of(m: &StoredMessage) -> pb::ChatMessage {
         posted_at: Some(timestamp_of(crate::events::from_micros(m.posted_us))),
         removed: m.removed,
     }
-}
-
-/// A channel event as a subscription item (`None`: not one subscribers see).
-fn item_of(event: &RecordedEvent) -> Result<Option<pb::SubscribeResponse>, String> {
-    use pb::subscribe_response::Item;
-    let item = match ChatEvent::from_recorded(event)? {
-        ChatEvent::Posted {
-            channel,
-            author,
-            text,
-        } => Item::Message(pb::ChatMessage {
-            message_id: event.event_id.to_string(),
-            channel: channel.to_string(),
-            seq: event.version,
-            author_id: author.to_string(),
-            text: text.as_str().to_owned(),
-            posted_at: Some(timestamp_of(event.occurred_at)),
-            removed: false,
-        }),
-        ChatEvent::Removed { message_id, .. } => Item::Removed(pb::Removal {
-            message_id: message_id.to_string(),
-            seq: event.version,
-        }),
-        ChatEvent::Muted { .. } => return Ok(None),
-    };
-    Ok(Some(pb::SubscribeResponse { item: Some(item) }))
 }
 
 /// A subscription's end that the client should hear of.
@@ -396,7 +382,7 @@ impl Chat {
         channel: Channel,
         stream: &StreamId,
         head: u64,
-        mut live: broadcast::Receiver<Arc<RecordedEvent>>,
+        mut live: broadcast::Receiver<Arc<Delivery>>,
         tx: &mpsc::Sender<Result<pb::SubscribeResponse, Status>>,
         connection: Uuid,
     ) -> Result<(), Status> {
@@ -407,19 +393,19 @@ impl Chat {
         loop {
             tokio::select! {
                 received = live.recv() => match received {
-                    Ok(event) => {
-                        if event.version <= last {
+                    Ok(delivery) => {
+                        if delivery.version <= last {
                             continue;
                         }
-                        if event.version > last + 1
-                            && !self.catch_up(stream, &mut last, event.version - 1, tx).await?
+                        if delivery.version > last + 1
+                            && !self.catch_up(stream, &mut last, delivery.version - 1, tx).await?
                         {
                             return Ok(());
                         }
-                        if !send(tx, &event).await? {
+                        if !send(tx, stream, &delivery).await? {
                             return Ok(());
                         }
-                        last = event.version;
+                        last = delivery.version;
                     }
                     Err(broadcast::error::RecvError::Lagged(_)) => {
                         if !self.catch_up(stream, &mut last, u64::MAX, tx).await? {
@@ -461,7 +447,10 @@ impl Chat {
                 break;
             }
             for event in page.iter().take_while(|e| e.version <= until) {
-                if !send(tx, event).await? {
+                let delivery = deliver(self.inner.store.as_ref(), event)
+                    .await
+                    .map_err(|e| ended(ChatError::database(e)))?;
+                if !send(tx, stream, &delivery).await? {
                     return Ok(false);
                 }
                 *last = event.version;
@@ -607,19 +596,20 @@ impl Chat {
     }
 }
 
-/// Sends `event` to the subscriber; `false` when it went away.
+/// Sends `delivery` of `stream` to the subscriber; `false` when it went away.
 async fn send(
     tx: &mpsc::Sender<Result<pb::SubscribeResponse, Status>>,
-    event: &RecordedEvent,
+    stream: &StreamId,
+    delivery: &Delivery,
 ) -> Result<bool, Status> {
-    let item = item_of(event).map_err(|reason| {
+    let item = delivery.item.as_ref().map_err(|reason| {
         Status::from(ServiceError::internal(format!(
-            "{} version {} does not decode: {reason}",
-            event.stream_id, event.version
+            "{stream} version {} does not decode: {reason}",
+            delivery.version
         )))
     })?;
     match item {
-        Some(item) => Ok(tx.send(Ok(item)).await.is_ok()),
+        Some(item) => Ok(tx.send(Ok(item.clone())).await.is_ok()),
         None => Ok(true),
     }
 }

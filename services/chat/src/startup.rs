@@ -13,9 +13,10 @@ use fairdeal_platform::{Bus, StartError, Storage};
 use fairdeal_proto::fairdeal::chat::v1::chat_service_server::ChatServiceServer;
 use serde::{Serialize, Serializer};
 
+use crate::accounts::{self, AccountErasure, Scrubber};
 use crate::grpc::ChatApi;
 use crate::hub::Hub;
-use crate::members::{CONSUMER, MembershipProjection, SOURCE};
+use crate::members::{self, MembershipProjection};
 use crate::presence::{MemoryPresence, Presence, RedisPresence};
 use crate::service::{Chat, ChatDeps, ChatLimits, Filter};
 use crate::store::{MIGRATIONS, chat_store};
@@ -189,7 +190,8 @@ pub async fn limiters(
 }
 
 /// Starts the service's background tasks on `shutdown` (key refresh, the relay, the
-/// membership consumer, the fan-out) and returns its gRPC routes, to serve alone
+/// membership and account-deletion consumers, the scrubber, the fan-out) and returns its
+/// gRPC routes, to serve alone
 /// ([`Application::assemble`]) or beside other services on one server (the all-in-one
 /// process).
 pub async fn mount(
@@ -199,17 +201,36 @@ pub async fn mount(
 ) -> Result<Mount, StartError> {
     fairdeal_authn::spawn_key_refresh(&parts.authn, shutdown);
     let bus = Bus::start(common, &parts.storage, SERVICE, shutdown).await?;
-    bus.spawn_consumer(SOURCE, CONSUMER, Arc::new(MembershipProjection), shutdown)
-        .await?;
+    bus.spawn_consumer(
+        members::SOURCE,
+        members::CONSUMER,
+        Arc::new(MembershipProjection),
+        shutdown,
+    )
+    .await?;
     let storage = &parts.storage;
+    let scrubber = Scrubber::default();
+    scrubber.spawn(storage.db().clone(), shutdown);
+    bus.spawn_consumer(
+        accounts::SOURCE,
+        accounts::CONSUMER,
+        Arc::new(AccountErasure::new(scrubber)),
+        shutdown,
+    )
+    .await?;
+    let store = chat_store(storage);
     let hub = Hub::default();
     shutdown.spawn(
         "chat-fan-out",
-        hub.clone()
-            .run(storage.events(), storage.signal().clone(), shutdown.token()),
+        hub.clone().run(
+            storage.events(),
+            store.clone(),
+            storage.signal().clone(),
+            shutdown.token(),
+        ),
     );
     let chat = Chat::new(ChatDeps {
-        store: chat_store(storage.backend(), storage.signal().clone()),
+        store,
         events: storage.events(),
         hub,
         presence: parts.presence,

@@ -3,22 +3,30 @@
 //! never disagrees with the log. A channel's appends are serialised on its
 //! `chat_channels` row (PostgreSQL: `FOR UPDATE`, across replicas; SQLite has one writer),
 //! which also holds whether the channel is read-only.
+//!
+//! A message's text is sealed in its event under a key of its own (`chat_message_keys`,
+//! inserted with the event): a removal deletes the key with the tombstone and clears the
+//! history row, then scrubs the database's files ([`Db::scrub`]), so the text is gone from
+//! the database, and unreadable in every copy of the log. The same is done for every message
+//! of a deleted account ([`ErasureDatabase::erase_author`]).
 
 use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use fairdeal_bus::AppendSignal;
-use fairdeal_db::BackendKind;
+use fairdeal_db::{BackendKind, Db};
 use fairdeal_eventstore::{
     AnyEventStore, EventBackend, ExpectedVersion, PgEventStore, RecordedEvent, SqliteEventStore,
     StoreError,
 };
+use fairdeal_platform::Storage;
+use fairdeal_shred::{ShredError, SubjectKey};
 use sqlx::Pool;
 use uuid::Uuid;
 
 use crate::domain::{Channel, MessageText, MuteScope, Reason};
-use crate::events::{ChatEvent, micros};
+use crate::events::{ChatEvent, micros, seal_text};
 
 /// The service's migrations, both backends.
 pub static MIGRATIONS: fairdeal_db::Migrations = fairdeal_db::Migrations {
@@ -55,6 +63,12 @@ pub enum WriteError {
     /// The message to remove is not in the channel.
     #[error("no such message in the channel")]
     NoMessage,
+    /// The author's account was deleted: nothing of theirs is recorded any more.
+    #[error("the author's account was deleted")]
+    AccountDeleted,
+    /// The message's key could not be made or used (the OS random source failed).
+    #[error("sealing: {0}")]
+    Seal(#[from] ShredError),
     /// The database failed.
     #[error("database: {0}")]
     Db(#[from] sqlx::Error),
@@ -86,7 +100,8 @@ pub trait ChatStore: Send + Sync + fmt::Debug {
         channel: Channel,
         now: i64,
     ) -> Result<Option<i64>, sqlx::Error>;
-    /// Appends `text` by `author` to `channel` (event id `message_id`) and records it.
+    /// Appends `text` by `author` to `channel` (event id `message_id`), sealed under a new
+    /// key of the message's, and records it; refused if the author's account was deleted.
     async fn post(
         &self,
         channel: Channel,
@@ -94,7 +109,8 @@ pub trait ChatStore: Send + Sync + fmt::Debug {
         author: Uuid,
         text: &MessageText,
     ) -> Result<StoredMessage, WriteError>;
-    /// Removes a message: a tombstone and the text cleared, or nothing if removed already.
+    /// Removes a message: a tombstone, its key deleted and the text cleared, or nothing if
+    /// removed already; either way the database's files are scrubbed after.
     async fn remove(
         &self,
         channel: Channel,
@@ -111,6 +127,9 @@ pub trait ChatStore: Send + Sync + fmt::Debug {
         moderator: Uuid,
         reason: &Reason,
     ) -> Result<(), WriteError>;
+    /// The key of message `message_id`'s sealed text; `None` once the message was removed
+    /// or its author's account deleted (or if there is no such message).
+    async fn message_key(&self, message_id: Uuid) -> Result<Option<SubjectKey>, sqlx::Error>;
     /// The seq of `message_id` in `channel`, if it is there.
     async fn seq_of(&self, channel: Channel, message_id: Uuid) -> Result<Option<u64>, sqlx::Error>;
     /// Up to `limit` messages of `channel` before `before` (a seq; `None`: from the newest),
@@ -125,7 +144,9 @@ pub trait ChatStore: Send + Sync + fmt::Debug {
 
 /// The store over a backend's pool and event store.
 struct SqlChatStore<DB: EventBackend> {
-    /// The database.
+    /// The database, for scrubbing its files after an erasure.
+    db: Db,
+    /// Its pool.
     pool: Pool<DB>,
     /// The event store on the same database, for appends inside our transactions.
     events: DB::Store,
@@ -139,16 +160,20 @@ impl<DB: EventBackend> fmt::Debug for SqlChatStore<DB> {
     }
 }
 
-/// The chat store on the storage's database, appending through its event store (whose
-/// pool is the database's) and firing `signal` after each commit.
-pub fn chat_store(events: &AnyEventStore, signal: AppendSignal) -> Arc<dyn ChatStore> {
-    match events {
+/// The chat store on `storage`'s database, appending through its event store (whose pool is
+/// the database's) and firing its append signal after each commit.
+pub fn chat_store(storage: &Storage) -> Arc<dyn ChatStore> {
+    let db = storage.db().clone();
+    let signal = storage.signal().clone();
+    match storage.backend() {
         AnyEventStore::Postgres(store) => Arc::new(SqlChatStore::<sqlx::Postgres> {
+            db,
             pool: store.pool().clone(),
             events: PgEventStore::clone(store),
             signal,
         }),
         AnyEventStore::Sqlite(store) => Arc::new(SqlChatStore::<sqlx::Sqlite> {
+            db,
             pool: store.pool().clone(),
             events: SqliteEventStore::clone(store),
             signal,
@@ -206,6 +231,30 @@ fairdeal_db::for_each_backend! { DB =>
             .await?;
             Ok((tx, read_only != 0))
         }
+
+        /// Whether `author`'s account was deleted, read in `tx` so a deletion cannot slip in
+        /// before the post commits: on PostgreSQL the author's row is held (`FOR SHARE`),
+        /// which the erasure's update waits for; SQLite has one writer.
+        async fn author_erased(
+            tx: &mut sqlx::Transaction<'static, DB>,
+            author: Uuid,
+        ) -> Result<bool, sqlx::Error> {
+            let id = author.to_string();
+            sqlx::query(
+                "INSERT INTO chat_authors (user_id, erased) VALUES ($1, 0) \
+                 ON CONFLICT (user_id) DO NOTHING",
+            )
+            .bind(&id)
+            .execute(&mut **tx)
+            .await?;
+            let sql = if DB::KIND == BackendKind::Postgres {
+                "SELECT erased FROM chat_authors WHERE user_id = $1 FOR SHARE"
+            } else {
+                "SELECT erased FROM chat_authors WHERE user_id = $1"
+            };
+            let erased: i64 = sqlx::query_scalar(sql).bind(&id).fetch_one(&mut **tx).await?;
+            Ok(erased != 0)
+        }
     }
 
     #[async_trait]
@@ -259,7 +308,12 @@ fairdeal_db::for_each_backend! { DB =>
             if read_only {
                 return Err(WriteError::ReadOnly);
             }
-            let event = ChatEvent::Posted { channel, author, text: text.clone() }
+            if Self::author_erased(&mut tx, author).await? {
+                return Err(WriteError::AccountDeleted);
+            }
+            let key = SubjectKey::generate()?;
+            let sealed_text = seal_text(&key, message_id, text)?;
+            let event = ChatEvent::Posted { channel, author, sealed_text }
                 .to_new_event()
                 .with_event_id(message_id)
                 .with_trace_context(trace_context());
@@ -292,6 +346,15 @@ fairdeal_db::for_each_backend! { DB =>
             .bind(stored.posted_us)
             .execute(&mut *tx)
             .await?;
+            sqlx::query(
+                "INSERT INTO chat_message_keys (message_id, author_id, subject_key) \
+                 VALUES ($1, $2, $3)",
+            )
+            .bind(message_id.to_string())
+            .bind(author.to_string())
+            .bind(key.as_bytes())
+            .execute(&mut *tx)
+            .await?;
             tx.commit().await?;
             self.signal.notify();
             Ok(stored)
@@ -315,7 +378,12 @@ fairdeal_db::for_each_backend! { DB =>
             .await?;
             match removed {
                 None => return Err(WriteError::NoMessage),
-                Some(1) => return Ok(Removal::AlreadyRemoved),
+                Some(1) => {
+                    drop(tx);
+                    // A removal whose scrub failed is completed by asking again.
+                    self.db.scrub().await?;
+                    return Ok(Removal::AlreadyRemoved);
+                }
                 Some(_) => {}
             }
             let event = ChatEvent::Removed {
@@ -339,8 +407,14 @@ fairdeal_db::for_each_backend! { DB =>
             .bind(message_id.to_string())
             .execute(&mut *tx)
             .await?;
+            sqlx::query("DELETE FROM chat_message_keys WHERE message_id = $1")
+                .bind(message_id.to_string())
+                .execute(&mut *tx)
+                .await?;
             tx.commit().await?;
             self.signal.notify();
+            // The old pages (text and key) out of the database's files too.
+            self.db.scrub().await?;
             Ok(Removal::Removed(appended.version))
         }
 
@@ -396,6 +470,22 @@ fairdeal_db::for_each_backend! { DB =>
             }
         }
 
+        async fn message_key(&self, message_id: Uuid) -> Result<Option<SubjectKey>, sqlx::Error> {
+            let stored: Option<Vec<u8>> = sqlx::query_scalar(
+                "SELECT subject_key FROM chat_message_keys WHERE message_id = $1",
+            )
+            .bind(message_id.to_string())
+            .fetch_optional(&self.pool)
+            .await?;
+            stored
+                .map(|bytes| {
+                    SubjectKey::from_bytes(&bytes).map_err(|_| {
+                        sqlx::Error::Decode("chat_message_keys.subject_key".into())
+                    })
+                })
+                .transpose()
+        }
+
         async fn seq_of(
             &self,
             channel: Channel,
@@ -436,6 +526,49 @@ fairdeal_db::for_each_backend! { DB =>
                 .map(message)
                 .collect::<Result<Vec<_>, _>>()?;
             Ok((messages, more))
+        }
+    }
+}
+
+/// A backend the account erasure runs on (PostgreSQL and SQLite).
+pub trait ErasureDatabase: sqlx::Database {
+    /// Erases every message of `author`, whose account was deleted, through `tx` (the
+    /// `chat-accounts` consumer's): their keys deleted, their history rows cleared and marked
+    /// removed (no tombstone: the account's deletion is the record), their mutes and table
+    /// memberships dropped, and the author marked so that no later post of theirs is
+    /// recorded. Scrub the database's files once `tx` has committed.
+    fn erase_author(
+        tx: &mut sqlx::Transaction<'_, Self>,
+        author: Uuid,
+    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
+}
+
+fairdeal_db::for_each_backend! { DB =>
+    impl ErasureDatabase for DB {
+        async fn erase_author(
+            tx: &mut sqlx::Transaction<'_, DB>,
+            author: Uuid,
+        ) -> Result<(), sqlx::Error> {
+            let id = author.to_string();
+            // First: on PostgreSQL this waits for the author's posts in flight (they hold
+            // the row), whose messages the statements below then see.
+            sqlx::query(
+                "INSERT INTO chat_authors (user_id, erased) VALUES ($1, 1) \
+                 ON CONFLICT (user_id) DO UPDATE SET erased = 1",
+            )
+            .bind(&id)
+            .execute(&mut **tx)
+            .await?;
+            for sql in [
+                "DELETE FROM chat_message_keys WHERE author_id = $1",
+                "UPDATE chat_messages SET removed = 1, text = '' \
+                 WHERE author_id = $1 AND removed = 0",
+                "DELETE FROM chat_mutes WHERE user_id = $1",
+                "DELETE FROM chat_members WHERE user_id = $1",
+            ] {
+                sqlx::query(sql).bind(&id).execute(&mut **tx).await?;
+            }
+            Ok(())
         }
     }
 }

@@ -1,5 +1,5 @@
-//! The tonic adapter: every method is public and read-only (a finished game's events are
-//! public); parsing and errors go through [`crate::service`].
+//! The tonic adapter: every method is public and read-only; what it returns of an event is
+//! what [`crate::service`] disclosed under the visibility rule, mapped to the wire here.
 
 use std::pin::Pin;
 
@@ -8,6 +8,8 @@ use fairdeal_proto::fairdeal::ledger::v1 as pb;
 use pb::ledger_service_server::LedgerService;
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
+
+use fairdeal_tlog::export::{Content, Disclosure};
 
 use crate::service::{Ledger, LedgerError};
 
@@ -29,6 +31,18 @@ impl LedgerApi {
 
 fn status(error: LedgerError) -> Status {
     Status::from(ServiceError::from(error))
+}
+
+/// The wire's name of a disclosure.
+fn disclosure(d: Disclosure) -> pb::Disclosure {
+    match d {
+        Disclosure::Full => pb::Disclosure::Full,
+        Disclosure::Body => pb::Disclosure::Body,
+        Disclosure::WithheldGame => pb::Disclosure::WithheldGame,
+        Disclosure::WithheldPersonal => pb::Disclosure::WithheldPersonal,
+        Disclosure::Erased => pb::Disclosure::Erased,
+        Disclosure::WithheldUnknown => pb::Disclosure::WithheldUnknown,
+    }
 }
 
 type ExportStream = Pin<Box<dyn Stream<Item = Result<pb::ExportGameResponse, Status>> + Send>>;
@@ -57,12 +71,45 @@ impl LedgerService for LedgerApi {
             .inclusion(&r.event_id, r.tree_size)
             .await
             .map_err(status)?;
-        Ok(Response::new(pb::GetInclusionProofResponse {
-            leaf_index: inclusion.leaf_index,
+        let content = &inclusion.event.content;
+        let mut response = pb::GetInclusionProofResponse {
+            leaf_index: inclusion.event.leaf_index,
             tree_size: inclusion.tree_size,
             proof: inclusion.proof.iter().map(|h| h.to_vec()).collect(),
-            envelope: inclusion.envelope,
-        }))
+            leaf_format: u32::from(u8::from(content.leaf_format())),
+            leaf_hash: content.leaf_hash().to_vec(),
+            disclosure: disclosure(content.disclosure()) as i32,
+            ..Default::default()
+        };
+        match content {
+            Content::V1Envelope { envelope } => {
+                response.leaf = envelope.clone();
+                response.envelope = envelope.clone();
+            }
+            Content::V1Sealed { .. } => {}
+            Content::Full {
+                leaf,
+                envelope,
+                body_salt,
+                chain_salt,
+            } => {
+                response.leaf = leaf.clone();
+                response.envelope = envelope.clone();
+                response.body_salt = body_salt.to_vec();
+                response.chain_salt = chain_salt.to_vec();
+            }
+            Content::Body {
+                leaf,
+                body,
+                body_salt,
+            } => {
+                response.leaf = leaf.clone();
+                response.body = body.clone();
+                response.body_salt = body_salt.to_vec();
+            }
+            Content::Sealed { leaf, .. } => response.leaf = leaf.clone(),
+        }
+        Ok(Response::new(response))
     }
 
     async fn get_consistency_proof(

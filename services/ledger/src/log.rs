@@ -2,12 +2,13 @@
 //! start and extended by a follower as leaves commit, and the signed checkpoints.
 //!
 //! The archive is the truth; the tree is a cache of its leaf hashes (64 bytes a leaf) that
-//! answers roots and proofs at any past size in O(log n). At start every envelope is
-//! re-hashed, the leaf indexes must be dense from 0, and the latest stored checkpoint must
+//! answers roots and proofs at any past size in O(log n). At start every leaf (format 2: its
+//! 65 bytes; format 1: its envelope) is re-hashed, the leaf indexes must be dense from 0, and the latest stored checkpoint must
 //! be the root of the rebuilt tree at its size (otherwise the archive was altered and the
 //! ledger refuses to start).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use fairdeal_db::Db;
@@ -152,10 +153,12 @@ impl Log {
         let mut added = 0;
         loop {
             let from = self.size();
+            // The leaf bytes: format 2 rows keep them in `leaf`, format 1 rows are their
+            // envelope.
             let rows: Vec<(i64, Vec<u8>)> = fairdeal_db::on_db!(self.db(), pool => {
                 sqlx::query_as(
-                    "SELECT leaf_index, envelope FROM ledger_leaves WHERE leaf_index >= $1 \
-                     ORDER BY leaf_index LIMIT $2",
+                    "SELECT leaf_index, CASE WHEN leaf_format = 2 THEN leaf ELSE envelope END \
+                     FROM ledger_leaves WHERE leaf_index >= $1 ORDER BY leaf_index LIMIT $2",
                 )
                 .bind(i64_of(from))
                 .bind(PAGE)
@@ -169,10 +172,10 @@ impl Log {
             let hashes = rows
                 .iter()
                 .enumerate()
-                .map(|(i, (index, envelope))| {
+                .map(|(i, (index, leaf))| {
                     let expected = from + i as u64;
                     if u64::try_from(*index).ok() == Some(expected) {
-                        Ok(leaf_hash(envelope))
+                        Ok(leaf_hash(leaf))
                     } else {
                         Err(LogError::Inconsistent(format!(
                             "leaf {index} where leaf {expected} was expected"
@@ -251,10 +254,13 @@ pub struct CheckpointPolicy {
     pub leaves: u64,
 }
 
-/// Follows the archive into the tree and signs checkpoints by `policy`, until `stop`.
+/// Follows the archive into the tree and signs checkpoints by `policy`, until `stop`. When
+/// `scrub` is set (a committed batch erased content), it also scrubs the database's files so
+/// the erased bytes do not linger there ([`Db::scrub`]).
 pub async fn follow(
     log: Arc<Log>,
     appended: Arc<Notify>,
+    scrub: Arc<AtomicBool>,
     policy: CheckpointPolicy,
     stop: CancellationToken,
 ) {
@@ -268,6 +274,12 @@ pub async fn follow(
         if let Err(e) = log.catch_up().await {
             tracing::error!(error = %e, "ledger: reading the archive failed");
             continue;
+        }
+        if scrub.swap(false, Ordering::AcqRel)
+            && let Err(e) = log.db().scrub().await
+        {
+            scrub.store(true, Ordering::Release);
+            tracing::warn!(error = %e, "ledger: scrubbing erased content from the files failed; retrying");
         }
         let size = log.size();
         let signed = log.latest().map_or(0, |s| s.size);

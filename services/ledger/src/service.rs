@@ -1,5 +1,9 @@
 //! The use cases behind the RPCs: checkpoints, proofs, status and the export of a finished
 //! game. Errors are [`LedgerError`], mapped once to gRPC statuses.
+//!
+//! Content leaves the archive one way: [`Ledger::read`] reads rows and turns each into a
+//! [`Disclosed`] through [`visibility::disclose`]; the raw rows never leave this module. So
+//! every read path, now and later, shows what the visibility rule allows and nothing else.
 
 use std::sync::Arc;
 
@@ -8,13 +12,13 @@ use fairdeal_eventstore::is_event_type;
 use fairdeal_kit::ServiceError;
 use fairdeal_proto::fairdeal::tables::v1 as tpb;
 use fairdeal_tlog::ProofError;
-use fairdeal_tlog::export::{
-    Consistency, EventLine, FORMAT, Header, Line, encode_bytes, encode_hashes,
-};
+use fairdeal_tlog::entry::Salt;
+use fairdeal_tlog::export::{Consistency, Content, EventLine, FORMAT, Header, Line, encode_hashes};
 use prost::Message;
 use uuid::Uuid;
 
 use crate::log::{Log, LogError, Signed};
+use crate::visibility::{self, Disclosure};
 
 /// At most this many consistency proofs per export.
 pub const MAX_PREVIOUS: usize = 8;
@@ -61,17 +65,129 @@ fn proof_error(field: &str, error: ProofError) -> LedgerError {
     LedgerError::Precondition(format!("{field}: {error}"))
 }
 
-/// An inclusion proof.
+/// An inclusion proof, and what the visibility rule lets its caller see of the event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Inclusion {
-    /// The leaf index.
-    pub leaf_index: u64,
     /// The tree size.
     pub tree_size: u64,
     /// The proof.
     pub proof: Vec<fairdeal_tlog::Hash>,
-    /// The leaf bytes.
-    pub envelope: Vec<u8>,
+    /// The leaf and its content as disclosed.
+    pub event: Disclosed,
+}
+
+/// One archived event as the visibility rule lets anyone see it: the only form in which
+/// archived content leaves [`Ledger`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Disclosed {
+    /// The leaf index.
+    pub leaf_index: u64,
+    /// The stream, version and type the ledger recorded.
+    pub stream_id: String,
+    /// See `stream_id`.
+    pub version: u64,
+    /// See `stream_id`.
+    pub event_type: String,
+    /// The leaf and what of the event is disclosed, as the export writes it.
+    pub content: Content,
+}
+
+/// The columns [`Ledger::read`] selects (`l`: the leaf, `f`: its finished game, if any).
+const STORED: &str = "SELECT l.leaf_index, l.stream_id, l.stream_version, l.event_type, \
+     CAST(l.leaf_format AS BIGINT), l.leaf, l.envelope, l.subject, l.body_salt, l.chain_salt, \
+     f.subject IS NOT NULL \
+     FROM ledger_leaves l LEFT JOIN ledger_finished f ON f.subject = l.subject";
+
+/// A row as [`STORED`] reads it.
+type StoredRow = (
+    i64,
+    String,
+    i64,
+    String,
+    i64,
+    Option<Vec<u8>>,
+    Option<Vec<u8>>,
+    Option<String>,
+    Option<Vec<u8>>,
+    Option<Vec<u8>>,
+    bool,
+);
+
+/// What the rule lets anyone see of a stored row.
+fn disclosed(row: StoredRow) -> Result<Disclosed, LedgerError> {
+    let (
+        index,
+        stream_id,
+        version,
+        event_type,
+        format,
+        leaf,
+        envelope,
+        subject,
+        body_salt,
+        chain_salt,
+        finished,
+    ) = row;
+    let inconsistent =
+        |what: String| LedgerError::Log(LogError::Inconsistent(format!("leaf {index}: {what}")));
+    let salt = |name: &str, bytes: Option<Vec<u8>>| -> Result<Salt, LedgerError> {
+        bytes
+            .as_deref()
+            .and_then(|b| Salt::try_from(b).ok())
+            .ok_or_else(|| inconsistent(format!("its {name} is not 32 bytes")))
+    };
+    let content = match (format, leaf, envelope) {
+        (1, None, Some(envelope)) => {
+            // A format 1 leaf is the envelope itself: nothing of it can be shown apart, so
+            // it is shown whole or not at all.
+            match visibility::disclose(&event_type, subject.as_deref(), finished, false) {
+                Disclosure::Full => Content::V1Envelope { envelope },
+                Disclosure::Body => Content::V1Sealed {
+                    disclosure: Disclosure::WithheldGame,
+                    leaf_hash: fairdeal_tlog::leaf_hash(&envelope),
+                },
+                disclosure => Content::V1Sealed {
+                    disclosure,
+                    leaf_hash: fairdeal_tlog::leaf_hash(&envelope),
+                },
+            }
+        }
+        (2, Some(leaf), envelope) => {
+            let erased = envelope.is_none();
+            match visibility::disclose(&event_type, subject.as_deref(), finished, erased) {
+                Disclosure::Full => Content::Full {
+                    leaf,
+                    envelope: envelope.unwrap_or_default(),
+                    body_salt: salt("body salt", body_salt)?,
+                    chain_salt: salt("chain salt", chain_salt)?,
+                },
+                Disclosure::Body => {
+                    let decoded = fairdeal_proto::fairdeal::event::v1::Envelope::decode(
+                        envelope.unwrap_or_default().as_slice(),
+                    )
+                    .map_err(|e| inconsistent(format!("its envelope does not decode: {e}")))?;
+                    Content::Body {
+                        leaf,
+                        body: fairdeal_event::body_bytes(&decoded),
+                        body_salt: salt("body salt", body_salt)?,
+                    }
+                }
+                disclosure => Content::Sealed { disclosure, leaf },
+            }
+        }
+        _ => {
+            return Err(inconsistent(
+                "neither a format 1 nor a format 2 leaf".into(),
+            ));
+        }
+    };
+    Ok(Disclosed {
+        leaf_index: u64_of(index),
+        stream_id,
+        version: u64_of(version),
+        event_type,
+        content,
+    })
 }
 
 /// Counters for `GetStatus`.
@@ -92,9 +208,6 @@ pub struct Status {
 pub struct Ledger {
     log: Arc<Log>,
 }
-
-/// One archived row of a game.
-type Row = (i64, String, i64, String, Vec<u8>);
 
 fn u64_of(value: i64) -> u64 {
     u64::try_from(value).unwrap_or(0)
@@ -155,18 +268,12 @@ impl Ledger {
     ) -> Result<Inclusion, LedgerError> {
         let id = parse_uuid("event_id", event_id)?;
         let size = self.size_or_latest("tree_size", tree_size).await?;
-        let row: Option<(i64, Vec<u8>)> = fairdeal_db::on_db!(self.db(), pool => {
-            sqlx::query_as("SELECT leaf_index, envelope FROM ledger_leaves WHERE event_id = $1")
-                .bind(id.to_string())
-                .fetch_optional(pool)
-                .await?
-        });
-        let Some((index, envelope)) = row else {
-            return Err(LedgerError::NotFound(format!(
-                "event {id} is not in the log"
-            )));
-        };
-        let index = u64_of(index);
+        let event = self
+            .read("WHERE l.event_id = $1", &id.to_string(), None)
+            .await?
+            .pop()
+            .ok_or_else(|| LedgerError::NotFound(format!("event {id} is not in the log")))?;
+        let index = event.leaf_index;
         if index >= size {
             return Err(LedgerError::Precondition(format!(
                 "event {id} is leaf {index}, not in the tree of size {size}"
@@ -177,11 +284,29 @@ impl Ledger {
             .inclusion_proof(index, size)
             .map_err(|e| proof_error("tree_size", e))?;
         Ok(Inclusion {
-            leaf_index: index,
             tree_size: size,
             proof,
-            envelope,
+            event,
         })
+    }
+
+    /// Archived events, disclosed: `filter` is the statement's `WHERE` clause over `l` (the
+    /// leaf), binding `$1` to `key` and (when given) `$2` to `below` (a leaf index bound).
+    async fn read(
+        &self,
+        filter: &'static str,
+        key: &str,
+        below: Option<u64>,
+    ) -> Result<Vec<Disclosed>, LedgerError> {
+        let sql = sqlx::AssertSqlSafe(format!("{STORED} {filter} ORDER BY l.leaf_index"));
+        let rows: Vec<StoredRow> = fairdeal_db::on_db!(self.db(), pool => {
+            let mut query = sqlx::query_as(sql).bind(key);
+            if let Some(below) = below {
+                query = query.bind(i64_of(below));
+            }
+            query.fetch_all(pool).await?
+        });
+        rows.into_iter().map(disclosed).collect()
     }
 
     /// The consistency proof from `old_size` to `new_size` (0: the latest checkpoint's).
@@ -226,11 +351,11 @@ impl Ledger {
     /// The export of finished game `table_id` as NDJSON lines (see
     /// `fairdeal_tlog::export`), with consistency proofs from each of `previous` sizes.
     ///
-    /// The game's events are those correlated to the table (every service correlates a
-    /// game's events to its table id: table, commitment, deals, chat, rating) and the
-    /// table's own streams (`table-`, `commitmenttable-`, `deals-<id>`). A game whose table
-    /// stream holds no `GameFinished` yet, or whose seed is not revealed yet, exports
-    /// nothing: before the end its hands and deals are private.
+    /// The game's events are those correlated to the table: every service correlates a
+    /// game's events to its table id (table, commitment session, deals, chat, rating), and
+    /// the auditor requires the game's own streams whole, so an event that were not would
+    /// show as a gap. A game whose table stream holds no `GameFinished` yet, or whose seed
+    /// is not revealed yet, exports nothing: its record is not whole before then.
     pub async fn export_game(
         &self,
         table_id: &str,
@@ -244,47 +369,39 @@ impl Ledger {
         }
         self.log.catch_up().await?;
         let table_stream = format!("table-{id}");
-        let rows: Vec<Row> = fairdeal_db::on_db!(self.db(), pool => {
-            sqlx::query_as(
-                "SELECT leaf_index, stream_id, stream_version, event_type, envelope \
-                 FROM ledger_leaves WHERE (correlation_id = $1 OR stream_id IN ($2, $3, $4)) \
-                 AND leaf_index < $5 ORDER BY leaf_index",
+        let events = self
+            .read(
+                "WHERE l.correlation_id = $1 AND l.leaf_index < $2",
+                &id.to_string(),
+                Some(self.log.size()),
             )
-            .bind(id.to_string())
-            .bind(&table_stream)
-            .bind(format!("commitmenttable-{id}"))
-            .bind(format!("deals-{id}"))
-            .bind(i64_of(self.log.size()))
-            .fetch_all(pool)
-            .await?
-        });
-        if !rows.iter().any(|r| r.1 == table_stream) {
+            .await?;
+        if !events.iter().any(|e| e.stream_id == table_stream) {
             return Err(LedgerError::NotFound(format!(
                 "table {id} is not in the log"
             )));
         }
-        if !rows
-            .iter()
-            .any(|r| r.1 == table_stream && is_event_type::<tpb::GameFinished>(&r.3))
-        {
+        if !events.iter().any(|e| {
+            e.stream_id == table_stream && is_event_type::<tpb::GameFinished>(&e.event_type)
+        }) {
             return Err(LedgerError::Precondition(format!(
                 "table {id} has not finished: its game cannot be exported yet"
             )));
         }
-        let seed = revealed_seed(&rows, &table_stream).ok_or_else(|| {
+        let seed = revealed_seed(&events, &table_stream).ok_or_else(|| {
             LedgerError::Precondition(format!(
                 "table {id} finished but its seed is not revealed yet"
             ))
         })?;
-        if !game_complete(&rows, &table_stream) {
+        if !game_complete(&events, &table_stream) {
             return Err(LedgerError::Precondition(format!(
                 "table {id} finished but the ledger has not ingested all of its game yet \
                  (the commitment's reveal and one deal per hand); retry shortly"
             )));
         }
-        let last = rows.last().map_or(0, |r| u64_of(r.0));
+        let last = events.last().map_or(0, |e| e.leaf_index);
         let checkpoint = self.log.checkpoint_covering(last + 1).await?;
-        let mut lines = Vec::with_capacity(rows.len() + 1 + previous.len());
+        let mut lines = Vec::with_capacity(events.len() + 1 + previous.len());
         lines.push(Line::Header(Header {
             format: FORMAT.into(),
             table_id: id.to_string(),
@@ -307,20 +424,19 @@ impl Ledger {
                 proof: encode_hashes(&proof),
             }));
         }
-        for (index, stream_id, version, event_type, envelope) in rows {
-            let index = u64_of(index);
+        for event in events {
             let proof = self
                 .log
-                .inclusion_proof(index, checkpoint.size)
+                .inclusion_proof(event.leaf_index, checkpoint.size)
                 .map_err(|e| LedgerError::Log(LogError::Inconsistent(e.to_string())))?;
-            lines.push(Line::Event(EventLine {
-                leaf_index: index,
-                stream_id,
-                version: u64_of(version),
-                event_type,
-                envelope: encode_bytes(&envelope),
-                proof: encode_hashes(&proof),
-            }));
+            lines.push(Line::Event(EventLine::new(
+                event.leaf_index,
+                &proof,
+                event.stream_id,
+                event.version,
+                event.event_type,
+                &event.content,
+            )));
         }
         lines
             .iter()
@@ -332,47 +448,54 @@ impl Ledger {
     }
 }
 
-/// Whether the rows hold the whole game the auditor requires beside the table stream: the
+/// The payload of a disclosed event of type `M`, if it is one and is disclosed whole.
+fn payload<M: Message + prost::Name + Default>(event: &Disclosed) -> Option<M> {
+    let envelope = match &event.content {
+        Content::Full { envelope, .. } | Content::V1Envelope { envelope } => envelope,
+        _ => return None,
+    };
+    if !is_event_type::<M>(&event.event_type) {
+        return None;
+    }
+    fairdeal_proto::fairdeal::event::v1::Envelope::decode(envelope.as_slice())
+        .ok()
+        .and_then(|e| M::decode(e.payload.as_slice()).ok())
+}
+
+/// Whether the events hold the whole game the auditor requires beside the table stream: the
 /// commitment service's reveal of the session and one `HandDealt` per hand played. Each
 /// service's events reach the ledger through its own consumer (on NATS, one per source
 /// stream), so the table's `GameFinished` can be in before the other services' last events;
 /// an export waits for them rather than hand out a partial game.
-fn game_complete(rows: &[Row], table_stream: &str) -> bool {
+fn game_complete(events: &[Disclosed], table_stream: &str) -> bool {
     use fairdeal_proto::fairdeal::commitment::v1 as cpb;
     use fairdeal_proto::fairdeal::dealing::v1 as dpb;
-    let hands_played = rows
+    let hands_played = events
         .iter()
-        .filter(|r| r.1 == table_stream && is_event_type::<tpb::GameFinished>(&r.3))
-        .find_map(|r| {
-            fairdeal_proto::fairdeal::event::v1::Envelope::decode(r.4.as_slice())
-                .ok()
-                .and_then(|e| tpb::GameFinished::decode(e.payload.as_slice()).ok())
-                .map(|m| m.hands_played)
-        });
+        .filter(|e| e.stream_id == table_stream)
+        .find_map(payload::<tpb::GameFinished>)
+        .map(|m| m.hands_played);
     let Some(hands_played) = hands_played else {
         return false;
     };
-    let dealt = rows
+    let dealt = events
         .iter()
-        .filter(|r| is_event_type::<dpb::HandDealt>(&r.3))
+        .filter(|e| is_event_type::<dpb::HandDealt>(&e.event_type))
         .count();
-    let revealed = rows
+    let revealed = events
         .iter()
-        .any(|r| is_event_type::<cpb::TableSeedRevealed>(&r.3));
+        .any(|e| is_event_type::<cpb::TableSeedRevealed>(&e.event_type));
     revealed && dealt >= hands_played as usize
 }
 
 /// The server seed the table stream reveals (its `TableSeedRevealed`, recorded after
 /// `GameFinished`): the export waits for it, so the table stream it holds is the whole
 /// finished stream the auditor requires.
-fn revealed_seed(rows: &[Row], table_stream: &str) -> Option<String> {
-    rows.iter()
-        .filter(|r| r.1 == table_stream && is_event_type::<tpb::TableSeedRevealed>(&r.3))
-        .find_map(|r| {
-            fairdeal_proto::fairdeal::event::v1::Envelope::decode(r.4.as_slice())
-                .ok()
-                .and_then(|e| tpb::TableSeedRevealed::decode(e.payload.as_slice()).ok())
-                .map(|m| m.server_seed)
-        })
+fn revealed_seed(events: &[Disclosed], table_stream: &str) -> Option<String> {
+    events
+        .iter()
+        .filter(|e| e.stream_id == table_stream)
+        .find_map(payload::<tpb::TableSeedRevealed>)
+        .map(|m| m.server_seed)
         .filter(|s| !s.is_empty())
 }

@@ -164,6 +164,7 @@ pub async fn mount(
         appended.clone(),
         Arc::new(IngestCounters::default()),
     ));
+    let scrub = handler.scrub_flag();
     if bus.uses_jetstream() {
         for source in &parts.sources {
             let name = format!("{CONSUMER}-{source}");
@@ -183,7 +184,7 @@ pub async fn mount(
     }
     shutdown.spawn(
         "ledger-follower",
-        follow(log.clone(), appended, parts.policy, shutdown.token()),
+        follow(log.clone(), appended, scrub, parts.policy, shutdown.token()),
     );
     let ledger = Ledger::new(log);
     let routes = Mount::new()

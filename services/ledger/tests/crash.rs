@@ -1,8 +1,10 @@
 //! A real crash of the ledger (PostgreSQL + NATS): the `fairdeal-ledger` binary is killed
-//! with SIGKILL while it ingests a backlog relayed through JetStream, started again, and the
-//! archive ends with every event exactly once, dense leaf indexes, every stream's versions
-//! in order, nothing refused, and a tree whose stored checkpoints are its roots. And (ignored,
-//! run by hand in a release build) the binary's ingest rate on PostgreSQL + NATS.
+//! with SIGKILL three times while it ingests a backlog relayed through JetStream, in batches
+//! of up to `INGEST_BATCH` events a transaction, started again each time, and the archive
+//! ends with every event exactly once, dense leaf indexes, every stream's versions in order
+//! and its head on its last version, nothing refused, every leaf a format 2 entry that its
+//! stored content and salts open, and a tree whose stored checkpoints are its roots. And
+//! (ignored, run by hand in a release build) the binary's ingest rate on PostgreSQL + NATS.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -14,17 +16,17 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use fairdeal_db::Db;
-use fairdeal_event::{NewEvent, StreamId};
+use fairdeal_event::{NewEvent, RecordedEvent, StreamId};
 use fairdeal_eventstore::ExpectedVersion;
 use fairdeal_kit::config::SecretUrl;
 use fairdeal_kit::{CommonConfig, Shutdown};
 use fairdeal_ledger::MIGRATIONS;
 use fairdeal_ledger::log::Log;
 use fairdeal_platform::{Bus, Storage};
-use fairdeal_tlog::NoteSigner;
+use fairdeal_tlog::{Entry, NoteSigner};
 
 /// Streams of the backlog, and events in each.
-const STREAMS: u64 = 40;
+const STREAMS: u64 = 120;
 const PER_STREAM: u64 = 100;
 const EVENTS: u64 = STREAMS * PER_STREAM;
 
@@ -64,11 +66,15 @@ fn start(url: &str, prefix: &str) -> Child {
         .unwrap()
 }
 
-async fn scalar(db: &Db, sql: &'static str) -> i64 {
+fn pool(db: &Db) -> &sqlx::PgPool {
     let Db::Postgres { pool, .. } = db else {
         unreachable!("PostgreSQL expected")
     };
-    sqlx::query_scalar(sql).fetch_one(pool).await.unwrap()
+    pool
+}
+
+async fn scalar(db: &Db, sql: &'static str) -> i64 {
+    sqlx::query_scalar(sql).fetch_one(pool(db)).await.unwrap()
 }
 
 /// Waits until the archive holds at least `leaves` leaves (polled: the ledger appends no
@@ -99,8 +105,6 @@ struct Backlog {
     ledger: Storage,
     relay: Shutdown,
     bus: Bus,
-    /// Seconds the backlog's appends took.
-    append_secs: f64,
 }
 
 impl Backlog {
@@ -114,7 +118,6 @@ impl Backlog {
         let bus = Bus::start(&tables_common, &tables, "tables", &relay)
             .await
             .unwrap();
-        let appending = std::time::Instant::now();
         for s in 0..streams {
             let stream = StreamId::of("table", s).unwrap();
             let batch = (0..PER_STREAM)
@@ -126,12 +129,10 @@ impl Backlog {
                 .await
                 .unwrap();
         }
-        let append_secs = appending.elapsed().as_secs_f64();
         let ledger = Storage::open(&common("ledger", &url, &prefix), "ledger", &[&MIGRATIONS])
             .await
             .unwrap();
         Self {
-            append_secs,
             database,
             url,
             prefix,
@@ -164,12 +165,17 @@ async fn a_kill_9_while_ingesting_loses_and_repeats_nothing() {
     // The archive, read by the test in the ledger's schema.
     let db = backlog.ledger.db().clone();
 
-    let mut child = start(&url, &prefix);
-    until_leaves(&db, 300).await;
-    // SIGKILL: no drain, no last acknowledgement.
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let at_kill = scalar(&db, "SELECT COUNT(*) FROM ledger_leaves").await;
+    // Three kills at growing points of the backlog: no drain, no last acknowledgement, a
+    // batch transaction cut wherever it was.
+    let mut kills = Vec::new();
+    for at in [300, EVENTS as i64 / 3, 2 * EVENTS as i64 / 3] {
+        let mut child = start(&url, &prefix);
+        until_leaves(&db, at).await;
+        child.kill().unwrap();
+        child.wait().unwrap();
+        kills.push(scalar(&db, "SELECT COUNT(*) FROM ledger_leaves").await);
+    }
+    let at_kill = *kills.last().unwrap();
     assert!(at_kill < EVENTS as i64, "killed too late to prove anything");
 
     let mut child = start(&url, &prefix);
@@ -214,16 +220,46 @@ async fn a_kill_9_while_ingesting_loses_and_repeats_nothing() {
         "a stream's versions out of leaf order"
     );
     assert_eq!(scalar(&db, "SELECT COUNT(*) FROM ledger_refused").await, 0);
+    // Every stream's head is its last archived event.
+    assert_eq!(
+        scalar(
+            &db,
+            "SELECT COUNT(*) FROM ledger_heads h JOIN ledger_leaves l \
+             ON l.stream_id = h.stream_id AND l.stream_version = h.stream_version \
+             AND l.hash = h.hash AND h.stream_version = \
+             (SELECT MAX(m.stream_version) FROM ledger_leaves m WHERE m.stream_id = h.stream_id) \
+             WHERE h.halted = 0"
+        )
+        .await,
+        STREAMS as i64
+    );
+    // Every leaf is a format 2 entry its stored content and salts open.
+    type Stored = (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>);
+    let rows: Vec<Stored> = sqlx::query_as(
+        "SELECT leaf, envelope, body_salt, chain_salt FROM ledger_leaves ORDER BY leaf_index",
+    )
+    .fetch_all(pool(&db))
+    .await
+    .unwrap();
+    assert_eq!(rows.len() as u64, EVENTS);
+    for (leaf, envelope, body_salt, chain_salt) in rows {
+        let event = RecordedEvent::decode_envelope(0, &envelope).unwrap();
+        let expected = Entry::commit(
+            &body_salt.try_into().unwrap(),
+            &fairdeal_event::body_bytes(&event.to_envelope()),
+            &chain_salt.try_into().unwrap(),
+            &event.prev_hash,
+            &event.hash,
+        );
+        assert_eq!(leaf, expected.to_bytes().to_vec());
+    }
     // The tree rebuilt from the archive: every stored checkpoint (some signed before the
     // kill) is the root of the leaves at its size.
     let log = Log::open(db.clone(), signer()).await.unwrap();
     assert_eq!(log.size(), EVENTS);
-    let Db::Postgres { pool, .. } = &db else {
-        unreachable!()
-    };
     let checkpoints: Vec<(i64, Vec<u8>)> =
         sqlx::query_as("SELECT tree_size, root_hash FROM ledger_checkpoints")
-            .fetch_all(pool)
+            .fetch_all(pool(&db))
             .await
             .unwrap();
     assert!(checkpoints.len() >= 2, "{} checkpoints", checkpoints.len());
@@ -236,41 +272,10 @@ async fn a_kill_9_while_ingesting_loses_and_repeats_nothing() {
         );
     }
     eprintln!(
-        "killed at {at_kill} of {EVENTS} leaves; {} checkpoints",
+        "killed at {kills:?} of {EVENTS} leaves; {} checkpoints",
         checkpoints.len()
     );
 
     drop(log);
-    backlog.close().await;
-}
-
-/// The `fairdeal-ledger` binary's ingest rate on PostgreSQL + NATS: `FAIRDEAL_BENCH_EVENTS`
-/// (default 20,000) events already relayed to JetStream, the ledger started, timed until its
-/// archive holds them all; beside it, the raw append rate of the same backlog.
-/// `cargo test --release -p fairdeal-ledger --test crash ingest_rate -- --ignored --nocapture`
-#[tokio::test]
-#[ignore = "benchmark; run by hand"]
-async fn ingest_rate_postgres_nats() {
-    let events: u64 = std::env::var("FAIRDEAL_BENCH_EVENTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20_000);
-    let streams = events.div_ceil(PER_STREAM);
-    let backlog = Backlog::create(streams).await;
-    let total = streams * PER_STREAM;
-    let db = backlog.ledger.db().clone();
-    let started = std::time::Instant::now();
-    let mut child = start(&backlog.url, &backlog.prefix);
-    until_leaves(&db, total as i64).await;
-    let secs = started.elapsed().as_secs_f64();
-    child.kill().unwrap();
-    child.wait().unwrap();
-    println!(
-        "ledger ingest (PostgreSQL + NATS, the binary from its start): {total} events in \
-         {secs:.2} s = {:.0} events/s; the backlog's raw appends in the same run (one writer, \
-         100 events per append): {:.0} events/s",
-        total as f64 / secs,
-        total as f64 / backlog.append_secs
-    );
     backlog.close().await;
 }

@@ -1,20 +1,18 @@
 //! The ledger's ingest on the embedded default, against a real SQLite database: the handler
 //! refuses a gap or a broken link (the event never enters the tree, the stream stays
-//! halted), redelivery adds nothing, the tree is rebuilt from the archive; and (ignored,
-//! run by hand) the ingest rate of the whole service.
+//! halted), redelivery adds nothing, the tree is rebuilt from the archive. The ingest rate
+//! is measured by `cargo bench -p fairdeal-ledger --bench ingest`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use fairdeal_bus::Handler;
 use fairdeal_db::Db;
 use fairdeal_event::{GENESIS_PREV_HASH, NewEvent, RecordedEvent, StreamId, seal};
-use fairdeal_eventstore::ExpectedVersion;
 use fairdeal_kit::CommonConfig;
+use fairdeal_ledger::MIGRATIONS;
 use fairdeal_ledger::ingest::{Ingest, IngestCounters};
-use fairdeal_ledger::log::{CheckpointPolicy, Log};
-use fairdeal_ledger::{Application, MIGRATIONS, Parts, SOURCES};
+use fairdeal_ledger::log::Log;
 use fairdeal_platform::Storage;
 use fairdeal_tlog::NoteSigner;
 use tokio::sync::Notify;
@@ -113,57 +111,4 @@ async fn a_gap_or_a_broken_link_halts_the_stream_outside_the_tree() {
     let signed = log.sign().await.unwrap();
     let again = Log::open(db, signer()).await.unwrap();
     assert_eq!(again.latest(), Some(signed));
-}
-
-/// Ingest rate of the whole service on the embedded default: `N` events already in the
-/// shared log (streams of 100), the ledger started, timed until its tree holds them all.
-/// `cargo test --release -p fairdeal-ledger --test ingest -- --ignored --nocapture`
-#[tokio::test]
-#[ignore = "benchmark; run by hand"]
-async fn ingest_rate() {
-    const N: u64 = 20_000;
-    let dir = tempfile::tempdir().unwrap();
-    let (common, storage) = storage(&dir).await;
-    let events = storage.events();
-    for s in 0..N / 100 {
-        let stream = StreamId::of("table", s).unwrap();
-        let batch = (0..100)
-            .map(|i| NewEvent::new("t.v1.X", vec![i as u8; 200]))
-            .collect();
-        events
-            .append(&stream, ExpectedVersion::NoStream, batch)
-            .await
-            .unwrap();
-    }
-    let started = Instant::now();
-    let app = Application::assemble(
-        &common,
-        Parts {
-            storage,
-            signer: signer(),
-            policy: CheckpointPolicy {
-                interval: Duration::from_secs(1),
-                leaves: 10_000,
-            },
-            sources: SOURCES.map(String::from).to_vec(),
-        },
-    )
-    .await
-    .unwrap();
-    let ledger = app.ledger().clone();
-    let shutdown = app.shutdown();
-    tokio::spawn(app.run_until_stopped());
-    loop {
-        if ledger.status().await.unwrap().tree_size == N {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let elapsed = started.elapsed();
-    println!(
-        "ledger ingest (embedded SQLite): {N} events in {:.2} s = {:.0} events/s",
-        elapsed.as_secs_f64(),
-        N as f64 / elapsed.as_secs_f64()
-    );
-    shutdown.trigger();
 }

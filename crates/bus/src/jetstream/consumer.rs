@@ -308,50 +308,80 @@ where
             .messages()
             .await
             .map_err(|err| BusError::jetstream("open pull subscription", err))?;
-        let mut chunks = messages.ready_chunks(self.config.batch_size);
+        // The pull subscription asks JetStream for more messages only while it is polled:
+        // polled from here, it would sit idle while each batch settles, and every batch would
+        // find only the few messages already on the wire. A task of its own keeps pulling
+        // into a bounded queue (two batches) while a batch settles, and decodes and verifies
+        // each message on the way and offers it to the handler's `prepare` (on another worker
+        // thread than the settling); it ends when the queue's receiver is dropped or the
+        // subscription ends.
+        let (queue, queued) = tokio::sync::mpsc::channel(self.config.batch_size.saturating_mul(2));
+        let handler = self.settler.handler();
+        let puller = tokio::spawn(async move {
+            let mut messages = messages;
+            while let Some(item) = messages.next().await {
+                let pulled = item.map(|message| {
+                    let pulled = Pulled::new(message);
+                    if let Some(Ok(event)) = pulled.delivery.as_ref().map(|d| &d.event) {
+                        handler.prepare(event);
+                    }
+                    pulled
+                });
+                if queue.send(pulled).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let _puller = AbortOnDrop(puller);
+        let mut queued = queued;
+        let mut chunk = Vec::with_capacity(self.config.batch_size);
         let mut redrive_check = tokio::time::interval(crate::handler::REDRIVE_CHECK);
         loop {
-            let chunk = tokio::select! {
+            // Everything queued, up to a batch, in one call (a stream of items would yield
+            // to the scheduler every 128 of them: tokio's cooperative budget).
+            let pulled = tokio::select! {
                 () = shutdown.cancelled() => return Ok(()),
                 _ = redrive_check.tick() => {
                     self.settler.redrive_pending().await?;
                     continue;
                 }
-                chunk = chunks.next() => chunk,
+                pulled = queued.recv_many(&mut chunk, self.config.batch_size) => pulled,
             };
-            let Some(chunk) = chunk else {
+            if pulled == 0 {
                 return Err(BusError::jetstream(
                     "pull subscription",
                     "message stream ended",
                 ));
-            };
+            }
             let mut pull_error = None;
             let mut received = Vec::with_capacity(chunk.len());
-            for item in chunk {
+            for item in chunk.drain(..) {
                 match item {
                     Ok(message) => received.push(message),
                     Err(err) => pull_error = Some(err),
                 }
             }
             let (settled_to, complete) = self
-                .settle_messages(&stream, position, &received, shutdown)
+                .settle_messages(&stream, position, &mut received, shutdown)
                 .await?;
             position = settled_to;
             // JetStream tells each message how many more are pending for this consumer.
-            if complete && let Some(info) = received.last().and_then(|message| message.info().ok())
+            if complete
+                && let Some(info) = received
+                    .last()
+                    .and_then(|pulled| pulled.message.info().ok())
             {
                 self.settler.metrics.record_lag(info.pending);
             }
             // Acknowledging a message acknowledges every earlier one (AckPolicy::All): the
             // last settled message of the chunk stands for the chunk.
-            let last_settled = received.iter().rev().find(|message| {
-                message
-                    .info()
-                    .ok()
-                    .and_then(|info| i64::try_from(info.stream_sequence).ok())
-                    .is_some_and(|sequence| sequence <= position)
+            let last_settled = received.iter().rev().find(|pulled| {
+                pulled
+                    .meta
+                    .as_ref()
+                    .is_ok_and(|(sequence, _)| *sequence <= position)
             });
-            if let Some(message) = last_settled
+            if let Some(Pulled { message, .. }) = last_settled
                 && let Err(err) = message.ack().await
             {
                 // The redelivery will be recognised as settled and acked again.
@@ -373,15 +403,17 @@ where
         &self,
         stream: &stream::Stream,
         mut position: i64,
-        messages: &[jetstream::Message],
+        messages: &mut [Pulled],
         shutdown: &CancellationToken,
     ) -> Result<(i64, bool), BusError> {
         let mut deliveries: Vec<Delivery> = Vec::with_capacity(messages.len());
-        for message in messages {
-            let info = message
-                .info()
-                .map_err(|err| BusError::jetstream("parse message metadata", err))?;
-            let sequence = sequence_to_position(info.stream_sequence)?;
+        for pulled in messages {
+            let sequence = match &pulled.meta {
+                Ok((sequence, _)) => *sequence,
+                Err(err) => {
+                    return Err(BusError::jetstream("parse message metadata", err.clone()));
+                }
+            };
             let queued = deliveries.last().map_or(position, |d| d.position);
             if sequence <= queued {
                 continue; // Already settled, or a redelivery of one queued in this batch.
@@ -401,13 +433,9 @@ where
                     return Ok((position, false));
                 }
             }
-            let delivered = u32::try_from(info.delivered.max(1) - 1).unwrap_or(u32::MAX);
-            deliveries.push(delivery(
-                sequence,
-                message.headers.as_ref(),
-                message.payload.clone(),
-                delivered,
-            ));
+            if let Some(delivery) = pulled.delivery.take() {
+                deliveries.push(delivery);
+            }
         }
         Ok(self.flush(&mut deliveries, position, shutdown).await)
     }
@@ -470,6 +498,53 @@ where
             }
         }
         Ok((position, true))
+    }
+}
+
+/// A message as the pulling task hands it over: its metadata read and its event decoded and
+/// verified there, off the settling path.
+struct Pulled {
+    /// The message (acknowledged once settled).
+    message: jetstream::Message,
+    /// Its stream sequence and the attempts already spent on it, or why they are unreadable.
+    meta: Result<(i64, u32), String>,
+    /// The decoded delivery (taken when queued for settling); `None` with unreadable metadata.
+    delivery: Option<Delivery>,
+}
+
+impl Pulled {
+    fn new(message: jetstream::Message) -> Self {
+        let meta = message
+            .info()
+            .map_err(|err| err.to_string())
+            .and_then(|info| {
+                let sequence =
+                    sequence_to_position(info.stream_sequence).map_err(|e| e.to_string())?;
+                let prior = u32::try_from(info.delivered.max(1) - 1).unwrap_or(u32::MAX);
+                Ok((sequence, prior))
+            });
+        let delivery = meta.as_ref().ok().map(|(sequence, prior)| {
+            delivery(
+                *sequence,
+                message.headers.as_ref(),
+                message.payload.clone(),
+                *prior,
+            )
+        });
+        Self {
+            message,
+            meta,
+            delivery,
+        }
+    }
+}
+
+/// Aborts a task when dropped (the pulling task of a consumer that stopped or restarts).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

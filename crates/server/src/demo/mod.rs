@@ -1018,6 +1018,14 @@ async fn audit_export(demo: &mut Demo) -> anyhow::Result<()> {
         report.tree_size,
         file.display()
     ));
+    // The table's chat lines are personal: in the log (their leaves proven), never shown.
+    let withheld: u64 = report.withheld.values().sum();
+    if withheld > 0 || !report.erased.is_empty() {
+        demo.out.line(format!(
+            "  withheld (personal, proven by their leaves only): {withheld} lines; erased: {}",
+            report.erased.len()
+        ));
+    }
     let checked: Vec<String> = report
         .checks
         .iter()

@@ -116,6 +116,12 @@ impl AttemptLimiter for MemoryLimiter {
         }
         Ok(())
     }
+
+    async fn forget(&self, subject: &Subject) -> Result<(), LimiterError> {
+        let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
+        states.remove(subject);
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -152,5 +158,21 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(limiter.check(&who, 160).await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn forgets_a_subject() {
+        let limiter = MemoryLimiter::default();
+        let who = Subject::Username("carol".into());
+        for _ in 0..5 {
+            limiter
+                .record_failure(&who, Uuid::now_v7(), 100)
+                .await
+                .unwrap();
+        }
+        assert!(limiter.check(&who, 100).await.unwrap().is_some());
+        limiter.forget(&who).await.unwrap();
+        assert_eq!(limiter.check(&who, 100).await.unwrap(), None);
+        assert!(limiter.states.lock().unwrap().is_empty());
     }
 }

@@ -128,6 +128,10 @@ pub trait AttemptLimiter: Send + Sync + fmt::Debug {
     ) -> Result<(), LimiterError>;
     /// Settles `attempt` without a verdict.
     async fn release(&self, subject: &Subject, attempt: Uuid) -> Result<(), LimiterError>;
+    /// Drops everything kept about `subject`, attempts in flight included (its account was
+    /// deleted: the state is keyed by the username, and a new account of that name starts
+    /// afresh).
+    async fn forget(&self, subject: &Subject) -> Result<(), LimiterError>;
 }
 
 #[cfg(test)]

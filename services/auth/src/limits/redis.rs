@@ -248,6 +248,16 @@ impl AttemptLimiter for RedisLimiter {
             .map_err(err)?;
         Ok(())
     }
+
+    async fn forget(&self, subject: &Subject) -> Result<(), LimiterError> {
+        let mut con = self.connection.clone();
+        let _: i64 = redis::cmd("DEL")
+            .arg(self.key(subject))
+            .query_async(&mut con)
+            .await
+            .map_err(err)?;
+        Ok(())
+    }
 }
 
 /// Deletes every key under `namespace` (tests clean up after themselves with this).

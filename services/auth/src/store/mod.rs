@@ -1,4 +1,6 @@
 //! Storage of accounts, credentials, signing keys and the mail outbox, behind [`AuthStore`].
+//! Each account also has a subject key (`auth_subject_keys`) its username is sealed under in
+//! its `UserRegistered` event; [`AuthStore::delete_account`] deletes it with the account.
 //!
 //! Every state change is one database transaction that also appends the change's events to
 //! the account's stream (`user-<uuid>`) in the platform event store, so the tables and the
@@ -15,6 +17,7 @@ pub mod sql;
 use std::fmt;
 
 use async_trait::async_trait;
+use fairdeal_shred::SubjectKey;
 use uuid::Uuid;
 
 use crate::domain::{PasswordHash, RefreshRecord, TokenHash};
@@ -133,6 +136,11 @@ pub struct NewAccount {
     pub password_hash: PasswordHash,
     /// Registration time.
     pub created_at: i64,
+    /// The key the account's personal event content is sealed under (its `Debug` shows
+    /// nothing).
+    pub key: SubjectKey,
+    /// The username sealed under `key` (`events::seal_username`), for `UserRegistered`.
+    pub sealed_username: Vec<u8>,
 }
 
 /// A stored account.
@@ -202,7 +210,8 @@ impl fmt::Debug for StoredKey {
 /// Everything the auth service stores. Each method is one transaction.
 #[async_trait]
 pub trait AuthStore: Send + Sync + fmt::Debug {
-    /// Creates an account with its confirmation token and mail, and appends `UserRegistered`.
+    /// Creates an account with its key, confirmation token and mail, and appends
+    /// `UserRegistered`.
     async fn register(
         &self,
         account: NewAccount,
@@ -287,6 +296,26 @@ pub trait AuthStore: Send + Sync + fmt::Debug {
         now: i64,
     ) -> Result<Option<Uuid>, StoreError>;
 
+    /// The key `user_id`'s personal event content is sealed under (`UserRegistered`'s
+    /// username): to open it (operators, tests). `None` once the account is deleted, and for
+    /// accounts registered before usernames were sealed.
+    async fn subject_key(&self, user_id: Uuid) -> Result<Option<SubjectKey>, StoreError>;
+
+    /// Deletes the account for good, appending `AccountDeleted` to its stream: its key (which
+    /// makes the sealed content of its events unreadable), the account row (username, email,
+    /// password hash), its refresh-token families, confirmation and reset tokens, and every
+    /// queued or sent mail addressed to it. Returns the ids of the mails deleted (a transport
+    /// may keep copies to erase), or `None` when there is no such account.
+    async fn delete_account(
+        &self,
+        user_id: Uuid,
+        now: i64,
+    ) -> Result<Option<Vec<Uuid>>, StoreError>;
+
+    /// Makes what committed erasures deleted unrecoverable from the database's files, as far
+    /// as the backend allows (`fairdeal_db::Db::scrub`); called after [`Self::delete_account`].
+    async fn scrub(&self) -> Result<(), StoreError>;
+
     /// Every signing key, newest first.
     async fn signing_keys(&self) -> Result<Vec<StoredKey>, StoreError>;
 
@@ -302,8 +331,9 @@ pub trait AuthStore: Send + Sync + fmt::Debug {
         limit: u32,
     ) -> Result<Vec<QueuedMail>, StoreError>;
 
-    /// Marks a mail sent and clears its body.
-    async fn mail_sent(&self, mail_id: Uuid, now: i64) -> Result<(), StoreError>;
+    /// Marks a mail sent and clears its body; `false` when the mail is no longer in the outbox
+    /// (its account was deleted while it was being sent).
+    async fn mail_sent(&self, mail_id: Uuid, now: i64) -> Result<bool, StoreError>;
 
     /// Records a failed attempt; the mail is retried at `retry_at`.
     async fn mail_failed(

@@ -13,6 +13,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use async_trait::async_trait;
 use fairdeal_bus::AppendSignal;
 use fairdeal_eventstore::EventBackend;
+use fairdeal_shred::SubjectKey;
 use sqlx::Row;
 use uuid::Uuid;
 
@@ -140,6 +141,12 @@ fairdeal_db::for_each_backend! { DB =>
                 if let Err(e) = inserted {
                     return Err(unique_violation(&e).unwrap_or(StoreError::Database(e)));
                 }
+                sqlx::query("INSERT INTO auth_subject_keys (user_id, subject_key, created_at) VALUES ($1, $2, $3)")
+                    .bind(account.user_id.to_string())
+                    .bind(account.key.as_bytes().to_vec())
+                    .bind(account.created_at)
+                    .execute(&mut *tx)
+                    .await?;
                 sqlx::query("INSERT INTO auth_email_tokens (token_hash, user_id, kind, expires_at) VALUES ($1, $2, $3, $4)")
                     .bind(token.hash.as_bytes().to_vec())
                     .bind(account.user_id.to_string())
@@ -148,7 +155,7 @@ fairdeal_db::for_each_backend! { DB =>
                     .execute(&mut *tx)
                     .await?;
                 Self::queue_mail_in(&mut tx, &mail, account.created_at).await?;
-                let events = vec![AuthEvent::Registered { user_id: account.user_id, username: account.username.clone() }];
+                let events = vec![AuthEvent::Registered { user_id: account.user_id, sealed_username: account.sealed_username }];
                 self.append(&mut tx, events, account.created_at).await?;
                 self.commit(tx).await?;
                 Ok(())
@@ -426,6 +433,76 @@ fairdeal_db::for_each_backend! { DB =>
                 Ok(Some(user_id))
             }
 
+            async fn subject_key(&self, user_id: Uuid) -> Result<Option<SubjectKey>, StoreError> {
+                let bytes: Option<Vec<u8>> = sqlx::query_scalar("SELECT subject_key FROM auth_subject_keys WHERE user_id = $1")
+                    .bind(user_id.to_string())
+                    .fetch_optional(&self.pool)
+                    .await?;
+                bytes
+                    .map(|b| SubjectKey::from_bytes(&b).map_err(|_| StoreError::Corrupt("auth_subject_keys.subject_key")))
+                    .transpose()
+            }
+
+            async fn delete_account(&self, user_id: Uuid, now: i64) -> Result<Option<Vec<Uuid>>, StoreError> {
+                let mut tx = self.begin().await?;
+                // PostgreSQL: holding the account's row makes a concurrent change of it (a
+                // login, a mail issued) wait for this transaction, then fail on its foreign
+                // key, rather than leave a session or a mail behind. (SQLite has one writer.)
+                let lookup = if DB::KIND == fairdeal_db::BackendKind::Postgres {
+                    "SELECT email FROM auth_users WHERE user_id = $1 FOR UPDATE"
+                } else {
+                    "SELECT email FROM auth_users WHERE user_id = $1"
+                };
+                let id = user_id.to_string();
+                let email: Option<String> = sqlx::query_scalar(lookup)
+                    .bind(&id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                let Some(email) = email else {
+                    tx.rollback().await?;
+                    return Ok(None);
+                };
+                // Appended while the account row still exists (PostgreSQL serialises the
+                // account's appends on it).
+                self.append(&mut tx, vec![AuthEvent::AccountDeleted { user_id }], now).await?;
+                sqlx::query(
+                    "DELETE FROM auth_refresh_tokens
+                     WHERE family_id IN (SELECT family_id FROM auth_refresh_families WHERE user_id = $1)",
+                )
+                .bind(&id)
+                .execute(&mut *tx)
+                .await?;
+                sqlx::query("DELETE FROM auth_refresh_families WHERE user_id = $1")
+                    .bind(&id)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query("DELETE FROM auth_email_tokens WHERE user_id = $1")
+                    .bind(&id)
+                    .execute(&mut *tx)
+                    .await?;
+                // Every mail of the account went to its address (queued, or sent with the body
+                // already cleared: the address stays in `recipient`, maybe in `last_error`).
+                let mails: Vec<String> = sqlx::query_scalar("DELETE FROM auth_mail_outbox WHERE recipient = $1 RETURNING mail_id")
+                    .bind(&email)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                let mails = mails.iter().map(|m| parse_uuid(m)).collect::<Result<Vec<_>, _>>()?;
+                sqlx::query("DELETE FROM auth_subject_keys WHERE user_id = $1")
+                    .bind(&id)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query("DELETE FROM auth_users WHERE user_id = $1")
+                    .bind(&id)
+                    .execute(&mut *tx)
+                    .await?;
+                self.commit(tx).await?;
+                Ok(Some(mails))
+            }
+
+            async fn scrub(&self) -> Result<(), StoreError> {
+                Ok(self.db.scrub().await?)
+            }
+
             async fn signing_keys(&self) -> Result<Vec<StoredKey>, StoreError> {
                 let rows = sqlx::query("SELECT key_id, secret, public_key, created_at FROM auth_signing_keys ORDER BY created_at DESC, key_id")
                     .fetch_all(&self.pool)
@@ -499,14 +576,15 @@ fairdeal_db::for_each_backend! { DB =>
                 Ok(claimed)
             }
 
-            async fn mail_sent(&self, mail_id: Uuid, now: i64) -> Result<(), StoreError> {
+            async fn mail_sent(&self, mail_id: Uuid, now: i64) -> Result<bool, StoreError> {
                 let mut conn = self.pool.acquire().await?;
-                sqlx::query("UPDATE auth_mail_outbox SET sent_at = $1, body = '', last_error = NULL WHERE mail_id = $2")
+                let marked = sqlx::query("UPDATE auth_mail_outbox SET sent_at = $1, body = '', last_error = NULL WHERE mail_id = $2")
                     .bind(now)
                     .bind(mail_id.to_string())
                     .execute(&mut *conn)
-                    .await?;
-                Ok(())
+                    .await?
+                    .rows_affected();
+                Ok(marked == 1)
             }
 
             async fn mail_failed(&self, mail_id: Uuid, retry_at: i64, error: &str) -> Result<(), StoreError> {
@@ -535,6 +613,8 @@ fairdeal_db::for_each_backend! { DB =>
 pub struct SqlAuthStore<DB: EventBackend> {
     /// Connections to the service's database.
     pool: sqlx::Pool<DB>,
+    /// The same database, for what is not SQL written once (`Db::scrub`).
+    db: fairdeal_db::Db,
     /// The event log, appended to inside our transactions.
     events: DB::Store,
     /// Fired after a transaction with events commits (wakes the relay).
@@ -554,11 +634,13 @@ pub fn auth_store(storage: &fairdeal_platform::Storage) -> std::sync::Arc<dyn Au
     match storage.backend() {
         fairdeal_eventstore::AnyEventStore::Postgres(events) => std::sync::Arc::new(SqlAuthStore {
             pool: events.pool().clone(),
+            db: storage.db().clone(),
             events: events.clone(),
             signal,
         }),
         fairdeal_eventstore::AnyEventStore::Sqlite(events) => std::sync::Arc::new(SqlAuthStore {
             pool: events.pool().clone(),
+            db: storage.db().clone(),
             events: events.clone(),
             signal,
         }),
@@ -649,12 +731,15 @@ fn to_new_event(
     use fairdeal_eventstore::NewEvent;
     use fairdeal_proto::fairdeal::auth::v1 as pb;
     let new = match event {
-        AuthEvent::Registered { user_id, username } => {
-            NewEvent::from_message(&pb::UserRegistered {
-                user_id: user_id.to_string(),
-                username: username.clone(),
-            })
-        }
+        AuthEvent::Registered {
+            user_id,
+            sealed_username,
+        } => NewEvent::from_message(&pb::UserRegistered {
+            user_id: user_id.to_string(),
+            sealed_username: sealed_username.clone(),
+            // `username` (deprecated) stays empty: the username is only ever written sealed.
+            ..Default::default()
+        }),
         AuthEvent::EmailConfirmed { user_id } => NewEvent::from_message(&pb::EmailConfirmed {
             user_id: user_id.to_string(),
         }),
@@ -694,6 +779,9 @@ fn to_new_event(
                 user_id: user_id.to_string(),
             })
         }
+        AuthEvent::AccountDeleted { user_id } => NewEvent::from_message(&pb::AccountDeleted {
+            user_id: user_id.to_string(),
+        }),
     };
     let mut trace = std::collections::BTreeMap::new();
     fairdeal_kit::propagation::inject_current(&mut trace);

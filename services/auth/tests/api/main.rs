@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod authn_layer;
+mod deletion;
 mod flows;
 mod helpers;
 mod limits;

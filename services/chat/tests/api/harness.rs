@@ -2,8 +2,10 @@
 //! in-process bus, memory presence and limits) or a unique PostgreSQL database with NATS
 //! JetStream and Redis. Table membership comes from tables events appended to a tables
 //! event log exactly as the tables service writes them (on PostgreSQL: its own schema, its
-//! relay publishing to JetStream, which the chat's consumer reads).
+//! relay publishing to JetStream, which the chat's consumer reads); account deletions come
+//! from auth events appended the same way to an auth log.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -16,6 +18,7 @@ use fairdeal_chat::startup::{self, Parts};
 use fairdeal_eventstore::{ExpectedVersion, NewEvent, StreamId};
 use fairdeal_kit::CommonConfig;
 use fairdeal_platform::{Bus, Storage};
+use fairdeal_proto::fairdeal::auth::v1 as auth;
 use fairdeal_proto::fairdeal::chat::v1 as pb;
 use fairdeal_proto::fairdeal::chat::v1::chat_service_client::ChatServiceClient;
 use fairdeal_proto::fairdeal::tables::v1 as tables;
@@ -45,11 +48,16 @@ pub(crate) struct TestChat {
     pub(crate) storage: Storage,
     /// Where tables events are appended.
     tables: Storage,
+    /// Where auth events are appended.
+    auth: Storage,
     server: Option<(fairdeal_kit::Shutdown, JoinHandle<()>)>,
+    /// Stops the tables and auth relays.
     tables_shutdown: fairdeal_kit::Shutdown,
-    common: CommonConfig,
+    pub(crate) common: CommonConfig,
     limits: ChatLimits,
-    database: Option<fairdeal_testkit::TestDatabase>,
+    pub(crate) database: Option<fairdeal_testkit::TestDatabase>,
+    /// The SQLite file (embedded).
+    pub(crate) sqlite_file: Option<PathBuf>,
     _dir: tempfile::TempDir,
 }
 
@@ -84,15 +92,13 @@ impl TestChat {
     /// The chat with `limits` and, if `filter`, the profanity filter.
     pub(crate) async fn spawn_with(db: Db, limits: ChatLimits, filter: bool) -> TestChat {
         let dir = tempfile::tempdir().unwrap();
+        let sqlite_file = dir.path().join("fairdeal.db");
         let (url, database) = match db {
             Db::Postgres => {
                 let database = fairdeal_testkit::TestDatabase::create().await.unwrap();
                 (database.url().to_owned(), Some(database))
             }
-            Db::Sqlite => (
-                format!("sqlite://{}", dir.path().join("fairdeal.db").display()),
-                None,
-            ),
+            Db::Sqlite => (format!("sqlite://{}", sqlite_file.display()), None),
         };
         let prefix = database
             .is_some()
@@ -106,18 +112,22 @@ impl TestChat {
         .await
         .unwrap();
         let tables_shutdown = fairdeal_kit::Shutdown::new();
-        let tables = match db {
-            // One database, one log, one append signal: the embedded consumer tails it.
+        // Another service's log: on SQLite the one database, one log and one append signal
+        // every service shares (the embedded consumers tail it); on PostgreSQL its own
+        // schema and relay to JetStream.
+        let source = async |service: &str| match db {
             Db::Sqlite => storage.clone(),
             Db::Postgres => {
-                let tables_common = self::common("tables", &url, prefix.as_deref());
-                let tables = Storage::open(&tables_common, "tables", &[]).await.unwrap();
-                Bus::start(&tables_common, &tables, "tables", &tables_shutdown)
+                let source_common = self::common(service, &url, prefix.as_deref());
+                let source = Storage::open(&source_common, service, &[]).await.unwrap();
+                Bus::start(&source_common, &source, service, &tables_shutdown)
                     .await
                     .unwrap();
-                tables
+                source
             }
         };
+        let tables = source("tables").await;
+        let auth = source("auth").await;
         let signing = SigningKey::generate().unwrap();
         let clock = Arc::new(ManualClock::starting_now());
         let mut chat = TestChat {
@@ -126,11 +136,13 @@ impl TestChat {
             signing,
             storage,
             tables,
+            auth,
             server: None,
             tables_shutdown,
             common,
             limits,
             database,
+            sqlite_file: (db == Db::Sqlite).then_some(sqlite_file),
             _dir: dir,
         };
         chat.start(filter).await;
@@ -257,6 +269,23 @@ impl TestChat {
             )
             .await
             .unwrap();
+    }
+
+    /// Appends `AccountDeleted` for `user` to their account's stream as the auth service
+    /// would; answers the event's id.
+    pub(crate) async fn delete_account(&self, user: Uuid) -> Uuid {
+        let stream = StreamId::of("user", user).unwrap();
+        let event = NewEvent::from_message(&auth::AccountDeleted {
+            user_id: user.to_string(),
+        })
+        .with_correlation_id(user.to_string());
+        let id = event.event_id;
+        self.auth
+            .events()
+            .append(&stream, ExpectedVersion::Any, vec![event])
+            .await
+            .unwrap();
+        id
     }
 
     pub(crate) async fn sit(&self, table: Uuid, seat: u32, user: &User) {

@@ -4,6 +4,7 @@
 
 mod access;
 mod crash;
+mod erasure;
 mod harness;
 mod limits;
 mod messaging;
