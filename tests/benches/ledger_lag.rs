@@ -62,15 +62,15 @@ fn millis_since(time: SystemTime) -> f64 {
         .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
 }
 
-/// The `occurred_at` of the table's `GameFinished`.
-async fn finished_at(tables: &Arc<dyn EventStore>, table_id: &str) -> SystemTime {
+/// The `occurred_at` of the table's `GameFinished` and of its `TableSeedRevealed`.
+async fn finished_at(tables: &Arc<dyn EventStore>, table_id: &str) -> (SystemTime, SystemTime) {
     let stream = StreamId::parse(format!("table-{table_id}")).unwrap();
     let events: Vec<RecordedEvent> = tables.read_stream(&stream, 1, 100_000).await.unwrap();
-    events
-        .iter()
-        .find(|e| e.is::<tpb::GameFinished>())
-        .map(|e| e.occurred_at)
-        .unwrap()
+    let at = |found: Option<&RecordedEvent>| found.map(|e| e.occurred_at).unwrap();
+    (
+        at(events.iter().find(|e| e.is::<tpb::GameFinished>())),
+        at(events.iter().find(|e| e.is::<tpb::TableSeedRevealed>())),
+    )
 }
 
 /// Asks for the export every 10 ms until it succeeds.
@@ -167,7 +167,9 @@ async fn run(backend: Backend) {
     let stack = Arc::new(stack);
     let moves = Arc::new(AtomicU64::new(0));
     let running = Arc::new(AtomicBool::new(true));
-    let exports: Arc<Mutex<Vec<f64>>> = Arc::new(Mutex::new(Vec::new()));
+    // Per finished game: GameFinished to export, GameFinished to the seed's reveal, and the
+    // reveal to the export.
+    let exports: Arc<Mutex<Vec<(f64, f64, f64)>>> = Arc::new(Mutex::new(Vec::new()));
     let produced_before = {
         let mut n = 0;
         for store in &stores {
@@ -205,9 +207,15 @@ async fn run(backend: Backend) {
                 })
                 .await
                 .unwrap();
-                let finished = finished_at(&tables_store, &created.table_id).await;
+                let (finished, revealed) = finished_at(&tables_store, &created.table_id).await;
                 export_when_ready(&mut ledger, &created.table_id).await;
-                exports.lock().await.push(millis_since(finished));
+                let reveal = revealed
+                    .duration_since(finished)
+                    .map_or(0.0, |d| d.as_secs_f64() * 1000.0);
+                exports
+                    .lock()
+                    .await
+                    .push((millis_since(finished), reveal, millis_since(revealed)));
             }
         }));
     }
@@ -246,8 +254,13 @@ async fn run(backend: Backend) {
     let produced = produced_at_end - produced_before;
     let archived = u64::try_from(leaves_at_end - leaves_before).unwrap_or(0);
     let (lag50, lag99, lag_max) = percentiles(&mut lags);
-    let mut exported = exports.lock().await.clone();
+    let games = exports.lock().await.clone();
+    let mut exported: Vec<f64> = games.iter().map(|g| g.0).collect();
+    let mut reveals: Vec<f64> = games.iter().map(|g| g.1).collect();
+    let mut after_reveal: Vec<f64> = games.iter().map(|g| g.2).collect();
     let (exp50, exp99, exp_max) = percentiles(&mut exported);
+    let (rev50, rev99, _) = percentiles(&mut reveals);
+    let (after50, after99, _) = percentiles(&mut after_reveal);
     let name = match backend {
         Backend::Embedded => "embedded SQLite",
         Backend::PostgresNats => "PostgreSQL + NATS",
@@ -256,7 +269,9 @@ async fn run(backend: Backend) {
         "ledger under load ({name}, {tables} tables, {elapsed:.0} s): {:.0} moves/s; events \
          stored {produced} ({:.0}/s), archived {archived} ({:.2} of them); ledger lag p50 \
          {lag50:.0} ms, p99 {lag99:.0} ms, max {lag_max:.0} ms ({} samples); export after \
-         GameFinished p50 {exp50:.0} ms, p99 {exp99:.0} ms, max {exp_max:.0} ms ({} games)",
+         GameFinished p50 {exp50:.0} ms, p99 {exp99:.0} ms, max {exp_max:.0} ms ({} games; of \
+         which the tables service's seed reveal p50 {rev50:.0} ms, p99 {rev99:.0} ms, and from \
+         the reveal to the export p50 {after50:.0} ms, p99 {after99:.0} ms)",
         moved as f64 / elapsed,
         produced as f64 / elapsed,
         archived as f64 / produced.max(1) as f64,

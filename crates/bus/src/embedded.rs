@@ -30,7 +30,7 @@ use crate::db::{BusDatabase, BusDb, DeadLetter, LEASE_CHECK_INTERVAL, Lease};
 use crate::error::{BusError, error_chain};
 use crate::handler::{Handler, RetryPolicy};
 use crate::jetstream::validate_name;
-use crate::signal::{AppendSignal, AppendWaiter, NotifyingEventStore, Wake, wait_for_events};
+use crate::signal::{AppendSignal, AppendWaiter, NotifyingEventStore, Recheck, Wake};
 
 /// Dead letters announced on an embedded bus (the stand-in for the dead-letter subject).
 const DEAD_LETTER_CHANNEL_CAPACITY: usize = 256;
@@ -267,6 +267,7 @@ where
         tracing::info!(consumer = %self.config.name, position, "embedded consumer starting");
         let mut redrives_checked: Option<std::time::Instant> = None;
         let mut lease_checked_at = std::time::Instant::now();
+        let mut recheck = Recheck::new();
         loop {
             if shutdown.is_cancelled() {
                 return Ok(());
@@ -285,14 +286,15 @@ where
             let events = self.store.read_all(from, self.config.batch_size).await?;
             if events.is_empty() {
                 self.settler.metrics.record_lag(0);
-                let wake =
-                    wait_for_events(Some(&mut self.waiter), self.config.poll_interval, shutdown)
-                        .await;
+                let wake = recheck
+                    .wait(Some(&mut self.waiter), self.config.poll_interval, shutdown)
+                    .await;
                 if wake == Wake::Shutdown {
                     return Ok(());
                 }
                 continue;
             }
+            recheck.found();
             let mut deliveries = Vec::with_capacity(events.len());
             for event in events {
                 let event_position = i64::try_from(event.position).map_err(|_| {

@@ -503,6 +503,67 @@ pub(crate) enum Wake {
     Shutdown,
 }
 
+/// How soon a reader tailing the log looks again after a read that found nothing.
+///
+/// A wake-up means an append committed. But on PostgreSQL a read of the log is gated below
+/// the cluster's oldest running transaction (crates/eventstore), so a commit stays invisible
+/// until every transaction that started before it has ended, in any service's schema: a read
+/// right after the wake-up can find nothing although the event is there, and the next
+/// wake-up may be seconds away (the next append of a quiet service, or the safety poll).
+/// Seen as a commitment service's reveal reaching JetStream up to 5 s late under load. So
+/// after a wake-up the reader looks again soon (5 ms, doubling to 200 ms) for one second,
+/// and only then waits for the next wake-up alone.
+#[derive(Debug)]
+pub(crate) struct Recheck {
+    /// When the last wake-up came, while its window is open.
+    since: Option<std::time::Instant>,
+    /// The next short wait.
+    delay: Duration,
+}
+
+impl Recheck {
+    /// The first short wait after an empty read.
+    const FIRST: Duration = Duration::from_millis(5);
+    /// The longest short wait.
+    const LONGEST: Duration = Duration::from_millis(200);
+    /// How long after a wake-up the reader keeps looking again soon.
+    const WINDOW: Duration = Duration::from_secs(1);
+
+    pub(crate) fn new() -> Self {
+        Self {
+            since: None,
+            delay: Self::FIRST,
+        }
+    }
+
+    /// The read found events: the next empty read waits for a wake-up.
+    pub(crate) fn found(&mut self) {
+        self.since = None;
+    }
+
+    /// Waits after an empty read: briefly within a wake-up's window, else until `waiter`
+    /// fires, `poll` elapses or `shutdown` is cancelled (opening a new window).
+    pub(crate) async fn wait(
+        &mut self,
+        waiter: Option<&mut AppendWaiter>,
+        poll: Duration,
+        shutdown: &CancellationToken,
+    ) -> Wake {
+        if self
+            .since
+            .is_some_and(|since| since.elapsed() < Self::WINDOW)
+        {
+            let delay = self.delay;
+            self.delay = (delay * 2).min(Self::LONGEST);
+            return wait_for_events(waiter, delay, shutdown).await;
+        }
+        let wake = wait_for_events(waiter, poll, shutdown).await;
+        self.since = Some(std::time::Instant::now());
+        self.delay = Self::FIRST;
+        wake
+    }
+}
+
 /// Waits until `waiter` fires, `poll` elapses or `shutdown` is cancelled. Without a waiter,
 /// only the poll interval wakes.
 pub(crate) async fn wait_for_events(
@@ -631,6 +692,10 @@ impl EventStore for NotifyingEventStore {
 
     async fn head_position(&self) -> Result<u64, StoreError> {
         self.inner.head_position().await
+    }
+
+    async fn committed_position(&self) -> Result<u64, StoreError> {
+        self.inner.committed_position().await
     }
 
     async fn stream_version(&self, stream_id: &StreamId) -> Result<u64, StoreError> {

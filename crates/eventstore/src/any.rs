@@ -88,6 +88,10 @@ impl EventStore for AnyEventStore {
         self.inner().head_position().await
     }
 
+    async fn committed_position(&self) -> Result<u64, StoreError> {
+        self.inner().committed_position().await
+    }
+
     async fn stream_version(&self, stream_id: &StreamId) -> Result<u64, StoreError> {
         self.inner().stream_version(stream_id).await
     }

@@ -512,6 +512,7 @@ pub async fn replays_from_any_version_and_position(backend: Arc<dyn Backend>) {
     }
     assert_eq!(paged, all);
     assert_eq!(store.head_position().await.unwrap(), all[11].position);
+    assert_eq!(store.committed_position().await.unwrap(), all[11].position);
 }
 
 /// Altering a stored event is detected on every read path, also when the attacker fixes the
@@ -616,6 +617,11 @@ pub async fn late_commit_is_never_skipped(backend: Arc<dyn Backend>) {
         "read_all returned {during:?} while an earlier position was still open"
     );
     assert!(store.head_position().await.unwrap() < early_appended.events[0].position);
+    // What was committed is known even while the reader may not see it yet.
+    if writer.is_finished() {
+        let committed = store.committed_position().await.unwrap();
+        assert!(committed > early_appended.events[0].position, "{committed}");
+    }
 
     held.commit().await;
     let late_appended = writer.await.unwrap().unwrap();

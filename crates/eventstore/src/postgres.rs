@@ -110,6 +110,7 @@ struct PgSql {
     read_stream: SqlStr,
     read_all: SqlStr,
     head_position: SqlStr,
+    committed_position: SqlStr,
     batch_heads: SqlStr,
     insert: SqlStr,
 }
@@ -213,6 +214,7 @@ impl PgSql {
                                    << {TX_SHIFT}) \
                  ORDER BY position LIMIT $2"
             )),
+            committed_position: safe(format!("SELECT coalesce(max(position), 0) FROM {t}")),
             head_position: safe(format!(
                 "SELECT coalesce(max(position), 0) FROM {t} \
                  WHERE position < (pg_snapshot_xmin(pg_current_snapshot())::text::bigint \
@@ -935,6 +937,13 @@ impl EventStore for PgEventStore {
             .fetch_one(&self.core.pool)
             .await?;
         stored_u64(head, "events.position")
+    }
+
+    async fn committed_position(&self) -> Result<u64, StoreError> {
+        let last: i64 = sqlx::query_scalar(self.core.sql.committed_position.clone())
+            .fetch_one(&self.core.pool)
+            .await?;
+        stored_u64(last, "events.position")
     }
 
     async fn stream_version(&self, stream_id: &StreamId) -> Result<u64, StoreError> {

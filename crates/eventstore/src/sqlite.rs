@@ -547,6 +547,10 @@ impl EventStore for SqliteEventStore {
         stored_u64(head, "events.position")
     }
 
+    async fn committed_position(&self) -> Result<u64, StoreError> {
+        self.head_position().await
+    }
+
     async fn stream_version(&self, stream_id: &StreamId) -> Result<u64, StoreError> {
         let version: i64 =
             sqlx::query_scalar("SELECT coalesce(max(version), 0) FROM events WHERE stream_id = ?")

@@ -69,6 +69,14 @@ pub trait EventStore: Send + Sync + fmt::Debug {
     /// The position of the last event `read_all` can currently return (0 when none).
     async fn head_position(&self) -> Result<u64, StoreError>;
 
+    /// The position of the last event committed (0 when none), whether or not `read_all`
+    /// returns it yet: on PostgreSQL a commit stays hidden from `read_all` while a
+    /// transaction that started before it is still open (that is what keeps `read_all` from
+    /// skipping); SQLite commits in position order, so this is [`EventStore::head_position`].
+    /// A reader that must see everything committed before it started (a rebuild) reads
+    /// `read_all` up to this position, waiting while a page comes back short of it.
+    async fn committed_position(&self) -> Result<u64, StoreError>;
+
     /// The last version of `stream_id` (0 when the stream has no events).
     async fn stream_version(&self, stream_id: &StreamId) -> Result<u64, StoreError>;
 }

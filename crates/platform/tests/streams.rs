@@ -182,6 +182,9 @@ impl EventStore for Probe {
     async fn head_position(&self) -> Result<u64, StoreError> {
         self.inner.head_position().await
     }
+    async fn committed_position(&self) -> Result<u64, StoreError> {
+        self.inner.committed_position().await
+    }
     async fn stream_version(&self, stream_id: &StreamId) -> Result<u64, StoreError> {
         self.read();
         self.inner.stream_version(stream_id).await

@@ -15,6 +15,13 @@
 //! Embedded (`INGEST_BACKEND=embedded`): the backlog is in the shared SQLite log the ledger
 //! tails; same baseline in a second SQLite file.
 //!
+//! Steady (`INGEST_MODE=steady`, PostgreSQL + NATS): no backlog, but a producer appending
+//! `INGEST_RATE` events a second (default 6,500: what one tables replica at its target load
+//! of 5,000 moves/s stores) for `INGEST_SECONDS` (default 30), 8 writers of 4-event appends,
+//! relayed to JetStream as the services do, while the ledger runs beside it in the same
+//! process. Reported: the rate produced, and the ledger's lag sampled every 100 ms (the age
+//! of the event its newest leaf holds), p50/p99/max.
+//!
 //! `cargo xtask services` in one shell, its exports in another, then
 //! `cargo bench -p fairdeal-ledger --bench ingest`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
@@ -302,6 +309,125 @@ async fn embedded(streams: u64) {
     db.close().await;
 }
 
+/// The ledger beside a steady producer (see the module docs).
+async fn steady(rate: u64, seconds: u64) {
+    const WRITERS: u64 = 8;
+    const PER_APPEND: u64 = 4;
+    let nats = fairdeal_testkit::nats_url();
+    let prefix = fairdeal_testkit::subject_prefix("ledgersteady");
+    let database = fairdeal_testkit::TestDatabase::create().await.unwrap();
+    let url = database.url().to_owned();
+    let tables_common = common("tables", &url, Some((&nats, &prefix)));
+    let tables = Storage::open(&tables_common, "tables", &[]).await.unwrap();
+    let relay = Shutdown::new();
+    let bus = Bus::start(&tables_common, &tables, "tables", &relay)
+        .await
+        .unwrap();
+    let ledger_common = common("ledger", &url, Some((&nats, &prefix)));
+    let ledger = Storage::open(&ledger_common, "ledger", &[&MIGRATIONS])
+        .await
+        .unwrap();
+    let ledger_db = ledger.db().clone();
+    let app = Application::assemble(
+        &ledger_common,
+        Parts {
+            storage: ledger,
+            signer: NoteSigner::from_seed("ledger.bench", &[9; 32]).unwrap(),
+            policy: CheckpointPolicy {
+                interval: Duration::from_secs(5),
+                leaves: 1_000,
+            },
+            sources: vec!["tables".to_owned()],
+        },
+    )
+    .await
+    .unwrap();
+    let stop = app.shutdown();
+    tokio::spawn(app.run_until_stopped());
+
+    let started = Instant::now();
+    let window = Duration::from_secs(seconds);
+    let appends_per_writer = rate / WRITERS / PER_APPEND;
+    let mut writers = Vec::new();
+    for _ in 0..WRITERS {
+        let events = tables.events();
+        writers.push(tokio::spawn(async move {
+            let mut appended = 0u64;
+            let pause = Duration::from_secs_f64(1.0 / appends_per_writer.max(1) as f64);
+            let mut next = Instant::now();
+            while started.elapsed() < window {
+                // A stream of 100 events at most, like a table's hand.
+                let stream = StreamId::of("table", uuid::Uuid::now_v7()).unwrap();
+                for _ in 0..25 {
+                    let batch = (0..PER_APPEND)
+                        .map(|i| NewEvent::new("fairdeal.bench.v1.Moved", vec![i as u8; 200]))
+                        .collect();
+                    events
+                        .append(&stream, ExpectedVersion::Any, batch)
+                        .await
+                        .unwrap();
+                    appended += PER_APPEND;
+                    next += pause;
+                    if let Some(wait) = next.checked_duration_since(Instant::now()) {
+                        tokio::time::sleep(wait).await;
+                    }
+                    if started.elapsed() >= window {
+                        break;
+                    }
+                }
+            }
+            appended
+        }));
+    }
+    let mut lags = Vec::new();
+    while started.elapsed() < window {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let newest: Option<Vec<u8>> = fairdeal_db::on_db!(&ledger_db, pool => {
+            sqlx::query_scalar(
+                "SELECT envelope FROM ledger_leaves ORDER BY leaf_index DESC LIMIT 1",
+            )
+            .fetch_optional(pool)
+            .await
+            .unwrap()
+        });
+        if let Some(envelope) = newest.filter(|_| started.elapsed() > Duration::from_secs(1)) {
+            let event = fairdeal_event::RecordedEvent::decode_envelope(0, &envelope).unwrap();
+            let age = std::time::SystemTime::now()
+                .duration_since(event.occurred_at)
+                .map_or(0.0, |d| d.as_secs_f64() * 1000.0);
+            lags.push(age);
+        }
+    }
+    let mut produced = 0;
+    for writer in writers {
+        produced += writer.await.unwrap();
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    lags.sort_by(f64::total_cmp);
+    let at = |q: f64| lags[((lags.len() - 1) as f64 * q).round() as usize];
+    println!(
+        "ledger beside a steady producer (PostgreSQL + NATS): {:.0} events/s produced for \
+         {elapsed:.0} s; ledger lag p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms ({} samples)",
+        produced as f64 / elapsed,
+        at(0.5),
+        at(0.99),
+        lags[lags.len() - 1],
+        lags.len()
+    );
+    stop.trigger();
+    stop.wait_for_tasks().await;
+    relay.trigger();
+    relay.wait_for_tasks().await;
+    if let Some(js) = bus.jetstream() {
+        let c = fairdeal_bus::JetStreamConfig::new(format!("{prefix}.tables")).unwrap();
+        let _ = js.delete_stream(c.stream_name()).await;
+        let _ = js.delete_stream(c.dead_letter_stream_name()).await;
+    }
+    ledger_db.close().await;
+    tables.db().close().await;
+    database.drop().await.unwrap();
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; this binary has no other arguments.
     let streams = env("INGEST_EVENTS", 200_000).div_ceil(PER_STREAM);
@@ -309,6 +435,12 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    if std::env::var("INGEST_MODE").as_deref() == Ok("steady") {
+        let rate = env("INGEST_RATE", 6_500);
+        let seconds = env("INGEST_SECONDS", 30);
+        runtime.block_on(steady(rate, seconds));
+        return;
+    }
     match std::env::var("INGEST_BACKEND").as_deref() {
         Ok("embedded") => runtime.block_on(embedded(streams)),
         _ => runtime.block_on(postgres_nats(streams)),

@@ -268,9 +268,18 @@ fairdeal_db::for_each_backend! { DB =>
             sqlx::query("DELETE FROM ratings").execute(&mut *tx).await?;
             let mut checker = Checker::default();
             let mut from = 1;
-            loop {
+            // Everything committed before the rebuild started, however long an older
+            // transaction of the cluster keeps the latest of it from `read_all` (a page that
+            // comes back short of it is asked again, briefly later).
+            let end = events.committed_position().await?;
+            let mut short = std::time::Duration::from_millis(5);
+            while from <= end {
                 let page = events.read_all(from, REBUILD_PAGE).await?;
-                let Some(last) = page.last() else { break };
+                let Some(last) = page.last() else {
+                    tokio::time::sleep(short).await;
+                    short = (short * 2).min(std::time::Duration::from_millis(200));
+                    continue;
+                };
                 from = last.position + 1;
                 for event in &page {
                     if event.stream_id.category() != "rating"

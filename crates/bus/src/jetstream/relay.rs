@@ -76,7 +76,7 @@ use super::{
 };
 use crate::db::{BusDatabase, BusDb, LEASE_CHECK_INTERVAL, Lease};
 use crate::error::{BusError, error_chain};
-use crate::signal::{AppendWaiter, Wake, wait_for_events};
+use crate::signal::{AppendWaiter, Recheck, Wake};
 use crate::trace::{TRACEPARENT, TRACESTATE};
 
 /// Room the relay's message needs beyond an event's variable fields (bounded together by
@@ -379,6 +379,7 @@ impl<DB: BusDatabase> Relay<DB> {
         let mut saved = tail.position;
         let mut saved_at = Instant::now();
         let mut lease_checked_at = Instant::now();
+        let mut recheck = Recheck::new();
         loop {
             if lease_checked_at.elapsed() >= LEASE_CHECK_INTERVAL {
                 self.db.keep_lease(lease).await?;
@@ -391,6 +392,7 @@ impl<DB: BusDatabase> Relay<DB> {
                 self.store.read_all(from, self.config.batch_size).await?
             };
             if !events.is_empty() {
+                recheck.found();
                 tail = self.publish_batch(&events, tail).await?;
                 self.published_to = tail.position;
                 // A short batch reached the head as it was read; a full one may be behind.
@@ -416,7 +418,9 @@ impl<DB: BusDatabase> Relay<DB> {
                 return Ok(());
             }
             if idle
-                && wait_for_events(self.waiter.as_mut(), self.config.poll_interval, shutdown).await
+                && recheck
+                    .wait(self.waiter.as_mut(), self.config.poll_interval, shutdown)
+                    .await
                     == Wake::Shutdown
             {
                 return Ok(());

@@ -18,7 +18,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::support::{
     Harness, JetStreamHarness, Recorder, append_round_robin, assert_exactly_once_in_order, event,
-    log_events, log_ids, quick_retry, run_with, stream, wait_applied, wait_for,
+    log_events, log_ids, platform_relay_config, quick_retry, run_with, stream, wait_applied,
+    wait_for,
 };
 
 async fn published_at_least(h: &JetStreamHarness, count: u64) {
@@ -105,6 +106,50 @@ async fn relayed_messages_carry_id_trace_type_and_envelope() {
             h.db().relay_checkpoint("relay").await.unwrap(),
             i64::try_from(recorded[1].position).unwrap()
         );
+    })
+    .await;
+}
+
+/// An append committed while an older transaction of the cluster is still open is hidden from
+/// the relay's gated read when its wake-up comes; once that transaction ends the event is
+/// published within moments, without another append or the 5 s safety poll (seen as a quiet
+/// service's event reaching JetStream seconds late under load).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_hidden_by_an_older_transaction_is_relayed_as_soon_as_it_shows() {
+    run_with(JetStreamHarness::create, |h| async move {
+        let relay = h.start_relay_with(platform_relay_config());
+        let store = h.store();
+        let s = stream("quiet");
+        store
+            .append(&s, ExpectedVersion::NoStream, vec![event(0)])
+            .await
+            .unwrap();
+        published_at_least(&h, 1).await;
+        // An older transaction holding a transaction id, then the append it hides.
+        let mut older = h.db().pool().begin().await.unwrap();
+        sqlx::query("SELECT pg_current_xact_id()")
+            .execute(&mut *older)
+            .await
+            .unwrap();
+        let appended = std::time::Instant::now();
+        store
+            .append(&s, ExpectedVersion::Exact(1), vec![event(1)])
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(
+            h.published().await,
+            Some(1),
+            "hidden while the older one runs"
+        );
+        older.commit().await.unwrap();
+        published_at_least(&h, 2).await;
+        let took = appended.elapsed();
+        assert!(
+            took < Duration::from_millis(1_500),
+            "published {took:?} after the append (the safety poll is 5 s)"
+        );
+        relay.stop().await;
     })
     .await;
 }

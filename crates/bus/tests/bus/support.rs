@@ -465,6 +465,32 @@ fn test_relay_config() -> RelayConfig {
     config
 }
 
+impl JetStreamHarness {
+    /// A relay with `config`, woken by the store's append signal, running on a pool of its
+    /// own.
+    pub(crate) fn start_relay_with(&self, config: RelayConfig) -> Running {
+        let pool = self.instance_pool();
+        let relay = Relay::new(
+            Arc::new(PgEventStore::new(pool.clone(), SCHEMA).unwrap()),
+            BusDb::postgres(pool.clone(), SCHEMA).unwrap(),
+            self.js.clone(),
+            self.streams.clone(),
+            config,
+        )
+        .unwrap()
+        .with_waiter(self.signal.subscribe());
+        Running::spawn(|shutdown| relay.run(shutdown)).with_pool(pool)
+    }
+}
+
+/// The relay settings tests use, but the safety poll of the platform's relays (5 s): only
+/// its wake-ups and re-checks make it publish sooner.
+pub(crate) fn platform_relay_config() -> RelayConfig {
+    let mut config = test_relay_config();
+    config.poll_interval = fairdeal_bus::db::LEASE_CHECK_INTERVAL;
+    config
+}
+
 #[async_trait]
 impl Harness for JetStreamHarness {
     fn store(&self) -> Arc<dyn EventStore> {
@@ -472,17 +498,7 @@ impl Harness for JetStreamHarness {
     }
 
     fn start_relay(&self) -> Running {
-        let pool = self.instance_pool();
-        let relay = Relay::new(
-            Arc::new(PgEventStore::new(pool.clone(), SCHEMA).unwrap()),
-            BusDb::postgres(pool.clone(), SCHEMA).unwrap(),
-            self.js.clone(),
-            self.streams.clone(),
-            test_relay_config(),
-        )
-        .unwrap()
-        .with_waiter(self.signal.subscribe());
-        Running::spawn(|shutdown| relay.run(shutdown)).with_pool(pool)
+        self.start_relay_with(test_relay_config())
     }
 
     fn start_consumer(&self, recorder: Arc<Recorder>, retry: RetryPolicy) -> Running {
