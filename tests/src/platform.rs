@@ -29,6 +29,7 @@ use fairdeal_kit::{CommonConfig, Shutdown};
 use fairdeal_platform::Storage;
 use fairdeal_proto::fairdeal::tables::v1 as pb;
 use fairdeal_tables::clock::ManualClock;
+use sqlx::Connection as _;
 use tonic::transport::Channel;
 use uuid::Uuid;
 
@@ -56,6 +57,8 @@ pub struct GameStack {
     services: Vec<String>,
     database: Option<fairdeal_testkit::TestDatabase>,
     database_url: String,
+    /// Each service's `db_max_connections` (PostgreSQL), if not the default.
+    budget: Option<u32>,
     prefix: Option<String>,
     commitment_port: u16,
     dealing_port: u16,
@@ -85,6 +88,43 @@ async fn serving(port: u16) -> anyhow::Result<()> {
 impl GameStack {
     /// Starts commitment, dealing and tables on a fresh `backend`.
     pub async fn start(backend: Backend) -> anyhow::Result<GameStack> {
+        let mut stack = Self::prepare(backend).await?;
+        stack.start_services().await?;
+        Ok(stack)
+    }
+
+    /// Starts commitment, dealing and tables on a fresh PostgreSQL database and NATS, each
+    /// with a budget of `budget` connections (`--db-max-connections`), as a role that the
+    /// server refuses more than the three budgets' sum (`CONNECTION LIMIT`): a service
+    /// that outgrew its budget would see its sessions refused. Returns the stack and the
+    /// role's name.
+    pub async fn start_capped(budget: u32) -> anyhow::Result<(GameStack, String)> {
+        let mut stack = Self::prepare(Backend::PostgresNats).await?;
+        let database = stack.database.as_ref().context("a PostgreSQL stack")?;
+        let role = format!("capped_{}", Uuid::now_v7().simple());
+        let mut admin = sqlx::PgConnection::connect(database.url()).await?;
+        for statement in [
+            format!("CREATE ROLE {role} LOGIN CONNECTION LIMIT {}", 3 * budget),
+            format!("GRANT ALL ON DATABASE {} TO {role}", database.name()),
+        ] {
+            sqlx::raw_sql(sqlx::AssertSqlSafe(statement))
+                .execute(&mut admin)
+                .await?;
+        }
+        admin.close().await?;
+        let mut url = url::Url::parse(database.url())?;
+        url.set_username(&role)
+            .map_err(|()| anyhow::anyhow!("no user in the database URL"))?;
+        url.set_password(None)
+            .map_err(|()| anyhow::anyhow!("no password in the database URL"))?;
+        stack.database_url = url.to_string();
+        stack.budget = Some(budget);
+        stack.start_services().await?;
+        Ok((stack, role))
+    }
+
+    /// The stack, its services not started yet.
+    async fn prepare(backend: Backend) -> anyhow::Result<GameStack> {
         let dir = tempfile::tempdir()?;
         let (database, database_url, prefix) = match backend {
             Backend::PostgresNats => {
@@ -102,7 +142,7 @@ impl GameStack {
                 None,
             ),
         };
-        let mut stack = GameStack {
+        Ok(GameStack {
             backend,
             signing: SigningKey::generate()?,
             clock: Arc::new(ManualClock::new(now() * 1000)),
@@ -112,13 +152,19 @@ impl GameStack {
             services: Vec::new(),
             database,
             database_url,
+            budget: None,
             prefix,
             commitment_port: 0,
             dealing_port: 0,
             tables_port: 0,
             _dir: dir,
-        };
-        if backend == Backend::Embedded {
+        })
+    }
+
+    /// Opens the shared storage (embedded) and starts the three services.
+    async fn start_services(&mut self) -> anyhow::Result<()> {
+        let stack = self;
+        if stack.backend == Backend::Embedded {
             let common = stack.common("platform")?;
             let db = Db::open(&common.database()?, &fairdeal_db::Schema::new("platform")?).await?;
             let storage = Storage::over(db, &[]).await?;
@@ -128,7 +174,14 @@ impl GameStack {
         stack.start_commitment().await?;
         stack.start_dealing().await?;
         stack.start_tables().await?;
-        Ok(stack)
+        Ok(())
+    }
+
+    /// The PostgreSQL database's URL (as the server's superuser), on PostgreSQL.
+    pub fn postgres_url(&self) -> Option<&str> {
+        self.database
+            .as_ref()
+            .map(fairdeal_testkit::TestDatabase::url)
     }
 
     /// The backend.
@@ -142,6 +195,9 @@ impl GameStack {
         let mut c = CommonConfig::with_defaults(name)?;
         c.listen_addr = "127.0.0.1:0".parse()?;
         c.database_url = fairdeal_kit::config::SecretUrl::new(&self.database_url);
+        if let Some(budget) = self.budget {
+            c.db_max_connections = budget;
+        }
         if let Some(prefix) = &self.prefix {
             c.nats_url = Some(fairdeal_kit::config::SecretUrl::new(
                 fairdeal_testkit::nats_url(),

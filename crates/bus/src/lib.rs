@@ -154,5 +154,6 @@ pub use jetstream::{
     MIN_MAX_PAYLOAD, Relay, RelayConfig, check_max_payload, ensure_streams,
 };
 pub use signal::{
-    AppendSignal, AppendWaiter, Appending, NotifyingEventStore, StoreRead, StreamWaiter,
+    AppendSignal, AppendWaiter, Appending, NotifyingEventStore, Recheck, StoreRead, StreamWaiter,
+    Wake,
 };

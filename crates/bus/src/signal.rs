@@ -494,9 +494,9 @@ impl Drop for StreamWaiter {
     }
 }
 
-/// Why [`wait_for_events`] returned.
+/// Why [`wait_for_events`] (or [`Recheck::wait`]) returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Wake {
+pub enum Wake {
     /// New events may be there (signal, or poll interval elapsed).
     Check,
     /// Shutdown was requested.
@@ -512,13 +512,20 @@ pub(crate) enum Wake {
 /// wake-up may be seconds away (the next append of a quiet service, or the safety poll).
 /// Seen as a commitment service's reveal reaching JetStream up to 5 s late under load. So
 /// after a wake-up the reader looks again soon (5 ms, doubling to 200 ms) for one second,
-/// and only then waits for the next wake-up alone.
+/// and only then waits for the next wake-up alone. Every tailer of the log uses it: the
+/// relay, the embedded consumers, and services' own tails (the chat's fan-out).
 #[derive(Debug)]
-pub(crate) struct Recheck {
+pub struct Recheck {
     /// When the last wake-up came, while its window is open.
     since: Option<std::time::Instant>,
     /// The next short wait.
     delay: Duration,
+}
+
+impl Default for Recheck {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Recheck {
@@ -529,38 +536,58 @@ impl Recheck {
     /// How long after a wake-up the reader keeps looking again soon.
     const WINDOW: Duration = Duration::from_secs(1);
 
-    pub(crate) fn new() -> Self {
+    /// No wake-up seen yet.
+    pub fn new() -> Self {
         Self {
             since: None,
             delay: Self::FIRST,
         }
     }
 
-    /// The read found events: the next empty read waits for a wake-up.
-    pub(crate) fn found(&mut self) {
-        self.since = None;
+    /// The read found events: the next empty read within the window looks again soon.
+    /// The window stays open: one wake-up may stand for several commits (wake-ups
+    /// coalesce), some of them visible to this read and some not yet.
+    pub fn found(&mut self) {
+        self.delay = Self::FIRST;
     }
 
-    /// Waits after an empty read: briefly within a wake-up's window, else until `waiter`
-    /// fires, `poll` elapses or `shutdown` is cancelled (opening a new window).
-    pub(crate) async fn wait(
+    /// Waits after a read: a wake-up that came meanwhile returns at once (opening a new
+    /// window); within a wake-up's window it waits briefly, without taking the next wake-up
+    /// (so that one extends the window); after the window, until `waiter` fires, `poll`
+    /// elapses or `shutdown` is cancelled (opening a new window).
+    pub async fn wait(
         &mut self,
-        waiter: Option<&mut AppendWaiter>,
+        mut waiter: Option<&mut AppendWaiter>,
         poll: Duration,
         shutdown: &CancellationToken,
     ) -> Wake {
+        if let Some(waiter) = waiter.as_deref_mut()
+            && waiter.receiver.has_changed().unwrap_or(false)
+        {
+            waiter.receiver.borrow_and_update();
+            self.opened();
+            return Wake::Check;
+        }
         if self
             .since
             .is_some_and(|since| since.elapsed() < Self::WINDOW)
         {
             let delay = self.delay;
             self.delay = (delay * 2).min(Self::LONGEST);
-            return wait_for_events(waiter, delay, shutdown).await;
+            return tokio::select! {
+                () = shutdown.cancelled() => Wake::Shutdown,
+                () = tokio::time::sleep(delay) => Wake::Check,
+            };
         }
         let wake = wait_for_events(waiter, poll, shutdown).await;
+        self.opened();
+        wake
+    }
+
+    /// A wake-up (or the poll) came: look again soon for a second.
+    fn opened(&mut self) {
         self.since = Some(std::time::Instant::now());
         self.delay = Self::FIRST;
-        wake
     }
 }
 

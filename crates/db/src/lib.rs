@@ -9,6 +9,10 @@
 //! - [`pool`]: [`Db`], the opened pool of either backend: PostgreSQL connections start in
 //!   the service's [`Schema`] and carry the stale-transaction guard; SQLite gets the
 //!   settings the event store relies on;
+//! - [`budget`]: [`ConnectionBudget`], the PostgreSQL sessions one process may hold and how
+//!   its pools share them (the server is sized from the budgets: docs/deploy.md);
+//! - [`health`]: dead connections (after a server restart) dropped before anyone is handed
+//!   one;
 //! - [`migrate`]: [`Migrations`], a component's schema as one migration folder per backend;
 //! - [`backend`]: the one pattern for code that runs on both: SQL written once, impls
 //!   compiled per backend with [`for_each_backend!`], picked with [`on_db!`], differences
@@ -16,15 +20,19 @@
 #![forbid(unsafe_code)]
 
 pub mod backend;
+pub mod budget;
+pub mod health;
 pub mod migrate;
 pub mod pool;
 pub mod url;
 
 pub use backend::Backend;
+pub use budget::{BadBudget, ConnectionBudget};
 pub use migrate::Migrations;
 pub use pool::{
-    BackendKind, BadSchema, Db, OpenError, Schema, in_schema, in_stale_transaction,
-    postgres_pool_options, sqlite_connect_options, sqlite_pool_options,
+    ACQUIRE_TIMEOUT, BackendKind, BadSchema, Db, OpenError, Schema, in_schema,
+    in_stale_transaction, postgres_pool_options, postgres_reader_pool_options,
+    sqlite_connect_options, sqlite_pool_options,
 };
 pub use url::{DatabaseUrl, DatabaseUrlError, PostgresUrl};
 

@@ -7,10 +7,10 @@
 //! numbers. On PostgreSQL the tracking table and the tables the migrations create go into
 //! the service's schema (the pool's `search_path`), which the first run creates.
 
+use sqlx::AssertSqlSafe;
 use sqlx::migrate::{MigrateError, Migrator};
-use sqlx::{Connection, PgConnection};
 
-use crate::pool::{Db, in_schema};
+use crate::pool::Db;
 
 /// A component's migrations for both backends (build the two with `sqlx::migrate!`).
 #[derive(Debug)]
@@ -35,12 +35,17 @@ impl Db {
                     Migrator::with_migrations(migrations.postgres.iter().cloned().collect());
                 migrator.create_schema(schema.quoted());
                 migrator.dangerous_set_table_name(format!("{}.{table}", schema.quoted()));
-                // A dedicated session in the schema: the migration SQL names its tables
+                // A session of the pool, so that migrating stays within the process's
+                // connection budget, put in the schema: the migration SQL names its tables
                 // unqualified, and a pool built elsewhere (tests, tools) may not set
-                // `search_path` on its connections.
-                let options = in_schema((*pool.connect_options()).clone(), schema);
-                let mut conn = PgConnection::connect_with(&options).await?;
-                let result = migrator.run(&mut conn).await;
+                // `search_path` on its connections. It is closed afterwards rather than
+                // returned, since the setting would outlive the migration.
+                let mut conn = pool.acquire().await?;
+                let in_schema = format!("SET search_path TO {}", schema.quoted());
+                sqlx::raw_sql(AssertSqlSafe(in_schema))
+                    .execute(&mut *conn)
+                    .await?;
+                let result = migrator.run(&mut *conn).await;
                 conn.close().await?;
                 result
             }

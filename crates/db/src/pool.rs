@@ -2,7 +2,10 @@
 //!
 //! - PostgreSQL: one pool whose connections start with `search_path` set to the service's
 //!   [`Schema`], so the service's SQL names its tables unqualified, exactly as on SQLite.
-//!   The pool carries the stale-transaction guard (see [`postgres_pool_options`]).
+//!   The pool carries the stale-transaction guard (see [`postgres_pool_options`]) and drops
+//!   dead connections before handing them out ([`crate::health`]); its size is the shared
+//!   part of the process's [`ConnectionBudget`]. Every PostgreSQL pool of the platform is
+//!   built from here: [`postgres_pool_options`] and [`postgres_reader_pool_options`].
 //! - SQLite: one pool on the file, with the settings the event store relies on (WAL,
 //!   `synchronous = FULL`, a busy timeout, foreign keys): see [`sqlite_connect_options`].
 
@@ -16,8 +19,10 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use sqlx::{PgConnection, Row as _};
+use sqlx::{Connection as _, PgConnection, Row as _};
 
+use crate::budget::ConnectionBudget;
+use crate::health;
 use crate::url::DatabaseUrl;
 
 /// A PostgreSQL schema name: a lowercase SQL identifier (`[a-z_][a-z0-9_]*`, at most 63
@@ -121,9 +126,22 @@ pub enum BackendKind {
 }
 
 impl Db {
-    /// Opens `url`; on PostgreSQL, connections start in `schema` (created by the first
-    /// migration run, see [`Db::migrate`](crate::Migrations)). Nothing is migrated here.
+    /// Opens `url` with the default [`ConnectionBudget`]: see [`Db::open_with_budget`].
     pub async fn open(url: &DatabaseUrl, schema: &Schema) -> Result<Db, OpenError> {
+        Self::open_with_budget(url, schema, ConnectionBudget::default()).await
+    }
+
+    /// Opens `url`; on PostgreSQL, connections start in `schema` (created by the first
+    /// migration run, see [`Db::migrate`](crate::Migrations)) and the pool holds at most
+    /// `budget.shared()` of them (the event store takes the readers' and writers' shares:
+    /// `fairdeal_eventstore::AnyEventStore::open_with_budget`). SQLite ignores the budget:
+    /// a file has no server to run out of sessions, and keeps [`sqlite_pool_options`].
+    /// Nothing is migrated here.
+    pub async fn open_with_budget(
+        url: &DatabaseUrl,
+        schema: &Schema,
+        budget: ConnectionBudget,
+    ) -> Result<Db, OpenError> {
         let failed = |source| OpenError::Connect {
             url: url.to_string(),
             source,
@@ -132,6 +150,7 @@ impl Db {
             DatabaseUrl::Postgres(pg) => {
                 let options: PgConnectOptions = pg.expose_secret().parse().map_err(failed)?;
                 let pool = postgres_pool_options()
+                    .max_connections(budget.shared())
                     .connect_with(in_schema(options, schema))
                     .await
                     .map_err(failed)?;
@@ -204,8 +223,14 @@ pub fn in_schema(options: PgConnectOptions, schema: &Schema) -> PgConnectOptions
     options.options([("search_path", schema.quoted())])
 }
 
-/// Pool settings for PostgreSQL: bounded waits, no ping before every checkout (it doubles
-/// the cost of a one-row commit), and the stale-transaction guard.
+/// How long a caller waits for a pooled PostgreSQL connection when every one is checked out
+/// (back-pressure) before its request fails.
+pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Pool settings for PostgreSQL: the default budget's shared share of connections (callers
+/// set their own with `max_connections`), bounded waits, no ping before every checkout (it
+/// doubles the cost of a one-row commit) but dead connections dropped before checkout
+/// ([`crate::health`]), and the stale-transaction guard.
 ///
 /// The guard: sqlx 0.9 can hand back a connection still inside a transaction, when a
 /// future was cancelled in `begin()` after `BEGIN` was sent but before sqlx counted it.
@@ -215,21 +240,65 @@ pub fn in_schema(options: PgConnectOptions, schema: &Schema) -> PgConnectOptions
 /// `statement_timestamp()`; inside an older transaction it does not, and in an aborted one
 /// the statement fails with SQLSTATE 25P02. Such a connection is closed, which makes the
 /// server roll the stale transaction back, and a warning is logged. Every service query on
-/// the pool is safe this way, not only the event store's.
+/// the pool is safe this way, not only the event store's. A check that finds the
+/// connection lost notes it ([`health::note_lost_connection`]), so its idle siblings are
+/// pinged before their next use instead of failing it.
 pub fn postgres_pool_options() -> PgPoolOptions {
-    PgPoolOptions::new()
-        .max_connections(16)
-        .test_before_acquire(false)
-        .acquire_timeout(Duration::from_secs(10))
+    with_dead_connection_check(PgPoolOptions::new())
+        .max_connections(ConnectionBudget::default().shared())
         .after_release(|conn, _meta| {
             Box::pin(async move {
-                if in_stale_transaction(conn).await? {
-                    tracing::warn!(
-                        "a pooled PostgreSQL connection came back inside a transaction; closing it"
-                    );
-                    return Ok(false);
+                match in_stale_transaction(conn).await {
+                    Ok(false) => Ok(true),
+                    Ok(true) => {
+                        tracing::warn!(
+                            "a pooled PostgreSQL connection came back inside a transaction; closing it"
+                        );
+                        Ok(false)
+                    }
+                    Err(error) => {
+                        health::note_if_lost(&error);
+                        Err(error)
+                    }
                 }
-                Ok(true)
+            })
+        })
+}
+
+/// Pool settings for the event store's readers' pool: the default budget's readers' share
+/// (callers set their own), the same waits and dead-connection check as
+/// [`postgres_pool_options`], and no release check, because nothing but one autocommit
+/// `SELECT` at a time ever runs there (so no connection can come back inside a transaction).
+/// Its users note a lost connection themselves ([`health::note_if_lost`]).
+pub fn postgres_reader_pool_options() -> PgPoolOptions {
+    with_dead_connection_check(PgPoolOptions::new())
+        .max_connections(ConnectionBudget::default().readers())
+}
+
+/// `options` with bounded waits and no ping before every checkout, except of a connection
+/// [`health::is_suspect`] names: that one is pinged first and, if the ping fails, closed (the
+/// pool then tries the next idle one, or opens a new one).
+fn with_dead_connection_check(options: PgPoolOptions) -> PgPoolOptions {
+    options
+        .test_before_acquire(false)
+        .acquire_timeout(ACQUIRE_TIMEOUT)
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if !health::is_suspect(meta.idle_for) {
+                    return Ok(true);
+                }
+                match conn.ping().await {
+                    Ok(()) => Ok(true),
+                    Err(error) => {
+                        health::note_lost_connection();
+                        tracing::info!(
+                            %error,
+                            idle_ms = u64::try_from(meta.idle_for.as_millis()).unwrap_or(u64::MAX),
+                            "closing a dead pooled PostgreSQL connection before use"
+                        );
+                        Ok(false)
+                    }
+                }
             })
         })
 }

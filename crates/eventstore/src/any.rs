@@ -6,7 +6,7 @@ use crate::sqlite::SqliteEventStore;
 use crate::store::{Appended, EventStore};
 use crate::version::ExpectedVersion;
 use async_trait::async_trait;
-use fairdeal_db::Db;
+use fairdeal_db::{ConnectionBudget, Db};
 use fairdeal_event::{NewEvent, RecordedEvent, StreamId};
 use std::sync::Arc;
 
@@ -22,11 +22,20 @@ pub enum AnyEventStore {
 }
 
 impl AnyEventStore {
-    /// The store in `db` (PostgreSQL: the `events` table of its schema), its migrations run.
+    /// The store in `db` (PostgreSQL: the `events` table of its schema), its migrations run,
+    /// with the default [`ConnectionBudget`]'s readers and writers.
     pub async fn open(db: &Db) -> Result<Self, StoreError> {
+        Self::open_with_budget(db, ConnectionBudget::default()).await
+    }
+
+    /// [`AnyEventStore::open`] with `budget`'s readers' pool and group commit writers
+    /// (PostgreSQL; SQLite has no server to run out of sessions).
+    pub async fn open_with_budget(db: &Db, budget: ConnectionBudget) -> Result<Self, StoreError> {
         match db {
             Db::Postgres { pool, schema } => {
-                let store = PgEventStore::new(pool.clone(), schema.as_str())?;
+                let store = PgEventStore::new(pool.clone(), schema.as_str())?
+                    .with_readers(budget.readers())
+                    .with_group_commit_writers(budget.writers() as usize);
                 store.migrate().await?;
                 Ok(Self::Postgres(store))
             }

@@ -48,12 +48,21 @@ pub enum StoreError {
     /// can number).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
-    /// The database failed (connection, I/O, constraint not covered above).
+    /// The database failed (connection, I/O, constraint not covered above). Converting a
+    /// lost connection's error notes it (`fairdeal_db::health`), so the pools ping their idle
+    /// connections before the next use instead of failing another request with a dead one.
     #[error("database error: {0}")]
-    Database(#[from] sqlx::Error),
+    Database(sqlx::Error),
     /// Running the store's migrations failed.
     #[error("migration error: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(error: sqlx::Error) -> Self {
+        fairdeal_db::health::note_if_lost(&error);
+        Self::Database(error)
+    }
 }
 
 impl StoreError {

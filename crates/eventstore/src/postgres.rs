@@ -44,7 +44,7 @@ use crate::version::ExpectedVersion;
 use async_trait::async_trait;
 use fairdeal_db::{Db, Schema};
 use fairdeal_event::{NewEvent, RecordedEvent, StreamId};
-use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
+use sqlx::postgres::{PgPool, PgRow};
 use sqlx::{
     AssertSqlSafe, Connection, PgConnection, Postgres, Row as _, SqlSafeStr, SqlStr, Transaction,
 };
@@ -245,9 +245,8 @@ impl PgEventStore {
     /// where the append would answer success and never commit.
     pub fn new(pool: PgPool, schema: &str) -> Result<Self, StoreError> {
         let schema = validate_schema(schema)?;
-        let reads = PgPoolOptions::new()
+        let reads = fairdeal_db::postgres_reader_pool_options()
             .max_connections(READERS)
-            .test_before_acquire(false)
             .acquire_timeout(pool.options().get_acquire_timeout())
             .connect_lazy_with((*pool.connect_options()).clone());
         Ok(Self {
@@ -259,6 +258,17 @@ impl PgEventStore {
             },
             group: Arc::new(GroupCommit::new(GROUP_COMMIT_WRITERS)),
         })
+    }
+
+    /// The same store with a readers' pool of at most `readers` connections (default
+    /// [`READERS`], at least 1). Call before the first read.
+    #[must_use]
+    pub fn with_readers(mut self, readers: u32) -> Self {
+        self.core.reads = fairdeal_db::postgres_reader_pool_options()
+            .max_connections(readers.max(1))
+            .acquire_timeout(self.core.pool.options().get_acquire_timeout())
+            .connect_lazy_with((*self.core.pool.connect_options()).clone());
+        self
     }
 
     /// The same store with `writers` group commit writer tasks (default 2, at least 1): at

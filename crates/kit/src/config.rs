@@ -106,6 +106,17 @@ pub struct CommonConfig {
     )]
     pub database_url: SecretUrl,
 
+    /// PostgreSQL sessions this process may hold at once, all pools together (8 to 1000):
+    /// size the server's `max_connections` from the sum over every process
+    /// (docs/deploy.md, "Database connections"). When they are all busy, requests wait for
+    /// one (back-pressure) rather than fail. Ignored on SQLite.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = fairdeal_db::ConnectionBudget::DEFAULT
+    )]
+    pub db_max_connections: u32,
+
     /// NATS server with JetStream. Absent: events travel on the in-process bus.
     #[arg(long, value_name = "URL")]
     pub nats_url: Option<SecretUrl>,
@@ -153,6 +164,13 @@ impl CommonConfig {
         }
     }
 
+    /// `db_max_connections`, typed: how the process's PostgreSQL sessions are shared between
+    /// its pools.
+    pub fn connection_budget(&self) -> Result<fairdeal_db::ConnectionBudget, ConfigError> {
+        fairdeal_db::ConnectionBudget::new(self.db_max_connections)
+            .map_err(|error| ConfigError::invalid("db_max_connections", error.to_string()))
+    }
+
     /// The database, typed: PostgreSQL or a SQLite file. The one parser of `database_url`
     /// ([`DatabaseUrl`]'s `FromStr`); [`CommonConfig::validate`] has already run it at load,
     /// so after that this only fails for a value set by code since. The error names the
@@ -175,6 +193,7 @@ impl CommonConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         validate_service_name(&self.service_name)?;
         self.database()?;
+        self.connection_budget()?;
         if let Some(url) = &self.nats_url {
             url.require_scheme("nats_url", &["nats", "tls", "ws", "wss"])?;
         }

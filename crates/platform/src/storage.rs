@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use fairdeal_bus::{AppendSignal, NotifyingEventStore};
-use fairdeal_db::{Db, Migrations, Schema};
+use fairdeal_db::{ConnectionBudget, Db, Migrations, Schema};
 use fairdeal_eventstore::{AnyEventStore, EventStore};
 use fairdeal_kit::{CommonConfig, ConfigError};
 
@@ -41,14 +41,25 @@ impl Storage {
         let url = common.database()?;
         let schema =
             Schema::new(schema).map_err(|e| ConfigError::invalid("schema", e.to_string()))?;
-        let db = Db::open(&url, &schema).await?;
-        Self::over(db, migrations).await
+        let budget = common.connection_budget()?;
+        let db = Db::open_with_budget(&url, &schema, budget).await?;
+        Self::over_with_budget(db, budget, migrations).await
     }
 
     /// Storage over an opened `db` (the all-in-one process shares one SQLite file between
     /// services this way), migrated like [`Storage::open`].
     pub async fn over(db: Db, migrations: &[&Migrations]) -> Result<Self, StartError> {
-        let backend = AnyEventStore::open(&db).await?;
+        Self::over_with_budget(db, ConnectionBudget::default(), migrations).await
+    }
+
+    /// [`Storage::over`], the event store's readers and writers sized from `budget` (the
+    /// pool of `db` was sized from it already).
+    async fn over_with_budget(
+        db: Db,
+        budget: ConnectionBudget,
+        migrations: &[&Migrations],
+    ) -> Result<Self, StartError> {
+        let backend = AnyEventStore::open_with_budget(&db, budget).await?;
         let bus = fairdeal_bus::db::MIGRATIONS.name;
         db.migrate(&fairdeal_bus::db::MIGRATIONS)
             .await

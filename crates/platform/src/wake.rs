@@ -41,6 +41,7 @@ pub(crate) fn spawn_listener(
                 () = stop.cancelled() => return,
                 result = listen(&pool, &schema, &signal) => {
                     if let Err(error) = result {
+                        fairdeal_db::health::note_if_lost(&error);
                         tracing::warn!(%error, "event notifications lost; reconnecting");
                     }
                 }
@@ -63,8 +64,12 @@ async fn listen(pool: &PgPool, schema: &Schema, signal: &AppendSignal) -> Result
         match listener.try_recv().await? {
             Some(notification) => forward(notification.payload(), schema.as_str(), signal),
             // The connection was lost and is re-established on the next call: notifications
-            // may have been missed.
-            None => wake_everything(signal),
+            // may have been missed. It is the first session to see a server restart (it is
+            // always reading), so it tells the pools to ping their idle connections.
+            None => {
+                fairdeal_db::health::note_lost_connection();
+                wake_everything(signal);
+            }
         }
     }
 }

@@ -5,6 +5,8 @@ use std::path::Path;
 
 use base64::Engine as _;
 
+use crate::platform::{Platform, reachable};
+
 /// The example account's name, address and password.
 pub const USERNAME: &str = "alice";
 /// The example account's address.
@@ -95,4 +97,63 @@ pub fn act_hint(addr: &str) -> String {
     format!(
         r#"grpcurl -plaintext -H "authorization: Bearer $TOKEN" -d "{{\"tableId\":\"$TABLE\",\"expectedVersion\":\"<version>\",\"commandId\":\"move-1\",\"pass\":{{}}}}" {addr} fairdeal.tables.v1.TablesService/Act"#
     )
+}
+
+/// What `up` prints about chat moderation: with no moderator, how to name one; with some,
+/// who they are and how a moderator mutes a user (a pattern: it needs the user's id).
+pub fn moderation(addr: &str, moderators: &[String]) -> Vec<String> {
+    if moderators.is_empty() {
+        return vec![format!(
+            "# chat moderation (RemoveMessage, Mute) needs a moderator: start with `up --moderators {USERNAME}`"
+        )];
+    }
+    vec![
+        format!(
+            "# moderators (their logins may RemoveMessage and Mute): {}; a moderator mutes a user in the lobby for 10 minutes:",
+            moderators.join(", ")
+        ),
+        format!(
+            r#"grpcurl -plaintext -H "authorization: Bearer $TOKEN" -d '{{"userId":"<user id>","channel":"lobby","durationSeconds":600,"reason":"spam"}}' {addr} fairdeal.chat.v1.ChatService/Mute"#
+        ),
+    ]
+}
+
+/// Everything `up` prints when the platform is serving, demo or not: where it is, the
+/// grpcurl examples, moderation, the ledger's log key (without which nobody can check an
+/// export) and where the secrets file is.
+pub fn banner(platform: &Platform) -> Vec<String> {
+    let addr = reachable(platform.local_addr()).to_string();
+    let mut lines = vec![
+        format!(
+            "fairdeal is up at {} with {} (data in {})",
+            platform.url(),
+            crate::SERVICES
+                .iter()
+                .map(|s| s.name)
+                .collect::<Vec<_>>()
+                .join(", "),
+            platform.data_dir().display()
+        ),
+        format!(
+            "The ledger's log key (to check an export: fairdeal audit <export> --log-key <key>): {}",
+            platform.log_key()
+        ),
+        format!(
+            "The seed key, the services' secrets and the ledger's signing key are in {} (keep it private).",
+            platform.secrets_file().display()
+        ),
+        "Try it with grpcurl (https://github.com/fullstorydev/grpcurl), in one shell:".to_owned(),
+    ];
+    for example in grpcurl(&addr, platform.data_dir()) {
+        lines.push(format!("  # {}", example.what));
+        lines.push(format!("  {}", example.command));
+    }
+    lines.push("  # then a move, with the version and a legal move from your view:".to_owned());
+    lines.push(format!("  {}", act_hint(&addr)));
+    lines.extend(
+        moderation(&addr, platform.moderators())
+            .into_iter()
+            .map(|line| format!("  {line}")),
+    );
+    lines
 }

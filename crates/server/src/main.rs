@@ -74,6 +74,15 @@ struct UpArgs {
     /// Filter of the log lines printed among the demo's (`tracing` syntax).
     #[arg(long, value_name = "FILTER", default_value = "warn")]
     log: String,
+    /// Usernames whose logins get the moderator role (chat `RemoveMessage` and `Mute`),
+    /// comma-separated, compared caselessly: the auth service's `--moderators`.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        env = "FAIRDEAL_MODERATORS"
+    )]
+    moderators: Vec<String>,
 }
 
 #[tokio::main]
@@ -122,6 +131,7 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
         data_dir: args.data_dir.clone(),
         listen: args.listen,
         handle_signals: true,
+        moderators: args.moderators.clone(),
     })
     .await
     .context("starting the platform")?;
@@ -153,22 +163,7 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
 }
 
 fn banner(platform: &Platform, out: &Output) {
-    let addr = fairdeal_server::platform::reachable(platform.local_addr()).to_string();
-    out.line(format!(
-        "fairdeal is up at {} with {} (data in {})",
-        platform.url(),
-        fairdeal_server::SERVICES
-            .iter()
-            .map(|s| s.name)
-            .collect::<Vec<_>>()
-            .join(", "),
-        platform.data_dir().display()
-    ));
-    out.line("Try it with grpcurl (https://github.com/fullstorydev/grpcurl), in one shell:");
-    for example in examples::grpcurl(&addr, platform.data_dir()) {
-        out.line(format!("  # {}", example.what));
-        out.line(format!("  {}", example.command));
+    for line in examples::banner(platform) {
+        out.line(line);
     }
-    out.line("  # then a move, with the version and a legal move from your view:");
-    out.line(format!("  {}", examples::act_hint(&addr)));
 }

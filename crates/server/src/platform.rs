@@ -86,17 +86,22 @@ pub const SERVICES: &[Service] = &[
     },
 ];
 
+/// The auth service: mails into the data directory, the services' credentials from its
+/// secrets, and `up --moderators` as its own `--moderators` (validated there, as usernames).
 async fn auth(p: &Embedded) -> Result<Mount, StartError> {
-    let mailbox = p.mailbox_dir();
-    let config = p.config::<fairdeal_auth::config::AuthSettings>(
-        "auth",
-        &[
-            "--mailbox-dir",
-            &mailbox.display().to_string(),
-            "--service-credentials",
-            &p.secrets.service_credentials(),
-        ],
-    )?;
+    let mailbox = p.mailbox_dir().display().to_string();
+    let credentials = p.secrets.service_credentials();
+    let moderators = p.moderators.join(",");
+    let mut flags = vec![
+        "--mailbox-dir",
+        &mailbox,
+        "--service-credentials",
+        &credentials,
+    ];
+    if !p.moderators.is_empty() {
+        flags.extend(["--moderators", &moderators]);
+    }
+    let config = p.config::<fairdeal_auth::config::AuthSettings>("auth", &flags)?;
     // The system clock, as the auth binary runs with.
     let clock = fairdeal_auth::startup::Overrides::default().clock;
     let mounted =
@@ -200,6 +205,8 @@ pub struct Embedded {
     listen: SocketAddr,
     /// Seed keys and service secrets, from the data directory.
     secrets: Secrets,
+    /// Usernames whose logins get the moderator role (the auth service's `--moderators`).
+    moderators: Vec<String>,
     /// The one shutdown handle of the process.
     shutdown: Shutdown,
 }
@@ -249,6 +256,9 @@ pub struct UpOptions {
     pub listen: SocketAddr,
     /// Whether SIGTERM/SIGINT stop the process (off in tests).
     pub handle_signals: bool,
+    /// Usernames whose logins get the moderator role (chat `RemoveMessage` and `Mute`): the
+    /// auth service's `--moderators`, compared caselessly; none by default.
+    pub moderators: Vec<String>,
 }
 
 /// The running platform.
@@ -262,6 +272,8 @@ pub struct Platform {
     data_dir: PathBuf,
     /// The ledger's public key (`fairdeal audit --log-key`).
     log_key: String,
+    /// The usernames given the moderator role.
+    moderators: Vec<String>,
 }
 
 impl Platform {
@@ -306,6 +318,7 @@ impl Platform {
             self_url: url.clone(),
             listen: local,
             secrets,
+            moderators: options.moderators.clone(),
             shutdown: shutdown.clone(),
         };
         let common = embedded
@@ -331,6 +344,7 @@ impl Platform {
             url,
             data_dir,
             log_key,
+            moderators: options.moderators.clone(),
         })
     }
 
@@ -357,6 +371,16 @@ impl Platform {
     /// The ledger's public key, for `fairdeal audit --log-key`.
     pub fn log_key(&self) -> &str {
         &self.log_key
+    }
+
+    /// The file holding the seed key, the services' secrets and the ledger's signing key.
+    pub fn secrets_file(&self) -> PathBuf {
+        self.data_dir.join(crate::secrets::SECRETS_FILE)
+    }
+
+    /// The usernames whose logins get the moderator role.
+    pub fn moderators(&self) -> &[String] {
+        &self.moderators
     }
 
     /// The shutdown handle.

@@ -21,6 +21,7 @@ fn options(dir: &Path) -> UpOptions {
         data_dir: dir.join("data"),
         listen: "127.0.0.1:0".parse().unwrap(),
         handle_signals: false,
+        moderators: Vec::new(),
     }
 }
 
@@ -34,7 +35,20 @@ async fn start(
     fairdeal_kit::Shutdown,
     tokio::task::JoinHandle<Result<(), fairdeal_kit::ServeError>>,
 ) {
-    let platform = Platform::start(&options(dir)).await.unwrap();
+    start_with(options(dir)).await
+}
+
+/// [`start`] with `options`.
+async fn start_with(
+    options: UpOptions,
+) -> (
+    String,
+    std::path::PathBuf,
+    std::net::SocketAddr,
+    fairdeal_kit::Shutdown,
+    tokio::task::JoinHandle<Result<(), fairdeal_kit::ServeError>>,
+) {
+    let platform = Platform::start(&options).await.unwrap();
     let url = platform.url().to_owned();
     let data_dir = platform.data_dir().to_owned();
     let addr = reachable(platform.local_addr());
@@ -369,6 +383,120 @@ async fn up_plays_the_demo_serves_the_examples_and_keeps_state_across_a_restart(
         assert_eq!(view.status, pb::TableStatus::Finished as i32);
         assert_eq!(view.server_seed, revealed.server_seed);
     }
+    shutdown.trigger();
+    server.await.unwrap().unwrap();
+}
+
+/// Registers `username`, confirms it from its mail and logs in: (user id, access token).
+async fn signed_up(
+    channel: &tonic::transport::Channel,
+    mailbox: &Path,
+    username: &str,
+) -> (String, String) {
+    let mut auth = apb::auth_service_client::AuthServiceClient::new(channel.clone());
+    let email = format!("{username}@example.com");
+    let user_id = auth
+        .register(apb::RegisterRequest {
+            username: username.into(),
+            email: email.clone(),
+            password: PASSWORD.into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .user_id;
+    let (_, code) = wait_for_mail(mailbox, &email, "Confirm").await.unwrap();
+    auth.confirm_email(apb::ConfirmEmailRequest { token: code })
+        .await
+        .unwrap();
+    let token = auth
+        .login(apb::LoginRequest {
+            username: username.into(),
+            password: PASSWORD.into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .tokens
+        .unwrap()
+        .access_token;
+    (user_id, token)
+}
+
+/// `up --moderators` gives those logins the moderator role, so chat moderation can be tried
+/// on the embedded platform; and whatever `up` is given, what it prints names the ledger's
+/// log key (without which no export can be checked) and the secrets file, and says how to
+/// name a moderator or who they are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn up_names_moderators_and_prints_the_log_key_and_the_secrets_file() {
+    use fairdeal_proto::fairdeal::chat::v1 as cpb;
+
+    // No moderator: the banner says how to name one, and nobody may mute.
+    let dir = tempfile::tempdir().unwrap();
+    let platform = Platform::start(&options(dir.path())).await.unwrap();
+    let banner = examples::banner(&platform).join("\n");
+    assert!(banner.contains(platform.log_key()), "{banner}");
+    assert!(
+        banner.contains(
+            &platform
+                .data_dir()
+                .join("secrets.toml")
+                .display()
+                .to_string()
+        ),
+        "{banner}"
+    );
+    assert!(banner.contains("up --moderators alice"), "{banner}");
+    drop(platform);
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut with_moderator = options(dir.path());
+    // Caseless, as logins are.
+    with_moderator.moderators = vec!["Alice".to_owned()];
+    let platform = Platform::start(&with_moderator).await.unwrap();
+    let banner = examples::banner(&platform).join("\n");
+    assert!(
+        banner.contains("moderators (their logins may RemoveMessage and Mute): Alice"),
+        "{banner}"
+    );
+    assert!(
+        banner.contains("fairdeal.chat.v1.ChatService/Mute"),
+        "{banner}"
+    );
+    assert!(banner.contains(platform.log_key()), "{banner}");
+    let url = platform.url().to_owned();
+    let mailbox = platform
+        .data_dir()
+        .join(fairdeal_server::platform::MAILBOX_DIR);
+    let shutdown = platform.shutdown();
+    let server = tokio::spawn(platform.run_until_stopped());
+    fairdeal_testkit_like_wait(&url).await;
+    let channel = tonic::transport::Channel::from_shared(url)
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let (alice, alice_token) = signed_up(&channel, &mailbox, "alice").await;
+    let (bob, bob_token) = signed_up(&channel, &mailbox, "bob").await;
+    let mut chat = cpb::chat_service_client::ChatServiceClient::new(channel);
+    let mute = |user_id: &str| cpb::MuteRequest {
+        user_id: user_id.to_owned(),
+        channel: "lobby".to_owned(),
+        duration_seconds: 600,
+        reason: "spam".to_owned(),
+    };
+    // Bob is no moderator; alice is.
+    let refused = chat
+        .mute(authed(&bob_token, mute(&alice)).unwrap())
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::PermissionDenied, "{refused:?}");
+    let muted = chat
+        .mute(authed(&alice_token, mute(&bob)).unwrap())
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(muted.until.is_some(), "{muted:?}");
     shutdown.trigger();
     server.await.unwrap().unwrap();
 }

@@ -101,15 +101,31 @@ pub enum TextError {
     /// A control character (newlines included: a message is one line).
     #[error("must not contain control characters")]
     Control,
+    /// A bidirectional control, invisible formatting character or line separator
+    /// (`fairdeal_text::check_visible`): the text would display as something it is not.
+    #[error(transparent)]
+    Hidden(#[from] fairdeal_text::Hidden),
 }
 
-/// A message's text: trimmed, 1 to 500 characters, no control characters.
+/// A message's text: trimmed, 1 to 500 characters, no control characters, nothing that
+/// displays as something else (bidirectional controls, invisible formatting characters, line
+/// separators).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MessageText(String);
 
 impl MessageText {
     /// Trims `raw` and checks it.
     pub fn parse(raw: &str) -> Result<Self, TextError> {
+        let text = Self::recorded(raw)?;
+        // On what was sent: a trailing line separator is refused, not trimmed away.
+        fairdeal_text::check_visible(raw)?;
+        Ok(text)
+    }
+
+    /// Trims `raw` and checks it by the rules of a stored line: as [`MessageText::parse`] but
+    /// for the invisible-character rule, which came later (a line posted before it still
+    /// opens and is shown as it was stored).
+    pub fn recorded(raw: &str) -> Result<Self, TextError> {
         // Checked before trimming so a long input costs no more than the bound (and a
         // trailing control character is refused, not trimmed away).
         if raw.chars().any(char::is_control) {
@@ -142,13 +158,22 @@ impl MessageText {
     }
 }
 
-/// A moderator's reason: 0 to 200 characters, no control characters.
+/// A moderator's reason: 0 to 200 characters, no control characters, nothing that displays
+/// as something else.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Reason(String);
 
 impl Reason {
     /// Trims `raw` and checks it (empty is allowed).
     pub fn parse(raw: &str) -> Result<Self, TextError> {
+        let reason = Self::recorded(raw)?;
+        fairdeal_text::check_visible(raw)?;
+        Ok(reason)
+    }
+
+    /// A reason as a stored event records it: [`Reason::parse`] without the later
+    /// invisible-character rule.
+    pub fn recorded(raw: &str) -> Result<Self, TextError> {
         if raw.chars().any(char::is_control) {
             return Err(TextError::Control);
         }
@@ -266,6 +291,31 @@ mod tests {
         assert!(Reason::parse("").is_ok());
         assert!(Reason::parse(&"r".repeat(201)).is_err());
         assert!(Reason::parse("a\tb").is_err());
+    }
+
+    #[test]
+    fn texts_others_read_cannot_display_as_something_else() {
+        let hidden = |c: char| TextError::Hidden(fairdeal_text::Hidden(c));
+        // The right-to-left override that shows "txt.exe" as "exe.txt", and the others.
+        assert_eq!(
+            MessageText::parse("see txt\u{202E}exe.png"),
+            Err(hidden('\u{202E}'))
+        );
+        assert_eq!(MessageText::parse("a\u{2066}b"), Err(hidden('\u{2066}')));
+        assert_eq!(MessageText::parse("a\u{200B}b"), Err(hidden('\u{200B}')));
+        // Not trimmed away: what was sent is judged.
+        assert_eq!(MessageText::parse("hi\u{2028}"), Err(hidden('\u{2028}')));
+        assert_eq!(
+            MessageText::parse("x\u{202E}").unwrap_err().to_string(),
+            "must not contain U+202E (bidirectional controls, invisible formatting characters and line separators are refused)"
+        );
+        assert_eq!(Reason::parse("spam\u{202E}"), Err(hidden('\u{202E}')));
+        assert_eq!(Reason::parse("\u{FEFF}"), Err(hidden('\u{FEFF}')));
+        // Emoji sequences and joiners are text.
+        assert!(MessageText::parse("gg \u{1F469}\u{200D}\u{1F4BB} \u{2764}\u{FE0F}").is_ok());
+        // A stored line or reason written before the rule still reads back.
+        assert!(MessageText::recorded("old\u{202E}line").is_ok());
+        assert!(Reason::recorded("old\u{202E}reason").is_ok());
     }
 
     #[test]

@@ -75,7 +75,7 @@ pub fn open_text(key: &SubjectKey, message_id: Uuid, sealed: &[u8]) -> Result<Me
     let text = key
         .open_text(text_context(message_id).as_bytes(), sealed)
         .map_err(|e| format!("sealed_text: {e}"))?;
-    MessageText::parse(&text).map_err(|e| format!("sealed_text {e}"))
+    MessageText::recorded(&text).map_err(|e| format!("sealed_text {e}"))
 }
 
 /// `seconds` since the epoch as a protobuf timestamp.
@@ -171,7 +171,7 @@ impl ChatEvent {
                 channel: channel(&m.channel)?,
                 message_id: uuid("message_id", &m.message_id)?,
                 moderator: uuid("moderator_id", &m.moderator_id)?,
-                reason: Reason::parse(&m.reason).map_err(|e| format!("reason {e}"))?,
+                reason: Reason::recorded(&m.reason).map_err(|e| format!("reason {e}"))?,
             })
         } else if is_event_type::<pb::UserMuted>(t) {
             let m: pb::UserMuted = event.decode_payload().map_err(|e| e.to_string())?;
@@ -185,7 +185,7 @@ impl ChatEvent {
                 scope,
                 until: m.until.map(|t| t.seconds).ok_or("until is missing")?,
                 moderator: uuid("moderator_id", &m.moderator_id)?,
-                reason: Reason::parse(&m.reason).map_err(|e| format!("reason {e}"))?,
+                reason: Reason::recorded(&m.reason).map_err(|e| format!("reason {e}"))?,
             })
         } else {
             Err(format!("{t} is not a chat event"))

@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fairdeal_bus::AppendSignal;
+use fairdeal_bus::{AppendSignal, Recheck, Wake};
 use fairdeal_eventstore::{EventStore, RecordedEvent};
 use fairdeal_proto::fairdeal::chat::v1 as pb;
 use parking_lot::Mutex;
@@ -155,6 +155,7 @@ impl Hub {
             }
         };
         let prefix = format!("{CHANNEL_CATEGORY}-");
+        let mut recheck = Recheck::new();
         loop {
             let page = match store.read_all(next, PAGE).await {
                 Ok(page) => page,
@@ -164,6 +165,7 @@ impl Hub {
                 }
             };
             let full = page.len() == PAGE;
+            let found = !page.is_empty();
             let mut stalled = false;
             for event in page {
                 let stream = event.stream_id.as_str();
@@ -184,10 +186,14 @@ impl Hub {
             if full && !stalled {
                 continue;
             }
-            tokio::select! {
-                () = token.cancelled() => return,
-                alive = waiter.changed() => if !alive { return },
-                () = tokio::time::sleep(SAFETY_POLL) => {}
+            if found {
+                recheck.found();
+            }
+            // After a wake-up whose commit the read could not see yet (PostgreSQL gates the
+            // log below the oldest running transaction), look again soon rather than at the
+            // next wake-up, which may be seconds away: a post must not wait for a later one.
+            if recheck.wait(Some(&mut waiter), SAFETY_POLL, &token).await == Wake::Shutdown {
+                return;
             }
         }
     }

@@ -66,7 +66,7 @@ fn optional_source(
     if value.is_empty() {
         Ok(None)
     } else {
-        domain(event, DelayedSource::parse(value)).map(Some)
+        domain(event, DelayedSource::recorded(value)).map(Some)
     }
 }
 
@@ -177,12 +177,12 @@ fn decode_table_event(event: &RecordedEvent) -> Result<TableEvent, DecodeError> 
         TableEvent::Contributed {
             seat: m.seat,
             player_id: uuid(event, "player_id", &m.player_id)?,
-            contribution: domain(event, Contribution::parse(&m.contribution))?,
+            contribution: domain(event, Contribution::recorded(&m.contribution))?,
         }
     } else if is_event_type::<pb::DelayedValueBound>(t) {
         let m: pb::DelayedValueBound = payload(event)?;
         TableEvent::DelayedValueBound {
-            value: domain(event, DelayedValue::parse(&m.value))?,
+            value: domain(event, DelayedValue::recorded(&m.value))?,
         }
     } else if is_event_type::<pb::ClientSeedFixed>(t) {
         let m: pb::ClientSeedFixed = payload(event)?;
@@ -399,13 +399,13 @@ fn decode_tournament_event(event: &RecordedEvent) -> Result<TournamentEvent, Dec
             tournament_id: uuid(event, "tournament_id", &m.tournament_id)?,
             seed_id: uuid(event, "seed_id", &m.seed_id)?,
             commitment: commitment(event, &m.commitment)?,
-            delayed_source: domain(event, DelayedSource::parse(&m.delayed_source))?,
+            delayed_source: domain(event, DelayedSource::recorded(&m.delayed_source))?,
             deck: m.deck.parse::<Deck>().map_err(|e| bad(event, e))?,
         }
     } else if is_event_type::<pb::DelayedValueBound>(t) {
         let m: pb::DelayedValueBound = payload(event)?;
         TournamentEvent::DelayedValueBound {
-            value: domain(event, DelayedValue::parse(&m.value))?,
+            value: domain(event, DelayedValue::recorded(&m.value))?,
         }
     } else if is_event_type::<pb::BoardsGenerated>(t) {
         let m: pb::BoardsGenerated = payload(event)?;

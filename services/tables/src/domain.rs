@@ -199,6 +199,17 @@ pub enum TableEvent {
     },
 }
 
+/// Who must act next on a table, as an event leaves it ([`TableEvent::due`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Due {
+    /// A player, by this deadline (Unix ms); past it the service plays for the seat.
+    Player(i64),
+    /// The service, at once: a step it owes (a deal, a bot's move, the reveal).
+    Service,
+    /// Nobody: the game is over and its seed revealed.
+    Nobody,
+}
+
 /// Who looks at a table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Viewer {
@@ -215,6 +226,30 @@ impl TableEvent {
         match self {
             TableEvent::CardsDealt { seat, .. } => finished || viewer == Viewer::Seat(*seat),
             _ => true,
+        }
+    }
+
+    /// What this event says about when the table next needs someone to act: a player's
+    /// turn deadline; the service itself, at once (no player is to act: a deal, a bot's or
+    /// an abandoned seat's move, or the reveal is owed); or nobody (the seed is revealed:
+    /// the table is done). `None`: it changes nothing of that.
+    pub fn due(&self) -> Option<Due> {
+        match self {
+            TableEvent::TurnClock { deadline_ms, .. } => Some(Due::Player(*deadline_ms)),
+            TableEvent::Engine {
+                command: Some(command),
+                ..
+            } => Some(match command.next_turn {
+                Some((_, deadline_ms)) => Due::Player(deadline_ms),
+                None => Due::Service,
+            }),
+            TableEvent::Engine {
+                event: Event::MatchStarted { .. },
+                command: None,
+            }
+            | TableEvent::GameFinished(_) => Some(Due::Service),
+            TableEvent::SeedRevealed { .. } => Some(Due::Nobody),
+            _ => None,
         }
     }
 
@@ -255,8 +290,8 @@ pub enum TableError {
     /// The seat is taken by another player.
     #[error("{0} is taken")]
     SeatTaken(Seat),
-    /// The seat is played by a bot.
-    #[error("{0} is played by a bot")]
+    /// The seat is held by a bot (taken, as tables.proto says: ALREADY_EXISTS).
+    #[error("{0} is taken by a bot")]
     BotSeat(Seat),
     /// The caller sits at another seat of this table.
     #[error("you already sit at {0}")]

@@ -24,8 +24,6 @@ use fairdeal_games::Command;
 
 /// Metadata key of the table's current version on an ABORTED (stale version) answer.
 pub const VERSION_METADATA: &str = "fairdeal-table-version";
-/// Longest seed contribution, characters.
-pub const MAX_CONTRIBUTION: usize = 128;
 
 /// The tonic service.
 #[derive(Clone, Debug)]
@@ -152,14 +150,12 @@ fn lobby_query(r: &pb::ListTablesRequest) -> Result<LobbyQuery, Status> {
     Ok(query)
 }
 
+/// A seed contribution, checked here by the one rule the commitment service applies too
+/// (`fairdeal_fairness::client_seed::check_contribution`: 1 to 128 characters, nothing
+/// invisible), so a player is never told more or less than tables.proto promises.
 fn contribution(value: &str) -> Result<String, Status> {
-    let count = value.chars().count();
-    if count == 0 || count > MAX_CONTRIBUTION || value.chars().any(char::is_control) {
-        return Err(invalid(
-            "contribution",
-            format!("1..={MAX_CONTRIBUTION} printable characters are required"),
-        ));
-    }
+    fairdeal_fairness::client_seed::check_contribution(value)
+        .map_err(|e| invalid("contribution", e.to_string()))?;
     Ok(value.to_owned())
 }
 

@@ -1,8 +1,15 @@
 //! Projections of the tables' own events, kept by the `tables-projections` consumer inside
 //! the bus's transaction (exactly-once): table `lobby` (one row per table not yet started)
-//! with the `ListTables` query over it, and table `deadlines` (the last turn deadline of
-//! every unfinished table: a `TurnClock`'s, or the one a seat's command carries) that a
-//! (re)started replica's timer reads.
+//! with the `ListTables` query over it, and table `deadlines` that a (re)started replica's
+//! timer reads: for every table not done, when it next needs someone to act
+//! ([`TableEvent::due`]). A player's turn is its deadline (Unix ms, a `TurnClock`'s or the
+//! one a seat's command carries). A step the service owes (a deal, a bot's move, the
+//! reveal) is recorded as *due since* the event's version, written as that version negated:
+//! a past instant whatever the clock, and a distinct value per owed step, so the timer
+//! fires each once. A replica that restarts, or takes over, thus finds the tables whose
+//! step failed and takes it, rather than waiting for a player's request that a seat on
+//! `Watch` (or nobody, after the game ended) will never send. The row goes when the seed is
+//! revealed.
 
 use fairdeal_bus::{Handler, HandlerError};
 use fairdeal_db::Db;
@@ -11,7 +18,7 @@ use fairdeal_games::{Purchase, Seat, TableOptions};
 use sqlx::{QueryBuilder, Transaction};
 use std::collections::HashMap;
 
-use crate::domain::TableEvent;
+use crate::domain::{Due, TableEvent};
 use crate::events::from_recorded;
 use fairdeal_proto::fairdeal::tables::v1 as pb;
 
@@ -67,17 +74,26 @@ fairdeal_db::for_each_backend! { DB =>
         ) -> Result<(), HandlerError> {
             let table_id = event.correlation_id.clone();
             let decoded = from_recorded(event).map_err(permanent)?;
-            if let Some((_, deadline_ms)) = decoded.turn_clock() {
-                sqlx::query(
-                    "INSERT INTO deadlines (table_id, deadline_ms) VALUES ($1, $2) \
-                     ON CONFLICT (table_id) DO UPDATE SET deadline_ms = excluded.deadline_ms",
-                )
-                .bind(&table_id)
-                .bind(deadline_ms)
-                .execute(&mut **tx)
-                .await
-                .map_err(transient)?;
-                return Ok(());
+            match deadline_of(event, decoded.due()) {
+                Some(Some(deadline_ms)) => {
+                    sqlx::query(
+                        "INSERT INTO deadlines (table_id, deadline_ms) VALUES ($1, $2) \
+                         ON CONFLICT (table_id) DO UPDATE SET deadline_ms = excluded.deadline_ms",
+                    )
+                    .bind(&table_id)
+                    .bind(deadline_ms)
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(transient)?;
+                }
+                Some(None) => {
+                    sqlx::query("DELETE FROM deadlines WHERE table_id = $1")
+                        .bind(&table_id)
+                        .execute(&mut **tx)
+                        .await
+                        .map_err(transient)?;
+                }
+                None => {}
             }
             match decoded {
                 TableEvent::Created(c) => {
@@ -138,21 +154,15 @@ fairdeal_db::for_each_backend! { DB =>
                         .await
                         .map_err(transient)?;
                 }
-                TableEvent::GameFinished(_) => {
-                    sqlx::query("DELETE FROM deadlines WHERE table_id = $1")
-                        .bind(&table_id)
-                        .execute(&mut **tx)
-                        .await
-                        .map_err(transient)?;
-                }
                 _ => {}
             }
             Ok(())
         }
 
         /// A batch: the deadlines table gets only each table's last word in the batch (its
-        /// last deadline, or its removal when the game finished), in two statements; the
-        /// lobby's changes (a few per table, before it starts) go event by event.
+        /// last deadline or owed step, or its removal once the seed is revealed), in two
+        /// statements; the lobby's changes (a few per table, before it starts) go event by
+        /// event.
         async fn handle_batch(
             &self,
             events: &[&RecordedEvent],
@@ -160,15 +170,17 @@ fairdeal_db::for_each_backend! { DB =>
         ) -> Result<(), HandlerError> {
             let mut last: HashMap<String, Option<i64>> = HashMap::new();
             for event in events {
-                if event.is::<pb::TurnClock>() || carries_command(event) {
-                    if let Some((_, deadline_ms)) =
-                        from_recorded(event).map_err(permanent)?.turn_clock()
-                    {
-                        last.insert(event.correlation_id.clone(), Some(deadline_ms));
+                if event.is::<pb::TurnClock>()
+                    || carries_command(event)
+                    || event.is::<pb::GameFinished>()
+                    || event.is::<pb::TableSeedRevealed>()
+                {
+                    let decoded = from_recorded(event).map_err(permanent)?;
+                    if let Some(deadline) = deadline_of(event, decoded.due()) {
+                        last.insert(event.correlation_id.clone(), deadline);
                     }
-                } else if event.is::<pb::GameFinished>() {
-                    last.insert(event.correlation_id.clone(), None);
                 } else {
+                    // The lobby's events (and MatchStarted, which also owes the first deal).
                     self.handle(event, tx).await?;
                 }
             }
@@ -208,8 +220,20 @@ fairdeal_db::for_each_backend! { DB =>
                 || event.is::<pb::TurnClock>()
                 || carries_command(event)
                 || event.is::<pb::GameFinished>()
+                || event.is::<pb::TableSeedRevealed>()
         }
     }
+}
+
+/// The deadlines row `due` makes of `event`'s table: `Some(Some(ms))` to write (a player's
+/// deadline, or an owed step as its version negated: see the module docs), `Some(None)` to
+/// remove, `None` to leave as it is.
+fn deadline_of(event: &RecordedEvent, due: Option<Due>) -> Option<Option<i64>> {
+    Some(match due? {
+        Due::Player(deadline_ms) => Some(deadline_ms),
+        Due::Service => Some(-i64::try_from(event.version).unwrap_or(i64::MAX)),
+        Due::Nobody => None,
+    })
 }
 
 /// Whether `event` is of a type that records a seat's command (and may carry the next

@@ -8,7 +8,7 @@
 //! replicas) advancing the same table at once only ever append a step once. A table left
 //! mid-step (a crash, a dependency down) resumes at its next request.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use fairdeal_authn::{TokenProvider, TokenUnavailable, attach_bearer};
@@ -42,6 +42,10 @@ use crate::view;
 /// Most steps one advance takes (a whole match is a few thousand events; this only stops a
 /// runaway loop).
 const MAX_STEPS: usize = 20_000;
+/// The first pause before a failed step is taken again.
+const RETRY_FIRST: std::time::Duration = std::time::Duration::from_millis(100);
+/// The longest pause between retries of a failed step.
+const RETRY_LONGEST: std::time::Duration = std::time::Duration::from_secs(1);
 /// Events read per page by a watcher.
 const WATCH_PAGE: usize = 256;
 /// How often a timer re-reads the projected deadlines (a safety net: deadlines this replica
@@ -89,14 +93,13 @@ impl From<TablesError> for ServiceError {
             TablesError::Table(e) => match e {
                 TableError::Invalid { .. } => ServiceError::InvalidArgument(e.to_string()),
                 TableError::NotFound => ServiceError::NotFound(e.to_string()),
-                TableError::Exists | TableError::SeatTaken(_) => {
+                TableError::Exists | TableError::SeatTaken(_) | TableError::BotSeat(_) => {
                     ServiceError::AlreadyExists(e.to_string())
                 }
                 TableError::NotSeated => ServiceError::PermissionDenied(e.to_string()),
                 TableError::SpectatorsFull => ServiceError::ResourceExhausted(e.to_string()),
                 TableError::Stale { .. } => ServiceError::Conflict(e.to_string()),
-                TableError::BotSeat(_)
-                | TableError::AlreadySeated(_)
+                TableError::AlreadySeated(_)
                 | TableError::Started
                 | TableError::SeedFixed
                 | TableError::AlreadyContributed(_)
@@ -193,6 +196,8 @@ pub struct Tables {
     clock: Arc<dyn TableClock>,
     /// The turn deadlines this replica waits for.
     timers: Arc<Timers>,
+    /// Tables whose step failed and is being retried here (one retry loop per table).
+    retrying: Arc<Mutex<HashSet<Uuid>>>,
 }
 
 /// The deadlines of the tables this replica advanced last, and a wake-up for the timer task
@@ -251,6 +256,7 @@ impl Tables {
             tokens,
             shutdown,
             clock,
+            retrying: Arc::new(Mutex::new(HashSet::new())),
             timers: Arc::new(Timers {
                 deadlines: Mutex::new(HashMap::new()),
                 changed: watch::Sender::new(0),
@@ -613,24 +619,73 @@ impl Tables {
         }
     }
 
-    /// Does what the table needs until a player must act (see the module docs). Failures
-    /// are logged: the command that triggered the advance has succeeded regardless.
+    /// Does what the table needs until a player must act (see the module docs). A failure
+    /// (a peer or the database down) is retried here until a step succeeds
+    /// ([`Tables::retry_later`]): the command that triggered the advance has succeeded
+    /// regardless, and nobody may ever ask again.
     pub async fn advance(&self, table_id: Uuid) {
+        if let Err(error) = self.try_advance(table_id).await {
+            let error = ServiceError::from(error);
+            tracing::warn!(%table_id, %error, "table step failed; retrying");
+            self.retry_later(table_id);
+        }
+    }
+
+    /// [`Tables::advance`], its failure returned.
+    async fn try_advance(&self, table_id: Uuid) -> Result<(), Failure> {
         for _ in 0..MAX_STEPS {
-            match self.step(table_id).await {
-                Ok((true, _)) => {}
-                Ok((false, deadline)) => {
+            match self.step(table_id).await? {
+                (true, _) => {}
+                (false, deadline) => {
                     self.timers.set(table_id, deadline);
-                    return;
-                }
-                Err(error) => {
-                    let error = ServiceError::from(error);
-                    tracing::warn!(%table_id, %error, "table step failed; it resumes at the next request");
-                    return;
+                    return Ok(());
                 }
             }
         }
         tracing::error!(%table_id, "table still advancing after {MAX_STEPS} steps");
+        Ok(())
+    }
+
+    /// Takes a table's failed step again after a pause, [`RETRY_FIRST`] doubling to
+    /// [`RETRY_LONGEST`], until it succeeds or the server drains: a seat waits on `Watch`
+    /// for the hand it is owed, and after the game nobody asks for the reveal at all. The
+    /// longest pause bounds how long a peer that is healthy again goes unused. One loop per
+    /// table; a step that fails while one runs leaves the retry to it (and should the loop be
+    /// ending just then, the deadlines projection records the owed step, which the timer's
+    /// reload takes within [`DEADLINES_RELOAD`]). Real time, not the table's clock: this is
+    /// not game time.
+    fn retry_later(&self, table_id: Uuid) {
+        if !self
+            .retrying
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(table_id)
+        {
+            return;
+        }
+        let this = self.clone();
+        let stop = self.shutdown.token();
+        self.shutdown.tracker().spawn(async move {
+            let mut pause = RETRY_FIRST;
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => break,
+                    () = tokio::time::sleep(pause) => {}
+                }
+                match this.try_advance(table_id).await {
+                    Ok(()) => break,
+                    Err(error) => {
+                        let error = ServiceError::from(error);
+                        tracing::warn!(%table_id, %error, ?pause, "table step failed again; retrying");
+                        pause = (pause * 2).min(RETRY_LONGEST);
+                    }
+                }
+            }
+            this.retrying
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&table_id);
+        });
     }
 
     /// One step; whether it appended anything, and the deadline of the player to act after

@@ -6,7 +6,10 @@
 //! The alphabet is therefore ASCII letters, digits, `_`, `-` and `.`, checked after NFKC (so a
 //! full-width `ａｌｉｃｅ` is still accepted and becomes `alice`), and uniqueness is by the
 //! caseless key (so `Alice` and `alice` are one name). docs/decisions.md says why this and not
-//! a confusable skeleton.
+//! a confusable skeleton. The ASCII alphabet already excludes every bidirectional control and
+//! invisible formatting character; they are still checked first, by the platform's one rule
+//! for text others read (`fairdeal_text::check_visible`), so the refusal names the character
+//! as it does for every other such field.
 
 use std::fmt;
 
@@ -34,6 +37,9 @@ pub enum UsernameError {
     /// Starts or ends with punctuation.
     #[error("username must start and end with a letter or digit")]
     Edge,
+    /// A bidirectional control, invisible formatting character or line separator.
+    #[error("username {0}")]
+    Hidden(fairdeal_text::Hidden),
 }
 
 /// A valid username: 3 to 32 ASCII letters, digits, `_`, `-`, `.` (after NFKC), starting and
@@ -55,6 +61,7 @@ impl Username {
         if raw.len() > MAX_INPUT_BYTES {
             return Err(UsernameError::Length);
         }
+        fairdeal_text::check_visible(raw).map_err(UsernameError::Hidden)?;
         let display = nfkc(raw);
         let count = display.chars().count();
         if !(MIN_CHARS..=MAX_CHARS).contains(&count) {
@@ -160,6 +167,21 @@ mod tests {
         assert_eq!(Username::parse("al\u{0}ice"), Err(UsernameError::Character));
         assert_eq!(Username::parse("_alice"), Err(UsernameError::Edge));
         assert_eq!(Username::parse("alice."), Err(UsernameError::Edge));
+        // Bidirectional controls and invisible characters are named as in every other text
+        // others read.
+        for c in ['\u{202E}', '\u{200F}', '\u{200B}', '\u{3164}', '\u{E0061}'] {
+            assert_eq!(
+                Username::parse(&format!("ali{c}ce")),
+                Err(UsernameError::Hidden(fairdeal_text::Hidden(c))),
+                "U+{:04X}",
+                u32::from(c)
+            );
+        }
+        assert!(
+            UsernameError::Hidden(fairdeal_text::Hidden('\u{202E}'))
+                .to_string()
+                .starts_with("username must not contain U+202E")
+        );
     }
 
     proptest! {

@@ -200,8 +200,8 @@ pub(crate) fn check_bytes(field: &'static str, value: &str, max: usize) -> Resul
     check_controls(field, value)
 }
 
-/// Rejects text over `max` characters or with control characters, naming the field and the
-/// bound.
+/// Rejects text over `max` characters, with control characters or with bidirectional controls
+/// and invisible formatting characters (it is read by others), naming the field and the bound.
 pub(crate) fn check_chars(field: &'static str, value: &str, max: usize) -> Result<(), DomainError> {
     // Bytes bound characters from above: a short text is never counted.
     if value.len() > max {
@@ -213,10 +213,12 @@ pub(crate) fn check_chars(field: &'static str, value: &str, max: usize) -> Resul
             });
         }
     }
-    check_controls(field, value)
+    check_controls(field, value)?;
+    check_visible(field, value)
 }
 
-fn check_controls(field: &'static str, value: &str) -> Result<(), DomainError> {
+/// Rejects control characters, naming the field.
+pub(crate) fn check_controls(field: &'static str, value: &str) -> Result<(), DomainError> {
     if value.chars().any(char::is_control) {
         return Err(DomainError::InvalidText {
             field,
@@ -224,6 +226,16 @@ fn check_controls(field: &'static str, value: &str) -> Result<(), DomainError> {
         });
     }
     Ok(())
+}
+
+/// Rejects the bidirectional controls and invisible formatting characters of text others
+/// read (`fairdeal_text::check_visible`, the platform's one rule), naming the field and the
+/// character's code point.
+pub(crate) fn check_visible(field: &'static str, value: &str) -> Result<(), DomainError> {
+    fairdeal_text::check_visible(value).map_err(|hidden| DomainError::InvalidText {
+        field,
+        reason: hidden.to_string(),
+    })
 }
 
 /// Longest text accepted where a UUID is expected (the URN form, the longest
@@ -275,6 +287,21 @@ mod tests {
         assert!(err.to_string().starts_with("justification"), "{err}");
         let err = RevealReason::operator("o\u{1b}[31m", "why").unwrap_err();
         assert!(err.to_string().starts_with("operator"), "{err}");
+        // Both are read by auditors: no text that displays as something else.
+        let err = RevealReason::operator("ops\u{202E}", "why").unwrap_err();
+        assert_eq!(err.class(), ErrorClass::InvalidArgument);
+        assert!(
+            err.to_string()
+                .starts_with("operator must not contain U+202E"),
+            "{err}"
+        );
+        let err = RevealReason::operator("ops", "abandoned\u{2067}by all").unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("justification must not contain U+2067"),
+            "{err}"
+        );
+        assert!(RevealReason::recorded("ops\u{202E}", "why").is_ok());
         // Stored events keep replaying whatever their length.
         assert!(RevealReason::recorded("ops", &"j".repeat(1_000_000)).is_ok());
         assert!(RevealReason::recorded("", "why").is_err());

@@ -50,8 +50,53 @@ pub(crate) struct TestApp {
     dealing_common: CommonConfig,
     tables_common: CommonConfig,
     commitment_port: u16,
+    /// The tables replicas' way to the commitment service (the dealing service's is direct).
+    commitment_link: Link,
     dealing_port: u16,
     _dir: tempfile::TempDir,
+}
+
+/// A TCP forwarder a test can cut: while cut, it closes every connection through it, open or
+/// new, as a peer gone away would (its port refuses nothing: the caller sees its calls fail).
+#[derive(Debug, Clone)]
+pub(crate) struct Link {
+    port: u16,
+    cut: Arc<tokio::sync::watch::Sender<bool>>,
+}
+
+impl Link {
+    /// A link to `upstream` on 127.0.0.1.
+    async fn to(upstream: u16) -> Link {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let cut = Arc::new(tokio::sync::watch::Sender::new(false));
+        let state = cut.clone();
+        tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                let mut cut = state.subscribe();
+                if *cut.borrow() {
+                    continue;
+                }
+                tokio::spawn(async move {
+                    let Ok(mut outbound) =
+                        tokio::net::TcpStream::connect(("127.0.0.1", upstream)).await
+                    else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                        _ = cut.wait_for(|cut| *cut) => {}
+                    }
+                });
+            }
+        });
+        Link { port, cut }
+    }
+
+    /// Cuts the link (`true`) or restores it.
+    pub(crate) fn cut(&self, cut: bool) {
+        self.cut.send_replace(cut);
+    }
 }
 
 fn now() -> i64 {
@@ -163,6 +208,7 @@ impl TestApp {
             .port();
         let mut dealing_common = common("dealing", &urls[1], prefix.as_deref());
         dealing_common.listen_addr = format!("127.0.0.1:{dealing_port}").parse().unwrap();
+        let commitment_link = Link::to(commitment_port).await;
         let mut app = TestApp {
             tables: TablesServiceClient::new(lazy(0)),
             replicas: Vec::new(),
@@ -177,6 +223,7 @@ impl TestApp {
             storages: vec![commitment_storage],
             dealing_common,
             commitment_port,
+            commitment_link,
             dealing_port,
             _dir: dir,
         };
@@ -275,7 +322,7 @@ impl TestApp {
             &self.tables_common,
             fairdeal_tables::startup::Parts {
                 storage: storage.clone(),
-                commitment: lazy(self.commitment_port),
+                commitment: lazy(self.commitment_link.port),
                 dealing: lazy(self.dealing_port),
                 tokens: self.service_tokens("tables"),
                 authn: authenticator(self.keys()),
@@ -296,6 +343,11 @@ impl TestApp {
         self.replicas.push(client.clone());
         self.replica_ports.push(port);
         client
+    }
+
+    /// The tables replicas' link to the commitment service, to cut and restore.
+    pub(crate) fn commitment_link(&self) -> &Link {
+        &self.commitment_link
     }
 
     /// Stops tables replica `index` and waits until it has drained and stopped.

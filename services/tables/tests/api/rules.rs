@@ -62,7 +62,8 @@ async fn seats_before_and_after_the_start() {
         Code::NotFound,
         "not found",
     );
-    refused(a.sit(&id, 1).await, Code::FailedPrecondition, "bot");
+    // A seat held by a bot is taken, as the proto says of a taken seat.
+    refused(a.sit(&id, 1).await, Code::AlreadyExists, "taken by a bot");
     refused(a.leave(&id).await, Code::PermissionDenied, "not seated");
     refused(
         a.contribute(&id, "x").await,
@@ -326,4 +327,72 @@ async fn illegal_moves_are_refused_and_change_nothing() {
         assert!(p.view(&id).await.version > 0);
     }
     app.stop().await;
+}
+
+/// A seed contribution is 1 to 128 characters, as tables.proto promises, checked by the one
+/// rule both the tables and the commitment service apply: 100 euro signs (300 bytes) and
+/// 128 playing cards (512 bytes) are accepted end to end (before, the commitment service
+/// refused them in bytes), 129 characters and hidden characters are refused naming the
+/// field, in characters or by code point, and change nothing.
+async fn contributions_are_counted_in_characters(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let players: Vec<Player> = (0..4).map(|_| app.player()).collect();
+    let id = players[0]
+        .create(pb::CreateTableRequest {
+            options: None,
+            bot_seats: vec![],
+            move_seconds: 20,
+        })
+        .await
+        .table_id;
+    for (seat, p) in (0u32..3).zip(&players) {
+        p.sit(&id, seat).await.unwrap();
+    }
+    let before = players[0].view(&id).await.version;
+    refused(
+        players[2].contribute(&id, &"\u{1F0A1}".repeat(129)).await,
+        Code::InvalidArgument,
+        "contribution: is 129 characters, at most 128 allowed",
+    );
+    for (hidden, code_point) in [
+        ("lucky\u{202E}7", "U+202E"),
+        ("\u{2066}seven\u{2069}", "U+2066"),
+        ("a\u{200B}b", "U+200B"),
+        ("tagged\u{E0041}", "U+E0041"),
+    ] {
+        refused(
+            players[2].contribute(&id, hidden).await,
+            Code::InvalidArgument,
+            &format!("contribution: must not contain {code_point}"),
+        );
+    }
+    assert_eq!(
+        players[0].view(&id).await.version,
+        before,
+        "refusals append nothing"
+    );
+    let euros = "€".repeat(100);
+    let cards = "\u{1F0A1}".repeat(128);
+    players[0].contribute(&id, &euros).await.unwrap();
+    players[1].contribute(&id, &cards).await.unwrap();
+    // An emoji sequence with a joiner and a variation selector is text.
+    players[2]
+        .contribute(&id, "\u{1F469}\u{200D}\u{1F4BB}\u{2764}\u{FE0F}")
+        .await
+        .unwrap();
+    players[3].sit(&id, 3).await.unwrap();
+    let started = players[0].view(&id).await;
+    assert_eq!(started.status, pb::TableStatus::Playing as i32);
+    assert_eq!(started.game.as_ref().unwrap().my_hand.len(), 10);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn contributions_are_counted_in_characters_embedded() {
+    contributions_are_counted_in_characters(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn contributions_are_counted_in_characters_postgres() {
+    contributions_are_counted_in_characters(Db::Postgres).await;
 }

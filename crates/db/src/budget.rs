@@ -1,0 +1,157 @@
+//! [`ConnectionBudget`]: how many PostgreSQL sessions one service process may hold at once,
+//! and how its pools share them.
+//!
+//! A PostgreSQL server refuses sessions past its `max_connections`, and a refused session is
+//! an error for whoever asked (a relay, a consumer, an operator's psql), never a wait. So the
+//! platform sizes every pool from one number per process, and the server is sized from the
+//! sum (docs/deploy.md, "Connections"):
+//!
+//! ```text
+//! server max_connections >= sum over services of budget x (replicas + surge) + headroom
+//! ```
+//!
+//! Within a process the budget is split four ways, and nothing else opens a session:
+//!
+//! - [`ConnectionBudget::writers`]: the event store's group commit writers, one long-lived
+//!   session each (1 below a budget of 10, else 2);
+//! - [`ConnectionBudget::HELD`]: sessions held for good outside any pool: the notification
+//!   listener's and the bus's leases (the relay's, and an in-store consumer's), each a
+//!   session held for as long as the lease;
+//! - [`ConnectionBudget::readers`]: the event store's readers' pool (`read_all`,
+//!   `read_stream`), a quarter of the budget, between 1 and 8;
+//! - [`ConnectionBudget::shared`]: the rest, the pool every other use checks out of: the
+//!   service's queries and transactions, consumers' batches, the relay's checkpoints and
+//!   migrations at start.
+//!
+//! When every connection of a pool is checked out, the next caller waits (up to the pool's
+//! acquire timeout) for one to come back: back-pressure, not an error.
+
+use std::fmt;
+
+/// The PostgreSQL sessions one process may hold, split between its pools (see the module
+/// documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ConnectionBudget {
+    total: u32,
+}
+
+/// A budget outside [`ConnectionBudget::MIN`]..=[`ConnectionBudget::MAX`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "a budget of {0} connections is outside {min}..={max}",
+    min = ConnectionBudget::MIN,
+    max = ConnectionBudget::MAX
+)]
+pub struct BadBudget(pub u32);
+
+impl ConnectionBudget {
+    /// The smallest budget: one writer, the sessions held for good, two readers and a shared
+    /// pool of two.
+    pub const MIN: u32 = 8;
+
+    /// Sessions a process holds outside its pools: the notification listener, the relay's
+    /// lease and one in-store consumer's lease.
+    pub const HELD: u32 = 3;
+
+    /// The largest budget: far above what one process can use, and below what a typo could
+    /// ask of a server.
+    pub const MAX: u32 = 1_000;
+
+    /// The budget of a process that names none (tools, tests, [`crate::Db::open`]); every
+    /// service has its own default (`fairdeal_kit::config::default_db_max_connections`).
+    pub const DEFAULT: u32 = 16;
+
+    /// Most connections the readers' pool gets, however large the budget: more showed no gain
+    /// on the tables load bench (docs/decisions.md, "The log's tailing reads on their own
+    /// connections").
+    pub const MAX_READERS: u32 = 8;
+
+    /// A budget of `total` sessions.
+    pub fn new(total: u32) -> Result<Self, BadBudget> {
+        if (Self::MIN..=Self::MAX).contains(&total) {
+            Ok(Self { total })
+        } else {
+            Err(BadBudget(total))
+        }
+    }
+
+    /// Every session the process may hold: `writers + HELD + readers + shared`.
+    pub fn total(self) -> u32 {
+        self.total
+    }
+
+    /// Group commit writers, each on a session of its own.
+    pub fn writers(self) -> u32 {
+        if self.total < 10 { 1 } else { 2 }
+    }
+
+    /// Connections of the event store's readers' pool.
+    pub fn readers(self) -> u32 {
+        (self.total / 4).clamp(1, Self::MAX_READERS)
+    }
+
+    /// Connections of the shared pool: the rest.
+    pub fn shared(self) -> u32 {
+        self.total - self.writers() - Self::HELD - self.readers()
+    }
+}
+
+impl Default for ConnectionBudget {
+    fn default() -> Self {
+        Self {
+            total: Self::DEFAULT,
+        }
+    }
+}
+
+impl fmt::Display for ConnectionBudget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} connections ({} shared, {} readers, {} writers, {} held)",
+            self.total,
+            self.shared(),
+            self.readers(),
+            self.writers(),
+            Self::HELD
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn every_budget_splits_into_its_total_with_room_to_work() {
+        for total in ConnectionBudget::MIN..=ConnectionBudget::MAX {
+            let budget = ConnectionBudget::new(total).unwrap();
+            assert_eq!(
+                budget.writers() + ConnectionBudget::HELD + budget.readers() + budget.shared(),
+                total,
+                "{budget}"
+            );
+            assert!(budget.writers() >= 1 && budget.readers() >= 1, "{budget}");
+            // Two to work with, at least.
+            assert!(budget.shared() >= 2, "{budget}");
+        }
+    }
+
+    #[test]
+    fn budgets_outside_the_range_are_refused() {
+        assert_eq!(
+            ConnectionBudget::new(ConnectionBudget::MIN - 1),
+            Err(BadBudget(7))
+        );
+        assert!(ConnectionBudget::new(ConnectionBudget::MAX + 1).is_err());
+        assert_eq!(
+            ConnectionBudget::default(),
+            ConnectionBudget::new(ConnectionBudget::DEFAULT).unwrap()
+        );
+        assert_eq!(
+            ConnectionBudget::new(16).unwrap().to_string(),
+            "16 connections (7 shared, 4 readers, 2 writers, 3 held)"
+        );
+    }
+}
