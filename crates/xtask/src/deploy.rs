@@ -293,25 +293,19 @@ fn sha256_hex(text: &str) -> Result<String, String> {
 const LEDGER_ORIGIN: &str = "fairdeal-ledger";
 
 /// A fresh ledger signing key named `origin` and its public verifier key: the two lines of
-/// `fairdeal-ledger --generate-key`, run through cargo.
+/// `fairdeal-log-key` (crates/log-key), run through cargo. That small binary builds in
+/// seconds, where building the ledger service for its `--generate-key` took minutes on a
+/// fresh clone; cargo's progress is shown, so nothing is silent meanwhile.
 fn ledger_key(origin: &str) -> Result<(String, String), String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut command = Command::new(cargo);
     command
-        .args([
-            "run",
-            "--quiet",
-            "-p",
-            "fairdeal-ledger",
-            "--",
-            "--generate-key",
-            origin,
-        ])
+        .args(["run", "-p", "fairdeal-log-key", "--", origin])
         .current_dir(root())
         .stdin(Stdio::null())
         .stderr(Stdio::inherit());
     crate::clean_cargo_env(&mut command);
-    say("generating the ledger's signing key (cargo run -p fairdeal-ledger -- --generate-key)");
+    say("generating the ledger's signing key (cargo run -p fairdeal-log-key, a small build)");
     let output = command
         .output()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
@@ -323,10 +317,7 @@ fn ledger_key(origin: &str) -> Result<(String, String), String> {
         {
             Ok((key.to_owned(), verifier.to_owned()))
         }
-        _ => Err(format!(
-            "fairdeal-ledger --generate-key failed ({})",
-            output.status
-        )),
+        _ => Err(format!("fairdeal-log-key failed ({})", output.status)),
     }
 }
 
