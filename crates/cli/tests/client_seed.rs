@@ -92,7 +92,7 @@ fn the_documented_example() {
 
 #[test]
 fn the_verifier_gives_the_seed_the_commitment_service_fixes() {
-    let longest = "é".repeat(128);
+    let longest = "\u{1F0A1}".repeat(128);
     let cases: [(&Contributions, Option<&str>); 6] = [
         (&[], None),
         (&[], Some("beacon round 7")),
@@ -103,7 +103,7 @@ fn the_verifier_gives_the_seed_the_commitment_service_fixes() {
             Some("07 12 23 34 45"),
         ),
         (&[(0, "-5"), (1, "0=")], Some("-1")),
-        // The longest contribution the service accepts (256 bytes).
+        // The longest contribution the service accepts: 128 characters, here 512 bytes.
         (&[(4, &longest)], None),
     ];
     for (contributions, delayed) in cases {

@@ -82,7 +82,7 @@ async fn bounded_fields(db: Db) {
         ))
         .await,
         "contribution",
-        "256",
+        "at most 128",
     );
     assert_refused(
         c.contribute_seed(with(

@@ -41,8 +41,17 @@ async fn setup(app: &TestApp) -> (String, Player, Player, Player) {
 }
 
 #[tokio::test]
-async fn seats_before_and_after_the_start() {
-    let app = TestApp::spawn(Db::Sqlite).await;
+async fn seats_before_and_after_the_start_embedded() {
+    seats_before_and_after_the_start(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn seats_before_and_after_the_start_postgres() {
+    seats_before_and_after_the_start(Db::Postgres).await;
+}
+
+async fn seats_before_and_after_the_start(db: Db) {
+    let app = TestApp::spawn(db).await;
     let (id, a, b, stranger) = setup(&app).await;
     let v = |p: &Player| {
         let p = p.clone();
