@@ -57,8 +57,8 @@ impl ConnectionBudget {
     /// ask of a server.
     pub const MAX: u32 = 1_000;
 
-    /// The budget of a process that names none (tools, tests, [`crate::Db::open`]); every
-    /// service has its own default (`fairdeal_kit::config::default_db_max_connections`).
+    /// The budget of a process that names none: every service's `--db-max-connections`
+    /// default, tools, tests and [`crate::Db::open`].
     pub const DEFAULT: u32 = 16;
 
     /// Most connections the readers' pool gets, however large the budget: more showed no gain

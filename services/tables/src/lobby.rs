@@ -20,7 +20,9 @@ use std::collections::HashMap;
 
 use crate::domain::{Due, TableEvent};
 use crate::events::from_recorded;
+use crate::service::OwedSteps;
 use fairdeal_proto::fairdeal::tables::v1 as pb;
+use uuid::Uuid;
 
 /// The consumer's durable name.
 pub const CONSUMER: &str = "tables-projections";
@@ -35,9 +37,30 @@ pub static MIGRATIONS: fairdeal_db::Migrations = fairdeal_db::Migrations {
     sqlite: sqlx::migrate!("./migrations/sqlite"),
 };
 
-/// Keeps the lobby and deadlines tables.
+/// Keeps the lobby and deadlines tables, and tells this replica's timers of each step the
+/// service owes as it records it (see [`OwedSteps`]).
 #[derive(Debug, Default)]
-pub struct LobbyProjection;
+pub struct LobbyProjection {
+    /// This replica's timers, if any run here.
+    owed: Option<OwedSteps>,
+}
+
+impl LobbyProjection {
+    /// A projection that wakes `owed` for each step the service owes.
+    pub fn waking(owed: OwedSteps) -> Self {
+        Self { owed: Some(owed) }
+    }
+
+    /// Tells the timers of a deadline row just written, if it is an owed step (negative).
+    fn recorded(&self, table_id: &str, deadline_ms: i64) {
+        if deadline_ms < 0
+            && let Some(owed) = &self.owed
+            && let Ok(table_id) = Uuid::parse_str(table_id)
+        {
+            owed.owe(table_id, deadline_ms);
+        }
+    }
+}
 
 /// The lobby's form of a purchase mode.
 fn purchase_text(purchase: Option<Purchase>) -> &'static str {
@@ -85,6 +108,7 @@ fairdeal_db::for_each_backend! { DB =>
                     .execute(&mut **tx)
                     .await
                     .map_err(transient)?;
+                    self.recorded(&table_id, deadline_ms);
                 }
                 Some(None) => {
                     sqlx::query("DELETE FROM deadlines WHERE table_id = $1")
@@ -197,6 +221,9 @@ fairdeal_db::for_each_backend! { DB =>
                     " ON CONFLICT (table_id) DO UPDATE SET deadline_ms = excluded.deadline_ms",
                 );
                 query.build().execute(&mut **tx).await.map_err(transient)?;
+            }
+            for (table_id, deadline) in &set {
+                self.recorded(table_id, deadline.unwrap_or_default());
             }
             for chunk in finished.chunks(DEADLINE_ROWS) {
                 let mut query = QueryBuilder::<DB>::new("DELETE FROM deadlines WHERE table_id IN ");
@@ -322,7 +349,7 @@ fn lobby_table(row: Row) -> pb::LobbyTable {
 }
 
 /// Every table's last recorded turn deadline (Unix ms), as projected so far.
-pub async fn deadlines(db: &Db) -> Result<Vec<(uuid::Uuid, i64)>, sqlx::Error> {
+pub async fn deadlines(db: &Db) -> Result<Vec<(Uuid, i64)>, sqlx::Error> {
     let rows: Vec<(String, i64)> = fairdeal_db::on_db!(db, pool => {
         sqlx::query_as("SELECT table_id, deadline_ms FROM deadlines")
             .fetch_all(pool)
@@ -330,6 +357,6 @@ pub async fn deadlines(db: &Db) -> Result<Vec<(uuid::Uuid, i64)>, sqlx::Error> {
     });
     Ok(rows
         .into_iter()
-        .filter_map(|(id, deadline)| Some((uuid::Uuid::parse_str(&id).ok()?, deadline)))
+        .filter_map(|(id, deadline)| Some((Uuid::parse_str(&id).ok()?, deadline)))
         .collect())
 }

@@ -235,7 +235,28 @@ impl Timers {
     }
 }
 
+/// A way into this replica's timers for the deadlines projection: a step the service owes,
+/// recorded by the projection, is taken at once rather than at the timer's next reload of the
+/// projection (up to [`DEADLINES_RELOAD`] later), which matters when the replica that owed it
+/// stopped before the projection caught up.
+#[derive(Clone, Debug)]
+pub struct OwedSteps(Arc<Timers>);
+
+impl OwedSteps {
+    /// The service owes `table_id` a step, recorded as `deadline` (the table's version
+    /// negated, so due at once): the timer takes it now. A hint: the step is decided on the
+    /// table's state, so one owed no longer does nothing.
+    pub fn owe(&self, table_id: Uuid, deadline: i64) {
+        self.0.set(table_id, Some(deadline));
+    }
+}
+
 impl Tables {
+    /// The handle the deadlines projection wakes this replica's timers with.
+    pub fn owed_steps(&self) -> OwedSteps {
+        OwedSteps(Arc::clone(&self.timers))
+    }
+
     /// Use cases over `storage`, calling the commitment and dealing services with the
     /// tokens of `tokens`.
     pub fn new(

@@ -120,8 +120,6 @@ pub async fn mount(
 ) -> Result<Mount, StartError> {
     spawn_key_refresh(&parts.authn, shutdown);
     let bus = Bus::start(common, &parts.storage, SERVICE, shutdown).await?;
-    bus.spawn_consumer(SERVICE, CONSUMER, Arc::new(LobbyProjection), shutdown)
-        .await?;
     let tables = Tables::new(
         &parts.storage,
         parts.commitment,
@@ -130,6 +128,9 @@ pub async fn mount(
         parts.clock,
         shutdown.clone(),
     );
+    let projection = LobbyProjection::waking(tables.owed_steps());
+    bus.spawn_consumer(SERVICE, CONSUMER, Arc::new(projection), shutdown)
+        .await?;
     shutdown.spawn("turn-clocks", tables.clone().run_timers(shutdown.token()));
     Ok(Mount::new()
         .add_service(
