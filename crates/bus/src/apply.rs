@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use fairdeal_eventstore::RecordedEvent;
-use fairdeal_kit::metrics::{Counter, Gauge, KeyValue};
+use fairdeal_telemetry::metrics::{Counter, Gauge, KeyValue};
 use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -145,12 +145,12 @@ pub(crate) struct ConsumerMetrics {
 impl ConsumerMetrics {
     fn new(consumer: &str) -> Self {
         Self {
-            dead_letters: fairdeal_kit::metrics::counter(
+            dead_letters: fairdeal_telemetry::metrics::counter(
                 "fairdeal.bus.consumer.dead_letters",
                 "Events a consumer dead-lettered",
                 "{event}",
             ),
-            lag: fairdeal_kit::metrics::gauge(
+            lag: fairdeal_telemetry::metrics::gauge(
                 "fairdeal.bus.consumer.lag",
                 "Events in the consumer's source not yet applied",
                 "{event}",

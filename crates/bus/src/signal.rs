@@ -34,7 +34,7 @@ use async_trait::async_trait;
 use fairdeal_eventstore::{
     Appended, EventStore, ExpectedVersion, NewEvent, RecordedEvent, StoreError, StreamId,
 };
-use fairdeal_kit::metrics::{Counter, Histogram, KeyValue};
+use fairdeal_telemetry::metrics::{Counter, Histogram, KeyValue};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -637,12 +637,12 @@ impl NotifyingEventStore {
         Self {
             inner,
             signal,
-            appended: fairdeal_kit::metrics::counter(
+            appended: fairdeal_telemetry::metrics::counter(
                 "fairdeal.events.appended",
                 "Events appended to the event store",
                 "{event}",
             ),
-            duration: fairdeal_kit::metrics::latency(
+            duration: fairdeal_telemetry::metrics::latency(
                 "fairdeal.events.append.duration",
                 "Duration of event store appends, by outcome",
             ),

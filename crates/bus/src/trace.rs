@@ -6,12 +6,12 @@
 //! consumer opens its handling span as a child of the headers' context (the relay's hop), an
 //! in-process consumer as a child of the envelope's. So one trace spans the gRPC call, the
 //! append, the relay and each consumer that applies the event. Extraction itself is
-//! the kit's [`fairdeal_kit::propagation`], the one place that reads W3C context.
+//! the kit's [`fairdeal_telemetry::propagation`], the one place that reads W3C context.
 
 use fairdeal_eventstore::RecordedEvent;
 use tracing::Span;
 
-pub use fairdeal_kit::propagation::{
+pub use fairdeal_telemetry::propagation::{
     TRACEPARENT, TRACESTATE, TraceCarrier, extract as extract_context,
 };
 
@@ -38,6 +38,6 @@ pub(crate) fn handling_span(
     let parent = transport
         .filter(|carrier| carrier.contains_key(TRACEPARENT))
         .unwrap_or(&event.trace_context);
-    fairdeal_kit::propagation::set_parent(&span, parent);
+    fairdeal_telemetry::propagation::set_parent(&span, parent);
     span
 }

@@ -10,9 +10,10 @@
 //! - [`telemetry`]: JSON logs and OpenTelemetry traces (OTLP export when
 //!   `OTEL_EXPORTER_OTLP_ENDPOINT` is set), flushed by a guard.
 //! - [`metrics`]: OpenTelemetry instruments (exported with the traces) and the cheap
-//!   [`metrics::level`] / [`metrics::counter`] API services record their own through.
-//! - [`propagation`]: W3C trace context across gRPC metadata, event envelopes and NATS
-//!   headers.
+//!   [`metrics::level`] / [`metrics::counter`] API services record their own through;
+//!   [`propagation`]: W3C trace context across gRPC metadata, event envelopes and NATS
+//!   headers. Both live in `fairdeal-telemetry`, below the bus (which records through them
+//!   without linking this kit), and are re-exported here.
 //! - [`server`]: the gRPC server (`Application::builder(..).build().await?` binds, then
 //!   `run_until_stopped()`), with health, reflection, request spans and graceful drain;
 //!   a service's routes are a [`Mount`], so one server can carry several services.
@@ -35,7 +36,7 @@
 
 pub mod client;
 pub mod config;
-pub mod metrics;
+pub use fairdeal_telemetry::metrics;
 pub mod propagation;
 mod rpc_metrics;
 pub mod server;

@@ -110,27 +110,7 @@ impl ServiceError {
 /// human, not a copy of the request.
 pub const MAX_MESSAGE: usize = 256;
 
-/// How many characters of a caller's value a message may quote.
-pub const SHOWN_PREFIX: usize = 32;
-
-/// `value` as an error message may quote it: at most [`SHOWN_PREFIX`] characters, control
-/// characters escaped, `…` when cut. For messages that name a bad value (`unknown deck
-/// "tarot7"`) without echoing a megabyte of it back.
-pub fn shown(value: &str) -> String {
-    let mut out = String::new();
-    for (count, c) in value.chars().enumerate() {
-        if count == SHOWN_PREFIX {
-            out.push('…');
-            break;
-        }
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
+pub use fairdeal_text::{SHOWN_PREFIX, shown};
 
 /// `message` cut to [`MAX_MESSAGE`] characters (with `…`).
 fn bounded(message: String) -> String {

@@ -103,6 +103,32 @@ pub fn check_visible(text: &str) -> Result<(), Hidden> {
     Ok(())
 }
 
+/// How many characters of a caller's value an error message may quote.
+pub const SHOWN_PREFIX: usize = 32;
+
+/// `value` as an error message may quote it: at most [`SHOWN_PREFIX`] characters, control
+/// characters escaped (`\n`), hidden ones too (`\u{202e}`, see [`is_hidden`]), `…` when
+/// cut. For messages that name a bad value (`unknown deck "tarot7"`) without echoing a
+/// megabyte of it back, or text that displays as something else. The one quoting rule of
+/// every layer (the kit's `status::shown` is this function).
+pub fn shown(value: &str) -> String {
+    let mut out = String::new();
+    for (count, c) in value.chars().enumerate() {
+        if count == SHOWN_PREFIX {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else if is_hidden(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// TAG DIGIT ZERO..NINE and TAG LATIN SMALL LETTER A..Z: what a subdivision id is spelt with.
 fn is_flag_tag(c: char) -> bool {
     matches!(c, '\u{E0030}'..='\u{E0039}' | '\u{E0061}'..='\u{E007A}')
@@ -214,6 +240,17 @@ mod tests {
         assert_eq!(check_visible(&long), Err(Hidden('\u{E0061}')));
         // A cancel tag alone is hidden.
         assert_eq!(check_visible("\u{E007F}"), Err(Hidden(CANCEL_TAG)));
+    }
+
+    #[test]
+    fn shown_values_are_short_and_display_as_what_they_are() {
+        assert_eq!(shown("tarot7"), "tarot7");
+        assert_eq!(
+            shown(&"y".repeat(100)),
+            format!("{}…", "y".repeat(SHOWN_PREFIX))
+        );
+        assert_eq!(shown("a\nb"), "a\\nb");
+        assert_eq!(shown("gnp\u{202E}.exe"), "gnp\\u{202e}.exe");
     }
 
     #[test]

@@ -491,7 +491,7 @@ pub fn parse_command_id(id: &str) -> Result<String, TableError> {
             field: "command_id",
             reason: format!(
                 "1..={MAX_COMMAND_ID} characters of A-Z a-z 0-9 - _ . are required, got \"{}\"",
-                fairdeal_kit::status::shown(id)
+                fairdeal_text::shown(id)
             ),
         })
     }

@@ -66,7 +66,7 @@ use async_nats::jetstream::context::{PublishAckFuture, PublishError, PublishErro
 use async_nats::jetstream::message::PublishMessage;
 use async_nats::jetstream::{self, ErrorCode, stream};
 use fairdeal_eventstore::{EventStore, RecordedEvent};
-use fairdeal_kit::metrics::{Counter, Gauge, KeyValue};
+use fairdeal_telemetry::metrics::{Counter, Gauge, KeyValue};
 use tokio_util::sync::CancellationToken;
 use tracing::Span;
 
@@ -188,17 +188,17 @@ struct RelayMetrics {
 impl RelayMetrics {
     fn new(name: &str) -> Self {
         Self {
-            published: fairdeal_kit::metrics::counter(
+            published: fairdeal_telemetry::metrics::counter(
                 "fairdeal.bus.relay.published",
                 "Events the relay published to JetStream",
                 "{event}",
             ),
-            withheld: fairdeal_kit::metrics::counter(
+            withheld: fairdeal_telemetry::metrics::counter(
                 "fairdeal.bus.relay.withheld",
                 "Events NATS refused for good, published as a placeholder instead",
                 "{event}",
             ),
-            lag: fairdeal_kit::metrics::gauge(
+            lag: fairdeal_telemetry::metrics::gauge(
                 "fairdeal.bus.relay.lag",
                 "Events committed to the store but not yet published",
                 "{event}",
@@ -686,9 +686,9 @@ impl<DB: BusDatabase> Relay<DB> {
         headers.insert(HEADER_STREAM_ID, event.stream_id.as_str());
         headers.insert(HEADER_STREAM_VERSION, event.version.to_string().as_str());
         headers.insert(HEADER_GLOBAL_POSITION, event.position.to_string().as_str());
-        let mut trace = fairdeal_kit::propagation::TraceCarrier::new();
+        let mut trace = fairdeal_telemetry::propagation::TraceCarrier::new();
         if let Some(span) = span {
-            fairdeal_kit::propagation::inject_span(span, &mut trace);
+            fairdeal_telemetry::propagation::inject_span(span, &mut trace);
         }
         let trace = if trace.is_empty() {
             &event.trace_context
@@ -775,7 +775,7 @@ fn publish_span(event: &RecordedEvent) -> Option<Span> {
     if span.is_disabled() {
         return None;
     }
-    fairdeal_kit::propagation::set_parent(&span, &event.trace_context);
+    fairdeal_telemetry::propagation::set_parent(&span, &event.trace_context);
     Some(span)
 }
 

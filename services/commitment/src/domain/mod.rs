@@ -258,7 +258,7 @@ pub fn parse_uuid(field: &'static str, value: &str) -> Result<uuid::Uuid, Domain
     uuid::Uuid::parse_str(value).map_err(|_| {
         bad(format!(
             "must be a UUID, got \"{}\"",
-            fairdeal_kit::status::shown(value)
+            fairdeal_text::shown(value)
         ))
     })
 }

@@ -1,6 +1,6 @@
 //! Metrics: OpenTelemetry instruments, exported over OTLP/gRPC beside the traces.
 //!
-//! [`crate::telemetry::init`] installs a meter provider process-wide when
+//! `fairdeal_kit::telemetry::init` installs a meter provider process-wide when
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` is set (the same switch as traces; the interval is
 //! `OTEL_METRIC_EXPORT_INTERVAL`, 60 s by default). Without it the global provider is
 //! OpenTelemetry's no-op one, and every instrument here costs a virtual call that does
@@ -21,7 +21,7 @@
 //! [`gauge`] (active tables) and counts with [`counter`]:
 //!
 //! ```
-//! let connected = fairdeal_kit::metrics::level(
+//! let connected = fairdeal_telemetry::metrics::level(
 //!     "fairdeal.chat.connected_users",
 //!     "Open chat subscriptions on this replica",
 //!     "{subscription}",
