@@ -18,7 +18,8 @@
 //!   listener's and the bus's leases (the relay's, and an in-store consumer's), each a
 //!   session held for as long as the lease;
 //! - [`ConnectionBudget::readers`]: the event store's readers' pool (`read_all`,
-//!   `read_stream`), a quarter of the budget, between 1 and 8;
+//!   `read_stream`), a third of the budget, between 1 and 8 (8 at the default, as the tables
+//!   load bench was measured with);
 //! - [`ConnectionBudget::shared`]: the rest, the pool every other use checks out of: the
 //!   service's queries and transactions, consumers' batches, the relay's checkpoints and
 //!   migrations at start.
@@ -59,7 +60,7 @@ impl ConnectionBudget {
 
     /// The budget of a process that names none: every service's `--db-max-connections`
     /// default, tools, tests and [`crate::Db::open`].
-    pub const DEFAULT: u32 = 16;
+    pub const DEFAULT: u32 = 24;
 
     /// Most connections the readers' pool gets, however large the budget: more showed no gain
     /// on the tables load bench (docs/decisions.md, "The log's tailing reads on their own
@@ -87,7 +88,7 @@ impl ConnectionBudget {
 
     /// Connections of the event store's readers' pool.
     pub fn readers(self) -> u32 {
-        (self.total / 4).clamp(1, Self::MAX_READERS)
+        (self.total / 3).clamp(1, Self::MAX_READERS)
     }
 
     /// Connections of the shared pool: the rest.
@@ -149,9 +150,15 @@ mod tests {
             ConnectionBudget::default(),
             ConnectionBudget::new(ConnectionBudget::DEFAULT).unwrap()
         );
+        // The default keeps the readers the tables load bench was measured with.
+        assert_eq!(ConnectionBudget::default().readers(), 8);
+        assert_eq!(
+            ConnectionBudget::default().to_string(),
+            "24 connections (11 shared, 8 readers, 2 writers, 3 held)"
+        );
         assert_eq!(
             ConnectionBudget::new(16).unwrap().to_string(),
-            "16 connections (7 shared, 4 readers, 2 writers, 3 held)"
+            "16 connections (6 shared, 5 readers, 2 writers, 3 held)"
         );
     }
 }
