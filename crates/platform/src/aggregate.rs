@@ -531,7 +531,7 @@ impl<A: Aggregate> Streams<A> {
                 }
             };
             let mut trace = std::collections::BTreeMap::new();
-            fairdeal_kit::propagation::inject_current(&mut trace);
+            fairdeal_telemetry::propagation::inject_current(&mut trace);
             let encoded: Vec<NewEvent> = decision
                 .events
                 .iter()
