@@ -44,13 +44,26 @@ async fn terminate_all(database: &TestDatabase) {
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
          WHERE datname = $1 AND pid <> pg_backend_pid()",
     )
-    .bind(name)
+    .bind(&name)
     .execute(&mut admin)
     .await
     .unwrap();
-    admin.close().await.unwrap();
-    // The server ends them asynchronously; give it a moment.
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // The server ends them asynchronously: wait until it lists none but ours.
+    for _ in 0..500 {
+        let left: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+        )
+        .bind(&name)
+        .fetch_one(&mut admin)
+        .await
+        .unwrap();
+        if left == 0 {
+            admin.close().await.unwrap();
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("the terminated sessions never ended");
 }
 
 /// Requests that fail out of `2 * IDLE` in a row on `pool`; with `note`, each failure is

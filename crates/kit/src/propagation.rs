@@ -137,22 +137,19 @@ impl Extractor for HeaderReader<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use opentelemetry::trace::{SpanContext, SpanId, TraceFlags, TraceId, TraceState};
-
-    fn remote_context() -> Context {
-        let span_context = SpanContext::new(
-            TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap(),
-            SpanId::from_hex("00f067aa0ba902b7").unwrap(),
-            TraceFlags::SAMPLED,
-            true,
-            TraceState::from_key_value([("vendor", "value")]).unwrap(),
-        );
-        Context::new().with_remote_span_context(span_context)
-    }
 
     #[test]
     fn metadata_round_trip() {
-        let cx = remote_context();
+        // A remote parent as an envelope carries it (the map half, fairdeal-telemetry's).
+        let carrier = TraceCarrier::from([
+            (
+                TRACEPARENT.to_owned(),
+                "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".to_owned(),
+            ),
+            (TRACESTATE.to_owned(), "vendor=value".to_owned()),
+        ]);
+        let cx = extract(&carrier);
+        assert!(has_remote_parent(&cx));
         let mut metadata = tonic::metadata::MetadataMap::new();
         inject_metadata(&cx, &mut metadata);
         let back = extract_metadata(&metadata);

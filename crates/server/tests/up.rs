@@ -138,29 +138,9 @@ async fn examples_work(url: &str, addr: &str, data_dir: &Path) {
         .connect()
         .await
         .unwrap();
-    let mut auth = apb::auth_service_client::AuthServiceClient::new(channel.clone());
-    auth.register(apb::RegisterRequest {
-        username: USERNAME.into(),
-        email: EMAIL.into(),
-        password: PASSWORD.into(),
-    })
-    .await
-    .unwrap();
-    let (_, code) = wait_for_mail(&mailbox, EMAIL, "Confirm").await.unwrap();
-    auth.confirm_email(apb::ConfirmEmailRequest { token: code })
-        .await
-        .unwrap();
-    let token = auth
-        .login(apb::LoginRequest {
-            username: USERNAME.into(),
-            password: PASSWORD.into(),
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .tokens
-        .unwrap()
-        .access_token;
+    // The examples' account, as the printed lines make it.
+    assert_eq!(format!("{USERNAME}@example.com"), EMAIL);
+    let (_, token) = signed_up(&channel, &mailbox, USERNAME).await;
     let mut tables = pb::tables_service_client::TablesServiceClient::new(channel);
     tables
         .list_tables(authed(&token, pb::ListTablesRequest::default()).unwrap())

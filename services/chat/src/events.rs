@@ -193,27 +193,31 @@ impl ChatEvent {
     }
 }
 
+/// `new` as the store would record it first in `stream` (the chat's unit tests decode
+/// events through this).
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub(crate) fn recorded(new: NewEvent, stream: &str) -> RecordedEvent {
+    use fairdeal_eventstore::{GENESIS_PREV_HASH, StreamId};
+    RecordedEvent {
+        position: 1,
+        event_id: new.event_id,
+        stream_id: StreamId::parse(stream).unwrap(),
+        version: 1,
+        event_type: new.event_type,
+        occurred_at: new.occurred_at,
+        correlation_id: new.correlation_id,
+        causation_id: new.causation_id,
+        trace_context: new.trace_context,
+        payload: new.payload,
+        prev_hash: GENESIS_PREV_HASH,
+        hash: GENESIS_PREV_HASH,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fairdeal_eventstore::{GENESIS_PREV_HASH, StreamId};
-
-    fn recorded(new: NewEvent, stream: &str) -> RecordedEvent {
-        RecordedEvent {
-            position: 1,
-            event_id: new.event_id,
-            stream_id: StreamId::parse(stream).unwrap(),
-            version: 1,
-            event_type: new.event_type,
-            occurred_at: new.occurred_at,
-            correlation_id: new.correlation_id,
-            causation_id: new.causation_id,
-            trace_context: new.trace_context,
-            payload: new.payload,
-            prev_hash: GENESIS_PREV_HASH,
-            hash: GENESIS_PREV_HASH,
-        }
-    }
 
     #[test]
     fn events_round_trip() {

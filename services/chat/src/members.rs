@@ -160,23 +160,10 @@ fairdeal_db::for_each_backend! { DB =>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fairdeal_eventstore::{GENESIS_PREV_HASH, NewEvent, StreamId};
+    use fairdeal_eventstore::NewEvent;
 
     fn recorded(new: NewEvent) -> RecordedEvent {
-        RecordedEvent {
-            position: 1,
-            event_id: new.event_id,
-            stream_id: StreamId::parse("table-x").unwrap(),
-            version: 1,
-            event_type: new.event_type,
-            occurred_at: new.occurred_at,
-            correlation_id: new.correlation_id,
-            causation_id: new.causation_id,
-            trace_context: new.trace_context,
-            payload: new.payload,
-            prev_hash: GENESIS_PREV_HASH,
-            hash: GENESIS_PREV_HASH,
-        }
+        crate::events::recorded(new, "table-x")
     }
 
     #[test]
