@@ -128,7 +128,7 @@ impl Platform {
         if backend == Backend::Postgres {
             args.extend(strings(&["--redis-url", &fairdeal_testkit::redis_url()]));
         }
-        let auth = fairdeal_auth::Application::build_with(
+        let auth = fairdeal_auth::startup::build_with(
             settings::<AuthSettings>("auth", &args),
             Overrides {
                 handle_signals: false,

@@ -19,16 +19,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use fairdeal_authn::{
-    AccessToken, Authenticator, AuthenticatorOptions, Claims, KeySet, SigningKey, StaticKeySource,
-    StaticToken, attach_bearer,
-};
+use fairdeal_authn::{AccessToken, KeySet, SigningKey, StaticToken};
 use fairdeal_bus::{Handler, HandlerError};
 use fairdeal_e2e::trace_recorder;
 use fairdeal_eventstore::RecordedEvent;
-use fairdeal_kit::config::SecretUrl;
+use fairdeal_harness::{authenticator, lazy, serving, with};
 use fairdeal_kit::propagation::TraceContextInterceptor;
 use fairdeal_kit::{CommonConfig, Shutdown};
 use fairdeal_platform::{Bus, Storage};
@@ -138,34 +135,11 @@ impl Metrics {
     }
 }
 
-fn now() -> i64 {
-    i64::try_from(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_secs(),
-    )
-    .unwrap()
-}
-
+/// [`fairdeal_harness::common`] on NATS under `prefix`, validated.
 fn common(name: &str, database_url: &str, prefix: &str) -> CommonConfig {
-    let mut c = CommonConfig::with_defaults(name).unwrap();
-    c.listen_addr = "127.0.0.1:0".parse().unwrap();
-    c.database_url = SecretUrl::new(database_url);
-    c.nats_url = Some(SecretUrl::new(fairdeal_testkit::nats_url()));
-    c.subject_prefix = prefix.to_owned();
+    let c = fairdeal_harness::common(name, database_url, Some(prefix));
     c.validate().unwrap();
     c
-}
-
-fn lazy(port: u16) -> Channel {
-    fairdeal_kit::client::channel("url", &format!("http://127.0.0.1:{port}")).unwrap()
-}
-
-async fn serving(port: u16) {
-    fairdeal_testkit::wait_until_serving(&format!("http://127.0.0.1:{port}"), "")
-        .await
-        .unwrap();
 }
 
 /// The services of the test, running.
@@ -182,16 +156,11 @@ impl Platform {
     async fn start(database_url: &str, prefix: &str) -> Self {
         let signing = SigningKey::generate().unwrap();
         let keys = || KeySet::new([signing.public_key()]);
-        let authn = || {
-            Authenticator::new(
-                Arc::new(StaticKeySource::new(keys())),
-                AuthenticatorOptions::default(),
-            )
-        };
+        let authn = || authenticator(keys());
         let service_token = |name: &str| {
-            Arc::new(StaticToken::new(
-                signing.sign(&Claims::service(name, now(), 3600)).unwrap(),
-            ))
+            Arc::new(StaticToken::new(fairdeal_harness::service_token(
+                &signing, name,
+            )))
         };
         let mut shutdowns = Vec::new();
         let mut storages = Vec::new();
@@ -257,7 +226,9 @@ impl Platform {
                 dealing: lazy(dealing_port),
                 tokens: service_token("tables"),
                 authn: authn(),
-                clock: Arc::new(fairdeal_tables::clock::ManualClock::new(now() * 1000)),
+                clock: Arc::new(fairdeal_tables::clock::ManualClock::new(
+                    fairdeal_testkit::now() * 1000,
+                )),
             },
         )
         .await
@@ -303,9 +274,7 @@ impl Platform {
     }
 
     fn player_token(&self, user: Uuid) -> AccessToken {
-        self.signing
-            .sign(&Claims::player(user, now(), 3600))
-            .unwrap()
+        fairdeal_harness::player_token(&self.signing, user)
     }
 
     async fn stop(self, prefix: &str) {
@@ -321,28 +290,12 @@ impl Platform {
                 .await
                 .expect("every task stops");
         }
-        let js = async_nats::jetstream::new(
-            async_nats::connect(fairdeal_testkit::nats_url())
-                .await
-                .unwrap(),
-        );
-        for service in ["commitment", "dealing", "tables", "observer"] {
-            let streams =
-                fairdeal_bus::JetStreamConfig::new(format!("{prefix}.{service}")).unwrap();
-            let _ = js.delete_stream(streams.stream_name()).await;
-            let _ = js.delete_stream(streams.dead_letter_stream_name()).await;
-        }
+        fairdeal_harness::delete_streams(prefix, ["commitment", "dealing", "tables", "observer"])
+            .await;
         for storage in &self.storages {
             storage.db().close().await;
         }
     }
-}
-
-/// `message` with `token` as its bearer.
-fn with<T>(token: &AccessToken, message: T) -> tonic::Request<T> {
-    let mut request = tonic::Request::new(message);
-    attach_bearer(&mut request, token).unwrap();
-    request
 }
 
 /// The act request for a legal move.

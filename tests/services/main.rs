@@ -13,20 +13,21 @@ use fairdeal_auth::config::AuthSettings;
 use fairdeal_auth::startup::Overrides;
 use fairdeal_authn::{
     AccessToken, GrpcTokenIssuer, IssuedToken, ManualClock, ServiceTokens, TokenIssuer,
-    TokenProvider, TokenUnavailable, attach_bearer,
+    TokenProvider, TokenUnavailable,
 };
 use fairdeal_commitment::CommitmentSettings;
 use fairdeal_dealing::DealingSettings;
 use fairdeal_e2e::{settings, strings};
 use fairdeal_fairness::Deck;
 use fairdeal_fairness::deal::Deal;
+use fairdeal_harness::with;
 use fairdeal_kit::config::Config;
 use fairdeal_proto::fairdeal::commitment::v1 as cpb;
 use fairdeal_proto::fairdeal::commitment::v1::commitment_service_client::CommitmentServiceClient;
 use fairdeal_proto::fairdeal::dealing::v1 as dpb;
 use fairdeal_proto::fairdeal::dealing::v1::dealing_service_client::DealingServiceClient;
+use tonic::Code;
 use tonic::transport::Channel;
-use tonic::{Code, Request};
 use uuid::Uuid;
 
 const DEALING_SECRET: &str = "dealing-secret-4f1d9c2b7a";
@@ -93,7 +94,7 @@ impl Platform {
                 "1",
             ]),
         );
-        let auth = fairdeal_auth::Application::build_with(
+        let auth = fairdeal_auth::startup::build_with(
             auth_config,
             Overrides {
                 handle_signals: false,
@@ -211,12 +212,6 @@ impl Platform {
     }
 }
 
-fn with<T>(token: &AccessToken, message: T) -> Request<T> {
-    let mut request = Request::new(message);
-    attach_bearer(&mut request, token).unwrap();
-    request
-}
-
 fn deal(table_id: Uuid, hand: u64) -> dpb::DealHandRequest {
     dpb::DealHandRequest {
         table_id: table_id.to_string(),
@@ -246,9 +241,10 @@ async fn dealing_gets_and_renews_its_token_from_the_auth_service() {
         issued: issued.clone(),
     };
     let clock = Arc::new(ManualClock::starting_now());
-    let mut parts = fairdeal_dealing::startup::Parts::from_config(&config)
+    let storage = fairdeal_kit::host::open_storage::<fairdeal_dealing::DealingService>(&config)
         .await
         .unwrap();
+    let mut parts = fairdeal_dealing::startup::Parts::over(&config, storage).unwrap();
     parts.tokens = Arc::new(ServiceTokens::with_clock(Arc::new(issuer), clock.clone()));
     let dealing_app = fairdeal_dealing::Application::assemble(&config.common, parts)
         .await

@@ -16,13 +16,9 @@
 //! views.
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
-use fairdeal_authn::{
-    AccessToken, Authenticator, AuthenticatorOptions, Claims, KeySet, SigningKey, StaticKeySource,
-    StaticToken,
-};
+use fairdeal_authn::{AccessToken, Authenticator, Claims, KeySet, SigningKey, StaticToken};
 use fairdeal_client::Player;
 use fairdeal_db::{Db, Migrations};
 use fairdeal_kit::{CommonConfig, Shutdown};
@@ -66,22 +62,17 @@ pub struct GameStack {
     _dir: tempfile::TempDir,
 }
 
-fn now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-}
-
 /// A lazy channel to `127.0.0.1:port`.
 pub fn channel(port: u16) -> anyhow::Result<Channel> {
     Ok(fairdeal_kit::client::channel(
         "url",
-        &format!("http://127.0.0.1:{port}"),
+        &fairdeal_harness::url(port),
     )?)
 }
 
-async fn serving(port: u16) -> anyhow::Result<()> {
-    fairdeal_testkit::wait_until_serving(&format!("http://127.0.0.1:{port}"), "").await?;
+/// Waits until the server on 127.0.0.1 `port` serves.
+pub(crate) async fn serving(port: u16) -> anyhow::Result<()> {
+    fairdeal_testkit::wait_until_serving(&fairdeal_harness::url(port), "").await?;
     Ok(())
 }
 
@@ -145,7 +136,7 @@ impl GameStack {
         Ok(GameStack {
             backend,
             signing: SigningKey::generate()?,
-            clock: Arc::new(ManualClock::new(now() * 1000)),
+            clock: Arc::new(ManualClock::new(fairdeal_testkit::now() * 1000)),
             shared: None,
             storages: Vec::new(),
             shutdowns: Vec::new(),
@@ -192,17 +183,9 @@ impl GameStack {
     /// The configuration service `name` runs with on this stack: port 0, the stack's
     /// database and, on PostgreSQL, NATS with the stack's subject prefix.
     pub fn common(&self, name: &str) -> anyhow::Result<CommonConfig> {
-        let mut c = CommonConfig::with_defaults(name)?;
-        c.listen_addr = "127.0.0.1:0".parse()?;
-        c.database_url = fairdeal_kit::config::SecretUrl::new(&self.database_url);
+        let mut c = fairdeal_harness::common(name, &self.database_url, self.prefix.as_deref());
         if let Some(budget) = self.budget {
             c.db_max_connections = budget;
-        }
-        if let Some(prefix) = &self.prefix {
-            c.nats_url = Some(fairdeal_kit::config::SecretUrl::new(
-                fairdeal_testkit::nats_url(),
-            ));
-            c.subject_prefix = prefix.clone();
         }
         Ok(c)
     }
@@ -235,12 +218,7 @@ impl GameStack {
 
     /// Verifies the tokens the stack signs.
     pub fn authenticator(&self) -> Authenticator {
-        Authenticator::new(
-            Arc::new(StaticKeySource::new(KeySet::new([self
-                .signing
-                .public_key()]))),
-            AuthenticatorOptions::default(),
-        )
+        fairdeal_harness::authenticator(KeySet::new([self.signing.public_key()]))
     }
 
     /// Signs `claims` (e.g. a player with another role) with the stack's key.
@@ -250,12 +228,12 @@ impl GameStack {
 
     /// An hour-long token of player `user`.
     pub fn player_token(&self, user: Uuid) -> anyhow::Result<AccessToken> {
-        self.token(&Claims::player(user, now(), 3600))
+        self.token(&Claims::player(user, fairdeal_testkit::now(), 3600))
     }
 
     /// An hour-long token of service `name`.
     pub fn service_token(&self, name: &str) -> anyhow::Result<AccessToken> {
-        self.token(&Claims::service(name, now(), 3600))
+        self.token(&Claims::service(name, fairdeal_testkit::now(), 3600))
     }
 
     /// The tables' turn clock (Unix milliseconds).
@@ -396,14 +374,7 @@ impl GameStack {
             shutdown.trigger();
         }
         if let Some(prefix) = &self.prefix {
-            let js = async_nats::jetstream::new(
-                async_nats::connect(fairdeal_testkit::nats_url()).await?,
-            );
-            for service in &self.services {
-                let c = fairdeal_bus::JetStreamConfig::new(format!("{prefix}.{service}"))?;
-                let _ = js.delete_stream(c.stream_name()).await;
-                let _ = js.delete_stream(c.dead_letter_stream_name()).await;
-            }
+            fairdeal_harness::delete_streams(prefix, &self.services).await;
         }
         for storage in &self.storages {
             storage.db().close().await;

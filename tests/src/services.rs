@@ -7,28 +7,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use fairdeal_authn::{AccessToken, SystemClock, attach_bearer};
+use fairdeal_authn::{AccessToken, SystemClock};
 use fairdeal_proto::fairdeal::auth::v1 as apb;
 use fairdeal_proto::fairdeal::auth::v1::auth_service_client::AuthServiceClient;
 use fairdeal_proto::fairdeal::chat::v1 as pb;
 use fairdeal_proto::fairdeal::chat::v1::chat_service_client::ChatServiceClient;
 use futures::StreamExt as _;
 use tonic::transport::Channel;
-use tonic::{Code, Request, Status, Streaming};
+use tonic::{Code, Status, Streaming};
 use uuid::Uuid;
 
-use crate::platform::{Backend, GameStack, channel};
+use crate::platform::{Backend, GameStack, channel, serving};
 
-/// `message` with `token` as its bearer.
-///
-/// # Panics
-/// If the token is not a valid header value (a token the stack signed always is).
-#[allow(clippy::expect_used)]
-pub fn with<T>(token: &AccessToken, message: T) -> Request<T> {
-    let mut request = Request::new(message);
-    attach_bearer(&mut request, token).expect("a signed token is a header value");
-    request
-}
+pub use fairdeal_harness::with;
 
 /// The auth service running on a stack.
 #[derive(Debug)]
@@ -128,7 +119,7 @@ impl GameStack {
         let port = app.port();
         self.on_stop(app.shutdown());
         tokio::spawn(app.run_until_stopped());
-        fairdeal_testkit::wait_until_serving(&format!("http://127.0.0.1:{port}"), "").await?;
+        serving(port).await?;
         Ok(port)
     }
 
@@ -154,7 +145,7 @@ impl GameStack {
         let port = app.port();
         self.on_stop(app.shutdown());
         tokio::spawn(app.run_until_stopped());
-        fairdeal_testkit::wait_until_serving(&format!("http://127.0.0.1:{port}"), "").await?;
+        serving(port).await?;
         Ok(port)
     }
 
@@ -191,7 +182,7 @@ impl GameStack {
             ]);
         }
         let config = crate::settings::<fairdeal_auth::config::AuthSettings>("auth", &args);
-        let app = fairdeal_auth::startup::Application::build_with(
+        let app = fairdeal_auth::startup::build_with(
             config,
             fairdeal_auth::startup::Overrides {
                 clock: Arc::new(SystemClock),
@@ -202,7 +193,7 @@ impl GameStack {
         let port = app.port();
         self.on_stop(app.shutdown());
         tokio::spawn(app.run_until_stopped());
-        fairdeal_testkit::wait_until_serving(&format!("http://127.0.0.1:{port}"), "").await?;
+        serving(port).await?;
         Ok(Auth {
             client: AuthServiceClient::new(channel(port)?),
             mailbox,

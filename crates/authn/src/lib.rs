@@ -48,9 +48,11 @@
 pub mod authenticator;
 pub mod caller;
 pub mod clock;
+#[cfg(feature = "service")]
 pub mod grpc;
 pub mod layer;
 pub mod service_token;
+#[cfg(feature = "service")]
 pub mod settings;
 pub mod token;
 
@@ -59,12 +61,14 @@ pub use authenticator::{
 };
 pub use caller::{Caller, Moderator};
 pub use clock::{Clock, ManualClock, SystemClock};
+#[cfg(feature = "service")]
 pub use grpc::{GrpcKeySource, KeysConfigError, KeysFrom};
 pub use layer::{AuthLayer, Authenticated, attach_bearer, bearer_token};
 pub use service_token::{
     GrpcTokenIssuer, IssuedToken, ServiceTokens, StaticToken, TokenIssuer, TokenProvider,
     TokenUnavailable,
 };
+#[cfg(feature = "service")]
 pub use settings::{
     CallerAuthSettings, KEY_REFRESH_PERIOD, ServiceIdentitySettings, spawn_key_refresh,
 };

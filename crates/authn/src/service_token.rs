@@ -123,6 +123,7 @@ impl GrpcTokenIssuer {
     /// An issuer for the auth service at `url` (`http://auth:50051`, or `dns:///auth:50051`
     /// balanced over every address; see [`fairdeal_kit::client`]), connecting on first use so
     /// a service can start before the auth service is up.
+    #[cfg(feature = "service")]
     pub fn lazy(url: &str, name: &str, secret: &[u8]) -> Result<Self, TokenUnavailable> {
         let channel = fairdeal_kit::client::channel("auth_url", url)
             .map_err(|e| TokenUnavailable(e.to_string()))?;

@@ -58,8 +58,8 @@ use fairdeal_fairness::Deck;
 use fairdeal_fairness::client_seed::{contributions_hash, table_client_seed};
 use fairdeal_fairness::commitment::Commitment;
 use fairdeal_fairness::deal::Deal;
-use fairdeal_games::{Bid, Card, Command, Event, Game, HandScore, MatchEnd, Seat, Suit, Team};
-use fairdeal_games::{Purchase, TableOptions, VerifyError};
+use fairdeal_games::{Card, Command, Event, Game, Seat, VerifyError};
+use fairdeal_games_wire::jeu_du_10::{self, EventMessage};
 use fairdeal_proto::fairdeal::commitment::v1 as cpb;
 use fairdeal_proto::fairdeal::dealing::v1 as dpb;
 use fairdeal_proto::fairdeal::rating::v1 as rpb;
@@ -828,178 +828,34 @@ fn check_chains(
     }
 }
 
-/// A seat number from the wire.
-fn seat(n: u32) -> Result<Seat, String> {
-    u8::try_from(n)
-        .ok()
-        .and_then(Seat::new)
-        .ok_or_else(|| format!("seat {n} out of range"))
-}
-
-fn team(n: u32) -> Result<Team, String> {
-    u8::try_from(n)
-        .ok()
-        .and_then(Team::new)
-        .ok_or_else(|| format!("team {n} out of range"))
-}
-
-fn pair<T: Copy>(field: &str, v: &[T]) -> Result<[T; 2], String> {
-    <[T; 2]>::try_from(v).map_err(|_| format!("{field} has {} entries, not 2", v.len()))
-}
-
-fn options(m: Option<&tpb::TableOptions>) -> Result<TableOptions, String> {
-    let Some(m) = m else {
-        return Ok(TableOptions::default());
-    };
-    let deck = match tpb::Deck::try_from(m.deck) {
-        Ok(tpb::Deck::Unspecified | tpb::Deck::Dix) => Deck::Dix,
-        Ok(tpb::Deck::Ruff) => Deck::Ruff,
-        Err(_) => return Err(format!("deck {} unknown", m.deck)),
-    };
-    let purchase = match tpb::Purchase::try_from(m.purchase) {
-        Ok(tpb::Purchase::Unspecified) => None,
-        Ok(tpb::Purchase::Points) => Some(Purchase::Points),
-        Ok(tpb::Purchase::Budget) => Some(Purchase::Budget),
-        Err(_) => return Err(format!("purchase {} unknown", m.purchase)),
-    };
-    Ok(TableOptions {
-        deck,
-        penalised_aces: m.penalised_aces,
-        made_or_nothing: m.made_or_nothing,
-        purchase,
-        budget: m.budget,
-    })
-}
-
-fn bid(m: Option<&tpb::Bid>, zero_ok: bool) -> Result<Bid, String> {
-    match m.and_then(|b| b.kind.as_ref()) {
-        Some(tpb::bid::Kind::Points(0)) if zero_ok => Ok(Bid::Points(0)),
-        Some(tpb::bid::Kind::Points(n)) => u16::try_from(*n)
-            .map(Bid::Points)
-            .map_err(|_| format!("bid {n} out of range")),
-        Some(tpb::bid::Kind::Game(true)) => Ok(Bid::Game),
-        _ => Err("a bid needs points or game".into()),
-    }
-}
-
-fn suit(n: i32) -> Result<Suit, String> {
-    match tpb::Suit::try_from(n) {
-        Ok(tpb::Suit::Spades) => Ok(Suit::Spades),
-        Ok(tpb::Suit::Hearts) => Ok(Suit::Hearts),
-        Ok(tpb::Suit::Diamonds) => Ok(Suit::Diamonds),
-        Ok(tpb::Suit::Clubs) => Ok(Suit::Clubs),
-        _ => Err(format!("suit {n} unknown")),
-    }
-}
-
-fn cards(codes: &[String]) -> Result<Vec<Card>, String> {
-    codes
-        .iter()
-        .map(|c| c.parse::<Card>().map_err(|_| format!("card {c:?} unknown")))
-        .collect()
-}
-
-fn match_end(n: i32) -> Result<MatchEnd, String> {
-    match tpb::MatchEnd::try_from(n) {
-        Ok(tpb::MatchEnd::TargetReached) => Ok(MatchEnd::TargetReached),
-        Ok(tpb::MatchEnd::BothReachedDeclarerWins) => Ok(MatchEnd::BothReachedDeclarerWins),
-        Ok(tpb::MatchEnd::GameBidMade) => Ok(MatchEnd::GameBidMade),
-        Ok(tpb::MatchEnd::GameBidFailed) => Ok(MatchEnd::GameBidFailed),
-        _ => Err(format!("match end {n} unknown")),
-    }
-}
-
 /// The engine's event a table event records, if it records one (`HandStarted` and
-/// `CardsDealt` are folded separately).
+/// `CardsDealt` are folded separately), read through the tables' own wire mapping.
 fn engine_event(ev: &Ev) -> Option<Result<Event, String>> {
-    fn from<M: Message + Name + Default>(
-        ev: &Ev,
-        f: impl FnOnce(M) -> Result<Event, String>,
-    ) -> Option<Result<Event, String>> {
-        ev.payload::<M>().map(|m| m.and_then(f))
+    fn from<M: Message + Name + Default + EventMessage>(ev: &Ev) -> Option<Result<Event, String>> {
+        ev.payload::<M>()
+            .map(|m| m.and_then(|m| m.event().map_err(|e| e.within(M::NAME).to_string())))
     }
-    from::<tpb::MatchStarted>(ev, |m| {
-        Ok(Event::MatchStarted {
-            options: options(m.options.as_ref())?,
-            first_dealer: seat(m.first_dealer)?,
-        })
-    })
-    .or_else(|| {
-        from::<tpb::BidPlaced>(ev, |m| {
-            Ok(Event::BidPlaced {
-                seat: seat(m.seat)?,
-                bid: bid(m.bid.as_ref(), false)?,
-            })
-        })
-    })
-    .or_else(|| {
-        from::<tpb::PlayerPassed>(ev, |m| {
-            Ok(Event::PlayerPassed {
-                seat: seat(m.seat)?,
-            })
-        })
-    })
-    .or_else(|| {
-        from::<tpb::AuctionWon>(ev, |m| {
-            Ok(Event::AuctionWon {
-                seat: seat(m.seat)?,
-                bid: bid(m.bid.as_ref(), true)?,
-            })
-        })
-    })
-    .or_else(|| {
-        from::<tpb::TrumpNamed>(ev, |m| {
-            Ok(Event::TrumpNamed {
-                seat: seat(m.seat)?,
-                suit: suit(m.suit)?,
-            })
-        })
-    })
-    .or_else(|| {
-        from::<tpb::CardPlayed>(ev, |m| {
-            Ok(Event::CardPlayed {
-                seat: seat(m.seat)?,
-                card: m
-                    .card
-                    .parse::<Card>()
-                    .map_err(|_| format!("card {:?} unknown", m.card))?,
-            })
-        })
-    })
-    .or_else(|| {
-        from::<tpb::TrickWon>(ev, |m| {
-            Ok(Event::TrickWon {
-                seat: seat(m.seat)?,
-                trick: u8::try_from(m.trick)
-                    .map_err(|_| format!("trick {} out of range", m.trick))?,
-                points: u8::try_from(m.points)
-                    .map_err(|_| format!("points {} out of range", m.points))?,
-            })
-        })
-    })
-    .or_else(|| {
-        from::<tpb::HandScored>(ev, |m| {
-            Ok(Event::HandScored(HandScore {
-                hand: m.hand,
-                declarer: seat(m.declarer)?,
-                bid: bid(m.bid.as_ref(), true)?,
-                card_points: pair("card_points", &m.card_points)?,
-                ace_transfers: pair("ace_transfers", &m.ace_transfers)?,
-                contract_made: m.contract_made,
-                deltas: pair("deltas", &m.deltas)?,
-                scores: pair("scores", &m.scores)?,
-            }))
-        })
-    })
-    .or_else(|| {
-        from::<tpb::MatchWon>(ev, |m| {
-            Ok(Event::MatchWon {
-                team: team(m.team)?,
-                reason: match_end(m.reason)?,
-                scores: pair("scores", &m.scores)?,
-            })
-        })
-    })
+    from::<tpb::MatchStarted>(ev)
+        .or_else(|| from::<tpb::BidPlaced>(ev))
+        .or_else(|| from::<tpb::PlayerPassed>(ev))
+        .or_else(|| from::<tpb::AuctionWon>(ev))
+        .or_else(|| from::<tpb::TrumpNamed>(ev))
+        .or_else(|| from::<tpb::CardPlayed>(ev))
+        .or_else(|| from::<tpb::TrickWon>(ev))
+        .or_else(|| from::<tpb::HandScored>(ev))
+        .or_else(|| from::<tpb::MatchWon>(ev))
+}
+
+/// The dealer of a recorded hand.
+fn dealer(started: &tpb::HandStarted) -> Result<Seat, String> {
+    jeu_du_10::seat_of("dealer", started.dealer)
+        .map_err(|e| e.within(tpb::HandStarted::NAME).to_string())
+}
+
+/// The cards of a recorded seat's deal.
+fn dealt_cards(dealt: &tpb::CardsDealt) -> Result<Vec<Card>, String> {
+    jeu_du_10::cards_of("cards", &dealt.cards)
+        .map_err(|e| e.within(tpb::CardsDealt::NAME).to_string())
 }
 
 /// A hand as the table stream records it.
@@ -1158,7 +1014,8 @@ impl<'a> GameAudit<'a> {
         let client_seed = self.client_seed(report, &published, &hands, &dealt, &reveals_t);
 
         // Deals.
-        let deck = options(created.options.as_ref()).map_or(Deck::Dix, |o| o.deck);
+        let deck = jeu_du_10::options_of("options", created.options.as_ref())
+            .map_or(Deck::Dix, |o| o.deck);
         for h in &hands {
             report.hands += 1;
             self.deal(report, deck, seed, &client_seed, h, &dealt);
@@ -1370,9 +1227,9 @@ impl<'a> GameAudit<'a> {
                 );
                 continue;
             };
-            let recorded = cards(&d.cards);
+            let recorded = dealt_cards(d);
             let wanted = hands.get(position).cloned().unwrap_or_default();
-            let to_seat = seat(h.started.dealer).map(|dealer| dealer.offset(1 + position));
+            let to_seat = dealer(&h.started).map(|dealer| dealer.offset(1 + position));
             let result = match (recorded, to_seat) {
                 (Err(e), _) | (_, Err(e)) => Err(e),
                 (Ok(r), Ok(s)) => {
@@ -1437,13 +1294,13 @@ impl<'a> GameAudit<'a> {
                 let Some(h) = hand_iter.next() else { continue };
                 let mut dealt = Vec::with_capacity(4);
                 for slot in &h.dealt {
-                    match slot.as_ref().map(|(_, d)| cards(&d.cards)) {
+                    match slot.as_ref().map(|(_, d)| dealt_cards(d)) {
                         Some(Ok(c)) => dealt.push(c),
                         Some(Err(e)) => report.fail("replay", h.line, e),
                         None => {}
                     }
                 }
-                match seat(h.started.dealer) {
+                match dealer(&h.started) {
                     Ok(dealer) => {
                         log.push(Event::HandStarted {
                             hand: h.started.hand,
@@ -1528,7 +1385,7 @@ impl<'a> GameAudit<'a> {
         };
         if let Some(game) = &game {
             let scores = game.scores();
-            let winner = game.result().map(|(t, _)| u32::from(t.index() as u8));
+            let winner = game.result().map(|(t, _)| jeu_du_10::team_number(t));
             let hands_played = log
                 .iter()
                 .filter(|e| matches!(e, Event::HandScored(_)))

@@ -137,7 +137,7 @@ impl Player {
             .await?
             .into_inner()
             .table
-            .ok_or_else(|| ViewError { field: "table" }.into())
+            .ok_or_else(|| ViewError::missing("table").into())
     }
 
     /// Sends `action` as a command (a fresh command id) expecting `expected_version`;
@@ -211,7 +211,7 @@ pub async fn play_to_the_end(
     mut on_move: impl FnMut(u32, &Action),
 ) -> Result<pb::TableView, ClientError> {
     let Some(first) = players.first() else {
-        return Err(ViewError { field: "players" }.into());
+        return Err(ViewError::missing("players").into());
     };
     // Each feed ends with `None`, so a stream that ends is told apart from a quiet one.
     let mut feeds = StreamMap::new();

@@ -150,6 +150,44 @@ pub struct CommonConfig {
     pub log: Option<String>,
 }
 
+/// The platform reads its settings from these flags: the database, the connection budget and
+/// the bus (`fairdeal-platform` does not link this kit).
+impl fairdeal_platform::Deployment for CommonConfig {
+    fn database_url(&self) -> Result<DatabaseUrl, fairdeal_platform::SetupError> {
+        self.database().map_err(setup_error("database_url"))
+    }
+
+    fn connection_budget(
+        &self,
+    ) -> Result<fairdeal_db::ConnectionBudget, fairdeal_platform::SetupError> {
+        CommonConfig::connection_budget(self).map_err(setup_error("db_max_connections"))
+    }
+
+    fn bus(&self) -> fairdeal_platform::BusSettings {
+        fairdeal_platform::BusSettings {
+            nats: self
+                .nats_url
+                .as_ref()
+                .map(|url| fairdeal_platform::NatsServer::new(url.expose_secret(), url.redacted())),
+            subject_prefix: self.subject_prefix.clone(),
+            replicas: self.jetstream_replicas,
+        }
+    }
+}
+
+/// A [`ConfigError`] of `field` as the platform's error (its reason kept, never a value).
+fn setup_error(field: &'static str) -> impl Fn(ConfigError) -> fairdeal_platform::SetupError {
+    move |error| fairdeal_platform::SetupError::Invalid {
+        field,
+        reason: match error {
+            ConfigError::Invalid { reason, .. } | ConfigError::InvalidValue { reason, .. } => {
+                reason
+            }
+            other => other.to_string(),
+        },
+    }
+}
+
 impl CommonConfig {
     /// The common settings with every default and the given service name: what a test
     /// starts from before overriding fields.
@@ -454,13 +492,32 @@ impl<S: Section> Config<S> {
             service: S::from_arg_matches(&matches)?,
             file,
         };
-        config.common.validate()?;
-        config.service.validate()?;
+        config.validate()?;
         if loader.dump_config {
             Ok(Loaded::DumpConfig(config.dump()?))
         } else {
             Ok(Loaded::Run(config))
         }
+    }
+
+    /// The defaults of every setting, as if the command line were empty and no file nor
+    /// environment were read, NOT validated: how a host builds a service's configuration in
+    /// code (set what it must, then [`Config::validate`]).
+    pub fn defaults(service_name: &str) -> Result<Self, ConfigError> {
+        let matches = command::<S>(service_name)
+            .try_get_matches_from([service_name])
+            .map_err(|error| ConfigError::invalid("defaults", error.to_string()))?;
+        Ok(Config {
+            common: CommonConfig::from_arg_matches(&matches)?,
+            service: S::from_arg_matches(&matches)?,
+            file: None,
+        })
+    }
+
+    /// Checks both sections as loading does.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.common.validate()?;
+        self.service.validate()
     }
 
     /// The effective configuration as TOML (usable as a `--config` file once the redacted

@@ -17,7 +17,9 @@
 //! - [`server`]: the gRPC server (`Application::builder(..).build().await?` binds, then
 //!   `run_until_stopped()`), with health, reflection, request spans and graceful drain;
 //!   a service's routes are a [`Mount`], so one server can carry several services.
-//! - [`shutdown`]: the shutdown handle and task tracker background tasks hang on.
+//! - [`shutdown`]: the shutdown handle and task tracker background tasks hang on (it lives
+//!   in `fairdeal-platform`, below this kit, whose background tasks hang on it too).
+//! - [`start`]: [`StartError`], every way a service fails to start.
 //! - [`status`]: the one mapping from service errors to `tonic::Status`.
 //!
 //! A service's `main` is a few lines:
@@ -36,17 +38,21 @@
 
 pub mod client;
 pub mod config;
+pub mod host;
 pub use fairdeal_telemetry::metrics;
 pub mod propagation;
 mod rpc_metrics;
 pub mod server;
-pub mod shutdown;
+pub use fairdeal_platform::shutdown;
+pub mod start;
 pub mod status;
 pub mod telemetry;
 
 pub use config::{CommonConfig, Config, ConfigError, Section};
+pub use fairdeal_platform::Shutdown;
+pub use host::{Embedded, Hosted, Service};
 pub use server::{Application, ApplicationBuilder, Mount, ServeError};
-pub use shutdown::Shutdown;
+pub use start::StartError;
 
 /// The memory allocator every fairdeal binary declares as its global allocator
 /// (`#[global_allocator] static ALLOCATOR: fairdeal_kit::Allocator = fairdeal_kit::Allocator;`

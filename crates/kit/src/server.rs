@@ -68,7 +68,7 @@ use tonic_health::server::HealthReporter;
 use crate::config::CommonConfig;
 use crate::propagation;
 use crate::rpc_metrics::RpcMetricsLayer;
-use crate::shutdown::{self, Shutdown};
+use fairdeal_platform::shutdown::{self, Shutdown};
 
 /// After the grace period, how long cancelled RPCs get to write their UNAVAILABLE answer
 /// before `run_until_stopped` returns (and `main`, dropping the runtime, kills the rest).

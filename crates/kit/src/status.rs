@@ -26,6 +26,8 @@
 
 use std::error::Error as StdError;
 
+use fairdeal_eventstore::StoreError;
+use fairdeal_platform::RunError;
 use opentelemetry::trace::TraceContextExt;
 use tonic::{Code, Status};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
@@ -143,6 +145,36 @@ impl From<ServiceError> for Status {
                 Status::new(code, internal_message())
             }
         }
+    }
+}
+
+impl<E: Into<ServiceError>> From<RunError<E>> for ServiceError {
+    /// The platform-wide mapping: a rejection as the caller classified it, contention as
+    /// ABORTED with the current version, a duplicate event id as ALREADY_EXISTS, an event
+    /// the envelope rules refuse as INVALID_ARGUMENT, an unreachable database as UNAVAILABLE, the rest
+    /// INTERNAL.
+    fn from(error: RunError<E>) -> Self {
+        match error {
+            RunError::Rejected(e) => e.into(),
+            RunError::Contended { stream, version } => ServiceError::Conflict(format!(
+                "too many concurrent changes to {stream}, now at version {version}; re-read and retry"
+            )),
+            RunError::Store(e) => store_error(e),
+            RunError::Corrupt(e) => ServiceError::internal(e),
+            RunError::Stream(e) => ServiceError::internal(e),
+        }
+    }
+}
+
+/// The platform-wide mapping of an event-store failure to the wire.
+pub fn store_error(error: StoreError) -> ServiceError {
+    match error {
+        StoreError::Conflict { .. } => ServiceError::Conflict(error.to_string()),
+        StoreError::DuplicateEventId { .. } => ServiceError::AlreadyExists(error.to_string()),
+        StoreError::InvalidEvent(_) => ServiceError::InvalidArgument(error.to_string()),
+        StoreError::InvalidArgument(message) => ServiceError::InvalidArgument(message),
+        StoreError::Database(e) => ServiceError::unavailable("database unavailable", e),
+        other => ServiceError::internal(other),
     }
 }
 

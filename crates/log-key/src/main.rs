@@ -6,13 +6,11 @@
 //! A binary of its own so that generating a key builds the log's primitives and the OS
 //! randomness crate only, not a service: `cargo xtask deploy-secrets` runs it on a fresh
 //! clone, where building the ledger service took minutes. `fairdeal-ledger --generate-key
-//! NAME` does the same inside the service's image.
+//! NAME` calls the same library inside the service's image.
 #![forbid(unsafe_code)]
 
 use std::io::Write as _;
 use std::process::ExitCode;
-
-use zeroize::Zeroizing;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -23,22 +21,11 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     };
-    match generate(name) {
+    match fairdeal_log_key::write_new_key(name, &mut std::io::stdout().lock()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             let _ = writeln!(std::io::stderr(), "fairdeal-log-key: {error}");
             ExitCode::FAILURE
         }
     }
-}
-
-fn generate(name: &str) -> Result<(), String> {
-    let mut seed = Zeroizing::new([0u8; 32]);
-    getrandom::fill(seed.as_mut()).map_err(|e| format!("OS randomness: {e}"))?;
-    let signer =
-        fairdeal_tlog::NoteSigner::from_seed(name, &seed).map_err(|e| format!("key name: {e}"))?;
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{}", signer.to_key_string().as_str())
-        .and_then(|()| writeln!(out, "{}", signer.verifier()))
-        .map_err(|e| format!("writing the keys: {e}"))
 }

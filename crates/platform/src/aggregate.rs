@@ -47,7 +47,6 @@ use std::sync::Arc;
 use fairdeal_bus::{AppendSignal, StreamWaiter};
 use fairdeal_event::{EventError, NewEvent, RecordedEvent, StreamId};
 use fairdeal_eventstore::{EventStore, ExpectedVersion, StoreError};
-use fairdeal_kit::ServiceError;
 
 /// Events read per call when catching up.
 const PAGE: usize = 1000;
@@ -126,36 +125,6 @@ impl<E> RunError<E> {
             RunError::Stream(e) => RunError::Stream(e),
             RunError::Store(e) => RunError::Store(e),
         }
-    }
-}
-
-impl<E: Into<ServiceError>> From<RunError<E>> for ServiceError {
-    /// The platform-wide mapping: a rejection as the caller classified it, contention as
-    /// ABORTED with the current version, a duplicate event id as ALREADY_EXISTS, an event
-    /// the envelope rules refuse as INVALID_ARGUMENT, an unreachable database as UNAVAILABLE, the rest
-    /// INTERNAL.
-    fn from(error: RunError<E>) -> Self {
-        match error {
-            RunError::Rejected(e) => e.into(),
-            RunError::Contended { stream, version } => ServiceError::Conflict(format!(
-                "too many concurrent changes to {stream}, now at version {version}; re-read and retry"
-            )),
-            RunError::Store(e) => store_error(e),
-            RunError::Corrupt(e) => ServiceError::internal(e),
-            RunError::Stream(e) => ServiceError::internal(e),
-        }
-    }
-}
-
-/// The platform-wide mapping of an event-store failure to the wire.
-pub fn store_error(error: StoreError) -> ServiceError {
-    match error {
-        StoreError::Conflict { .. } => ServiceError::Conflict(error.to_string()),
-        StoreError::DuplicateEventId { .. } => ServiceError::AlreadyExists(error.to_string()),
-        StoreError::InvalidEvent(_) => ServiceError::InvalidArgument(error.to_string()),
-        StoreError::InvalidArgument(message) => ServiceError::InvalidArgument(message),
-        StoreError::Database(e) => ServiceError::unavailable("database unavailable", e),
-        other => ServiceError::internal(other),
     }
 }
 

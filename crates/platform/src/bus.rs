@@ -10,7 +10,7 @@
 //!   one SQLite file, so its log holds every service's events, and [`Bus::spawn_consumer`]
 //!   runs an in-process consumer that tails it. On PostgreSQL each service's log is its own
 //!   schema, so a consumer of *another* service needs NATS; that combination is refused at
-//!   start ([`StartError::NeedsNats`]).
+//!   start ([`SetupError::NeedsNats`]).
 //! - Either way, a consumer of the service's *own* events (its projections) tails its own
 //!   store in-process, woken by the same signal: the store is the outbox the relay reads, so
 //!   the projection neither waits for nor depends on NATS, and its events do not travel to
@@ -30,10 +30,11 @@ use fairdeal_bus::{
     JetStreamConsumer, JetStreamConsumerConfig, Relay, RelayConfig, ensure_streams,
 };
 use fairdeal_db::Db;
-use fairdeal_kit::{CommonConfig, Shutdown};
 use sqlx::{Postgres, Sqlite};
 
-use crate::error::StartError;
+use crate::error::SetupError;
+use crate::settings::Deployment;
+use crate::shutdown::Shutdown;
 use crate::storage::Storage;
 
 /// How long the relay and in-process consumers wait for a wake-up before looking anyway: a
@@ -87,29 +88,30 @@ struct JetStream {
 }
 
 impl Bus {
-    /// Connects the service `service` to the bus `common` names and, with NATS, starts the
-    /// relay publishing its events on `shutdown` (see the module docs).
+    /// Connects the service `service` to the bus `deployment` names and, with NATS, starts
+    /// the relay publishing its events on `shutdown` (see the module docs).
     pub async fn start(
-        common: &CommonConfig,
+        deployment: &impl Deployment,
         storage: &Storage,
         service: &str,
         shutdown: &Shutdown,
-    ) -> Result<Self, StartError> {
-        let jetstream = match &common.nats_url {
+    ) -> Result<Self, SetupError> {
+        let settings = deployment.bus();
+        let jetstream = match &settings.nats {
             None => None,
             Some(url) => {
                 let client = async_nats::connect(url.expose_secret())
                     .await
-                    .map_err(|e| StartError::Nats {
-                        url: url.redacted(),
+                    .map_err(|e| SetupError::Nats {
+                        url: url.redacted().to_owned(),
                         reason: e.to_string(),
                     })?;
                 // Refuse to start, rather than store events the relay could never publish.
                 fairdeal_bus::check_max_payload(client.server_info().max_payload)?;
                 Some(JetStream {
                     context: jetstream::new(client),
-                    subject_prefix: common.subject_prefix.clone(),
-                    replicas: usize::from(common.jetstream_replicas),
+                    subject_prefix: settings.subject_prefix.clone(),
+                    replicas: usize::from(settings.replicas),
                 })
             }
         };
@@ -141,14 +143,14 @@ impl Bus {
     }
 
     /// The streams of `service` on JetStream.
-    fn streams(js: &JetStream, service: &str) -> Result<JetStreamConfig, StartError> {
+    fn streams(js: &JetStream, service: &str) -> Result<JetStreamConfig, SetupError> {
         Ok(
             JetStreamConfig::new(format!("{}.{service}", js.subject_prefix))?
                 .with_replicas(js.replicas)?,
         )
     }
 
-    async fn start_relay(&self, shutdown: &Shutdown) -> Result<(), StartError> {
+    async fn start_relay(&self, shutdown: &Shutdown) -> Result<(), SetupError> {
         let Some(js) = &self.jetstream else {
             return Ok(());
         };
@@ -191,7 +193,7 @@ impl Bus {
         name: &str,
         handler: Arc<H>,
         shutdown: &Shutdown,
-    ) -> Result<(), StartError>
+    ) -> Result<(), SetupError>
     where
         H: Handler<Postgres> + Handler<Sqlite>,
     {
@@ -239,7 +241,7 @@ impl Bus {
                 }
             }
             (None, Db::Postgres { .. }) if source != self.service => {
-                return Err(StartError::NeedsNats {
+                return Err(SetupError::NeedsNats {
                     consumer: name.to_owned(),
                     source_service: source.to_owned(),
                 });

@@ -1,17 +1,22 @@
-//! [`StartError`]: every way a service can fail to start, typed.
+//! [`SetupError`]: every way the platform's part of a start fails (storage, migrations, the
+//! bus), typed. The kit's `StartError` wraps it beside configuration and serving errors.
 
 use fairdeal_bus::BusError;
 use fairdeal_db::OpenError;
 use fairdeal_eventstore::StoreError;
-use fairdeal_kit::{ConfigError, ServeError};
 
-/// Why a service did not start. Each variant names the dependency; none holds a secret
-/// (URLs are redacted by the errors they wrap).
+/// Why a service's storage or bus could not be set up. Each variant names the dependency;
+/// none holds a secret (URLs are redacted by the errors they wrap).
 #[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    /// A setting is invalid (names the field).
-    #[error(transparent)]
-    Config(#[from] ConfigError),
+pub enum SetupError {
+    /// A setting the platform reads is invalid (names the field).
+    #[error("invalid `{field}`: {reason}")]
+    Invalid {
+        /// The setting (`database_url`, `schema`, `db_max_connections`, ...).
+        field: &'static str,
+        /// Why it is invalid (never its value when secret).
+        reason: String,
+    },
     /// The database could not be opened.
     #[error(transparent)]
     Database(#[from] OpenError),
@@ -48,15 +53,4 @@ pub enum StartError {
         /// The service whose events it consumes.
         source_service: String,
     },
-    /// A dependency the service checks at start is unusable (names it and why).
-    #[error("{what}: {reason}")]
-    Dependency {
-        /// The dependency or setting (`seed_keys`, `auth_url`, ...).
-        what: &'static str,
-        /// Why it is unusable.
-        reason: String,
-    },
-    /// The gRPC server could not bind.
-    #[error(transparent)]
-    Serve(#[from] ServeError),
 }

@@ -16,20 +16,27 @@
 //!   instead of conflicting;
 //! - [`quota`]: per-key request quotas over a sliding window, in memory (embedded default)
 //!   or in Redis (shared by replicas), for rate limits such as mails or chat messages;
-//! - [`StartError`]: every way a start fails, typed.
+//! - [`Deployment`]: the settings it reads (database, connection budget, bus), which the
+//!   kit's `CommonConfig` implements, so this crate never links the kit;
+//! - [`Shutdown`]: the handle background tasks hang on;
+//! - [`SetupError`]: every way the storage or the bus fails to start, typed.
 #![forbid(unsafe_code)]
 
 pub mod aggregate;
 pub mod bus;
 pub mod error;
 pub mod quota;
+pub mod settings;
+pub mod shutdown;
 pub mod storage;
 pub mod wake;
 
 pub use aggregate::{
     Aggregate, CorruptStream, Decision, Executed, RunError, RunnerSettings, Snapshot, Streams,
-    store_error, stream_of,
+    stream_of,
 };
 pub use bus::Bus;
-pub use error::StartError;
+pub use error::SetupError;
+pub use settings::{BusSettings, Deployment, NatsServer};
+pub use shutdown::Shutdown;
 pub use storage::Storage;

@@ -1,7 +1,7 @@
 //! [`Storage`]: a service's database, event store and append signal, opened in one call.
 //!
-//! [`Storage::open`] parses `--database-url` (once, through
-//! [`CommonConfig::database`]), opens the pool ([`Db`]), runs the event store's, the bus's
+//! [`Storage::open`] reads `--database-url` and the connection budget (through
+//! [`Deployment`]), opens the pool ([`Db`]), runs the event store's, the bus's
 //! and the service's own migrations, and wraps the store so every append fires the
 //! [`AppendSignal`] that wakes the relay, the in-process consumers and any live reader
 //! (e.g. a table's watchers). Services append through [`Storage::events`]; one that appends
@@ -10,12 +10,11 @@
 
 use std::sync::Arc;
 
+use crate::error::SetupError;
+use crate::settings::Deployment;
 use fairdeal_bus::{AppendSignal, NotifyingEventStore};
 use fairdeal_db::{ConnectionBudget, Db, Migrations, Schema};
 use fairdeal_eventstore::{AnyEventStore, EventStore};
-use fairdeal_kit::{CommonConfig, ConfigError};
-
-use crate::error::StartError;
 
 /// A service's opened storage. Cheap to clone: every clone shares the pool and the signal.
 #[derive(Debug, Clone)]
@@ -31,24 +30,26 @@ pub struct Storage {
 }
 
 impl Storage {
-    /// Opens the database of `common.database_url` (PostgreSQL: in `schema`), and migrates
-    /// the event store, the bus tables and then each of `migrations` in order.
+    /// Opens the database `deployment` names (PostgreSQL: in `schema`), and migrates the
+    /// event store, the bus tables and then each of `migrations` in order.
     pub async fn open(
-        common: &CommonConfig,
+        deployment: &impl Deployment,
         schema: &str,
         migrations: &[&Migrations],
-    ) -> Result<Self, StartError> {
-        let url = common.database()?;
-        let schema =
-            Schema::new(schema).map_err(|e| ConfigError::invalid("schema", e.to_string()))?;
-        let budget = common.connection_budget()?;
+    ) -> Result<Self, SetupError> {
+        let url = deployment.database_url()?;
+        let schema = Schema::new(schema).map_err(|e| SetupError::Invalid {
+            field: "schema",
+            reason: e.to_string(),
+        })?;
+        let budget = deployment.connection_budget()?;
         let db = Db::open_with_budget(&url, &schema, budget).await?;
         Self::over_with_budget(db, budget, migrations).await
     }
 
     /// Storage over an opened `db` (the all-in-one process shares one SQLite file between
     /// services this way), migrated like [`Storage::open`].
-    pub async fn over(db: Db, migrations: &[&Migrations]) -> Result<Self, StartError> {
+    pub async fn over(db: Db, migrations: &[&Migrations]) -> Result<Self, SetupError> {
         Self::over_with_budget(db, ConnectionBudget::default(), migrations).await
     }
 
@@ -58,12 +59,12 @@ impl Storage {
         db: Db,
         budget: ConnectionBudget,
         migrations: &[&Migrations],
-    ) -> Result<Self, StartError> {
+    ) -> Result<Self, SetupError> {
         let backend = AnyEventStore::open_with_budget(&db, budget).await?;
         let bus = fairdeal_bus::db::MIGRATIONS.name;
         db.migrate(&fairdeal_bus::db::MIGRATIONS)
             .await
-            .map_err(|source| StartError::Migrate {
+            .map_err(|source| SetupError::Migrate {
                 component: bus,
                 source,
             })?;
@@ -85,12 +86,12 @@ impl Storage {
     /// Runs `migrations` (another service's) on this storage's database. The all-in-one
     /// process opens one storage and hands a clone to every service, so that they share the
     /// log and its append signal: each service's tables are migrated this way.
-    pub async fn migrate(&self, migrations: &[&Migrations]) -> Result<(), StartError> {
+    pub async fn migrate(&self, migrations: &[&Migrations]) -> Result<(), SetupError> {
         for migrations in migrations {
             self.db
                 .migrate(migrations)
                 .await
-                .map_err(|source| StartError::Migrate {
+                .map_err(|source| SetupError::Migrate {
                     component: migrations.name,
                     source,
                 })?;

@@ -14,9 +14,9 @@
 
 use std::time::Duration;
 
+use crate::shutdown::Shutdown;
 use fairdeal_bus::AppendSignal;
 use fairdeal_db::Schema;
-use fairdeal_kit::Shutdown;
 use sqlx::PgPool;
 use sqlx::postgres::PgListener;
 

@@ -10,8 +10,8 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
-use fairdeal_server::demo::{Demo, Output, STEPS};
-use fairdeal_server::serve::{self, Target};
+use fairdeal_demo::{Demo, Output, STEPS};
+use fairdeal_server::serve;
 use fairdeal_server::{Platform, UpOptions, examples};
 
 #[derive(Debug, Parser)]
@@ -34,25 +34,13 @@ enum Command {
     /// own binary `fairdeal-<service>` takes (`serve --target tables -- --help` lists them);
     /// `--target all` is `up --no-demo` and takes `up`'s flags.
     Serve {
-        /// The service to run.
-        #[arg(long, value_enum)]
-        target: ServeTarget,
+        /// The service to run (a name of `fairdeal_server::SERVICES`, or `all`).
+        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(serve::targets()))]
+        target: String,
         /// The service's own flags.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-}
-
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum ServeTarget {
-    Auth,
-    Commitment,
-    Dealing,
-    Tables,
-    Chat,
-    Rating,
-    Ledger,
-    All,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -91,25 +79,16 @@ async fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Up(args) => up(args).await,
         Command::Serve { target, args } => {
-            let target = match target {
-                ServeTarget::All => {
-                    let mut all = vec!["fairdeal-server serve --target all".to_owned()];
-                    all.extend(args);
-                    let mut up_args = UpCli::parse_from(all).up;
-                    up_args.no_demo = true;
-                    return up(up_args).await;
-                }
-                ServeTarget::Auth => Target::Auth,
-                ServeTarget::Commitment => Target::Commitment,
-                ServeTarget::Dealing => Target::Dealing,
-                ServeTarget::Tables => Target::Tables,
-                ServeTarget::Chat => Target::Chat,
-                ServeTarget::Rating => Target::Rating,
-                ServeTarget::Ledger => Target::Ledger,
-            };
-            let mut all = vec![format!("fairdeal-{}", target.name())];
-            all.extend(args);
-            serve::run(target, all).await
+            if target == serve::ALL {
+                let mut all = vec!["fairdeal-server serve --target all".to_owned()];
+                all.extend(args);
+                let mut up_args = UpCli::parse_from(all).up;
+                up_args.no_demo = true;
+                return up(up_args).await;
+            }
+            let service = serve::find(&target)
+                .with_context(|| format!("--target {target}: no such service"))?;
+            serve::run(service, args).await
         }
     }
 }
@@ -140,12 +119,14 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
 
     if !args.no_demo {
         let url = platform.url().to_owned();
-        let data_dir = platform.data_dir().to_owned();
+        let exports = platform.exports_dir();
+        let mailbox = platform.mailbox_dir();
         let log_key = platform.log_key().to_owned();
         let demo_out = out.clone();
         tokio::spawn(async move {
             let result = async {
-                let mut demo = Demo::connect(&url, &data_dir, &log_key, demo_out.clone()).await?;
+                let mut demo =
+                    Demo::connect(&url, &exports, &mailbox, &log_key, demo_out.clone()).await?;
                 demo.run(STEPS).await
             }
             .await;

@@ -3,249 +3,31 @@
 //! service's events tails the shared log), the in-process bus, memory limits, and every
 //! gRPC service mounted on one server, one port, with health and reflection.
 //!
-//! Each service is started through its own public startup API (`Parts` + `mount`), with the
-//! configuration its standalone binary would load from flags: the services reach one another
-//! (keys, tokens, seeds, deals) over the same port, exactly as in a deployment.
-//!
-//! Adding a service is one entry in [`SERVICES`] (its migrations and a small function that
-//! builds its configuration and calls its `mount`).
+//! Each service of [`SERVICES`] is started by the kit's host ([`Hosted::mount`](fairdeal_kit::Hosted::mount)) with its
+//! defaults as [`Service::embed`](fairdeal_kit::Service::embed) changes them for this process
+//! ([`Embedded`]: the one address, the data directory, the secrets generated into it): the
+//! services reach one another (keys, tokens, seeds, deals) over the same port, exactly as in
+//! a deployment. Adding a service is one entry in [`SERVICES`].
 
-use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 
 use anyhow::Context as _;
 use fairdeal_db::{DatabaseUrl, Db, Migrations, Schema};
-use fairdeal_kit::config::{Config, Loaded, Section};
-use fairdeal_kit::{Mount, ServeError, Shutdown};
-use fairdeal_platform::{StartError, Storage};
+use fairdeal_kit::config::{Secret, SecretUrl};
+use fairdeal_kit::{CommonConfig, Embedded, ServeError, Shutdown, StartError};
+use fairdeal_platform::Storage;
 
+use crate::SERVICES;
 use crate::secrets::Secrets;
 
 /// The database file under the data directory.
 pub const DATABASE_FILE: &str = "fairdeal.db";
+/// The directory under the data directory receiving the demo's ledger exports (created with
+/// the data directory, readable by the owner only: an export holds a whole game).
+pub const EXPORTS_DIR: &str = "exports";
 /// The directory under the data directory receiving the auth service's mails.
-pub const MAILBOX_DIR: &str = "mailbox";
-
-/// A service's start in the all-in-one process.
-type MountFuture<'a> = Pin<Box<dyn Future<Output = Result<Mount, StartError>> + Send + 'a>>;
-
-/// One service of the platform.
-pub struct Service {
-    /// Its name (binary `fairdeal-<name>`, `--service-name`, its service secret's name).
-    pub name: &'static str,
-    /// Its own migrations, applied to the shared database.
-    pub migrations: &'static [&'static Migrations],
-    /// Builds its configuration and mounts it (see [`Embedded`]).
-    pub mount: for<'a> fn(&'a Embedded) -> MountFuture<'a>,
-}
-
-impl std::fmt::Debug for Service {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Service").field("name", &self.name).finish()
-    }
-}
-
-/// Every service `up` runs, in start order.
-pub const SERVICES: &[Service] = &[
-    Service {
-        name: "auth",
-        migrations: &[&fairdeal_auth::store::MIGRATIONS],
-        mount: |p| Box::pin(auth(p)),
-    },
-    Service {
-        name: "commitment",
-        migrations: &[&fairdeal_commitment::seeds::MIGRATIONS],
-        mount: |p| Box::pin(commitment(p)),
-    },
-    Service {
-        name: "dealing",
-        migrations: &[],
-        mount: |p| Box::pin(dealing(p)),
-    },
-    Service {
-        name: "tables",
-        migrations: &[&fairdeal_tables::lobby::MIGRATIONS],
-        mount: |p| Box::pin(tables(p)),
-    },
-    Service {
-        name: "chat",
-        migrations: &[&fairdeal_chat::store::MIGRATIONS],
-        mount: |p| Box::pin(chat(p)),
-    },
-    Service {
-        name: "rating",
-        migrations: &[&fairdeal_rating_service::projection::MIGRATIONS],
-        mount: |p| Box::pin(rating(p)),
-    },
-    Service {
-        name: "ledger",
-        migrations: &[&fairdeal_ledger::startup::MIGRATIONS],
-        mount: |p| Box::pin(ledger(p)),
-    },
-];
-
-/// The auth service: mails into the data directory, the services' credentials from its
-/// secrets, and `up --moderators` as its own `--moderators` (validated there, as usernames).
-async fn auth(p: &Embedded) -> Result<Mount, StartError> {
-    let mailbox = p.mailbox_dir().display().to_string();
-    let credentials = p.secrets.service_credentials();
-    let moderators = p.moderators.join(",");
-    let mut flags = vec![
-        "--mailbox-dir",
-        &mailbox,
-        "--service-credentials",
-        &credentials,
-    ];
-    if !p.moderators.is_empty() {
-        flags.extend(["--moderators", &moderators]);
-    }
-    let config = p.config::<fairdeal_auth::config::AuthSettings>("auth", &flags)?;
-    // The system clock, as the auth binary runs with.
-    let clock = fairdeal_auth::startup::Overrides::default().clock;
-    let mounted =
-        fairdeal_auth::startup::mount(&config, p.storage.clone(), clock, &p.shutdown).await?;
-    Ok(mounted.routes)
-}
-
-async fn commitment(p: &Embedded) -> Result<Mount, StartError> {
-    let config = p.config::<fairdeal_commitment::CommitmentSettings>(
-        "commitment",
-        &[
-            "--seed-keys",
-            p.secrets.seed_keys(),
-            "--auth-url",
-            &p.self_url,
-        ],
-    )?;
-    let parts = fairdeal_commitment::startup::Parts::over(&config, p.storage.clone())?;
-    fairdeal_commitment::startup::mount(&config.common, parts, &p.shutdown).await
-}
-
-async fn dealing(p: &Embedded) -> Result<Mount, StartError> {
-    let config = p.config::<fairdeal_dealing::DealingSettings>(
-        "dealing",
-        &[
-            "--commitment-url",
-            &p.self_url,
-            "--auth-url",
-            &p.self_url,
-            "--service-secret",
-            p.secrets.service_secret("dealing")?,
-        ],
-    )?;
-    let parts = fairdeal_dealing::startup::Parts::over(&config, p.storage.clone())?;
-    fairdeal_dealing::startup::mount(&config.common, parts, &p.shutdown).await
-}
-
-async fn tables(p: &Embedded) -> Result<Mount, StartError> {
-    let config = p.config::<fairdeal_tables::TablesSettings>(
-        "tables",
-        &[
-            "--commitment-url",
-            &p.self_url,
-            "--dealing-url",
-            &p.self_url,
-            "--auth-url",
-            &p.self_url,
-            "--service-secret",
-            p.secrets.service_secret("tables")?,
-        ],
-    )?;
-    let parts = fairdeal_tables::startup::Parts::over(&config, p.storage.clone())?;
-    fairdeal_tables::startup::mount(&config.common, parts, &p.shutdown).await
-}
-
-/// The chat service: presence and the message quota in memory (no `--redis-url`); its
-/// membership consumer of the tables' events tails the shared log in process.
-async fn chat(p: &Embedded) -> Result<Mount, StartError> {
-    let config = p.config::<fairdeal_chat::ChatSettings>("chat", &["--auth-url", &p.self_url])?;
-    let parts = fairdeal_chat::startup::Parts::over(&config, p.storage.clone()).await?;
-    fairdeal_chat::startup::mount(&config.common, parts, &p.shutdown).await
-}
-
-/// The rating service: its consumer of the tables' `GameFinished` tails the shared log in
-/// process (its handler accepts only the tables' streams).
-async fn rating(p: &Embedded) -> Result<Mount, StartError> {
-    let config = p.config::<fairdeal_rating_service::RatingSettings>(
-        "rating",
-        &["--auth-url", &p.self_url],
-    )?;
-    let parts = fairdeal_rating_service::startup::Parts::over(&config, p.storage.clone())?;
-    fairdeal_rating_service::startup::mount(&config.common, parts, &p.shutdown).await
-}
-
-/// The ledger: one consumer tails the whole shared log (every service's events) into the
-/// Merkle tree; its checkpoints are signed with the key generated into the data directory's
-/// secrets.
-async fn ledger(p: &Embedded) -> Result<Mount, StartError> {
-    let config = p.config::<fairdeal_ledger::LedgerSettings>(
-        "ledger",
-        &["--signing-key", p.secrets.ledger_signing_key()],
-    )?;
-    let parts = fairdeal_ledger::startup::Parts::over(&config, p.storage.clone())?;
-    Ok(
-        fairdeal_ledger::startup::mount(&config.common, parts, &p.shutdown)
-            .await?
-            .routes,
-    )
-}
-
-/// What every service of the all-in-one process is started from.
-#[derive(Debug)]
-pub struct Embedded {
-    /// The data directory.
-    data_dir: PathBuf,
-    /// The shared database, event log and append signal.
-    storage: Storage,
-    /// The address every service reaches the others (and itself) at.
-    self_url: String,
-    /// The listen address (each service's `--listen-addr`, for its configuration).
-    listen: SocketAddr,
-    /// Seed keys and service secrets, from the data directory.
-    secrets: Secrets,
-    /// Usernames whose logins get the moderator role (the auth service's `--moderators`).
-    moderators: Vec<String>,
-    /// The one shutdown handle of the process.
-    shutdown: Shutdown,
-}
-
-impl Embedded {
-    /// The mail directory.
-    pub fn mailbox_dir(&self) -> PathBuf {
-        self.data_dir.join(MAILBOX_DIR)
-    }
-
-    /// Service `name`'s configuration as its binary would load it from these flags (plus
-    /// the shared database and listen address); the environment is not read, so the
-    /// process's `FAIRDEAL_*` variables cannot pull one service elsewhere.
-    pub fn config<S: Section>(&self, name: &str, flags: &[&str]) -> Result<Config<S>, StartError> {
-        let database = format!(
-            "sqlite://{}?mode=rwc",
-            self.data_dir.join(DATABASE_FILE).display()
-        );
-        let listen = self.listen.to_string();
-        let mut args = vec![
-            name,
-            "--service-name",
-            name,
-            "--database-url",
-            &database,
-            "--listen-addr",
-            &listen,
-        ];
-        args.extend_from_slice(flags);
-        match Config::<S>::load_from(name, args, []) {
-            Ok(Loaded::Run(config)) => Ok(config),
-            Ok(Loaded::DumpConfig(_)) => Err(StartError::Dependency {
-                what: "configuration",
-                reason: format!("{name}: unexpected --dump-config"),
-            }),
-            Err(error) => Err(error.into()),
-        }
-    }
-}
+pub use fairdeal_auth::startup::MAILBOX_DIR;
 
 /// How `up` runs.
 #[derive(Debug, Clone)]
@@ -281,6 +63,7 @@ impl Platform {
     /// database, starts every service of [`SERVICES`] and binds their one server.
     pub async fn start(options: &UpOptions) -> anyhow::Result<Platform> {
         crate::secrets::create_private_dir(&options.data_dir)?;
+        crate::secrets::create_private_dir(&options.data_dir.join(EXPORTS_DIR))?;
         let data_dir = options
             .data_dir
             .canonicalize()
@@ -295,9 +78,8 @@ impl Platform {
 
         let database = data_dir.join(DATABASE_FILE);
         crate::secrets::create_private_file(&database)?;
-        let db_url: DatabaseUrl = format!("sqlite://{}?mode=rwc", database.display())
-            .parse()
-            .context("database path")?;
+        let database_url = format!("sqlite://{}?mode=rwc", database.display());
+        let db_url: DatabaseUrl = database_url.parse().context("database path")?;
         let schema = Schema::new("fairdeal").context("schema")?;
         let db = Db::open(&db_url, &schema)
             .await
@@ -311,26 +93,36 @@ impl Platform {
             .await
             .context("migrating the database")?;
 
+        let mut host = Embedded::new(
+            url.clone(),
+            local,
+            SecretUrl::new(database_url),
+            data_dir.clone(),
+            options.moderators.clone(),
+        )
+        .with_secret(Embedded::SEED_KEYS, Secret::new(secrets.seed_keys()))
+        .with_secret(
+            Embedded::LEDGER_SIGNING_KEY,
+            Secret::new(secrets.ledger_signing_key()),
+        )
+        .with_secret(
+            Embedded::SERVICE_CREDENTIALS,
+            Secret::new(secrets.service_credentials()),
+        );
+        for service in SERVICES {
+            let secret = secrets.service_secret(service.name)?;
+            host = host.with_service_secret(service.name, Secret::new(secret));
+        }
+
         let shutdown = Shutdown::new();
-        let embedded = Embedded {
-            data_dir: data_dir.clone(),
-            storage,
-            self_url: url.clone(),
-            listen: local,
-            secrets,
-            moderators: options.moderators.clone(),
-            shutdown: shutdown.clone(),
-        };
-        let common = embedded
-            .config::<fairdeal_kit::config::NoSection>("fairdeal", &[])
-            .context("settings")?
-            .common;
+        let mut common = CommonConfig::with_defaults("fairdeal").context("settings")?;
+        common.listen_addr = local;
         let mut builder = fairdeal_kit::Application::builder(&common)
             .with_shutdown(shutdown.clone())
             .handle_signals(options.handle_signals)
             .listener(listener);
         for service in SERVICES {
-            match (service.mount)(&embedded).await {
+            match service.mount(&host, storage.clone(), &shutdown).await {
                 Ok(routes) => builder = builder.mount(routes),
                 Err(error) => {
                     shutdown.stop_background();
@@ -366,6 +158,11 @@ impl Platform {
     /// Where the auth service writes its mails.
     pub fn mailbox_dir(&self) -> PathBuf {
         self.data_dir.join(MAILBOX_DIR)
+    }
+
+    /// Where the demo writes the ledger's exports.
+    pub fn exports_dir(&self) -> PathBuf {
+        self.data_dir.join(EXPORTS_DIR)
     }
 
     /// The ledger's public key, for `fairdeal audit --log-key`.

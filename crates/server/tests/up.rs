@@ -9,9 +9,9 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::process::Command;
 
+use fairdeal_demo::{Demo, Output, STEPS, authed, wait_for_mail};
 use fairdeal_proto::fairdeal::auth::v1 as apb;
 use fairdeal_proto::fairdeal::tables::v1 as pb;
-use fairdeal_server::demo::{Demo, Output, STEPS, authed, wait_for_mail};
 use fairdeal_server::examples::{self, EMAIL, PASSWORD, USERNAME};
 use fairdeal_server::platform::reachable;
 use fairdeal_server::{Platform, UpOptions};
@@ -212,7 +212,14 @@ async fn up_plays_the_demo_serves_the_examples_and_keeps_state_across_a_restart(
         .log_key()
         .unwrap()
         .to_string();
-    let mut demo = Demo::connect(&url, &data_dir, &log_key, out).await.unwrap();
+    let mailbox = data_dir.join(fairdeal_server::platform::MAILBOX_DIR);
+    let exports = data_dir.join(fairdeal_server::platform::EXPORTS_DIR);
+    // An export holds a whole game: its directory is the owner's only.
+    let mode = std::fs::metadata(&exports).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
+    let mut demo = Demo::connect(&url, &exports, &mailbox, &log_key, out)
+        .await
+        .unwrap();
     demo.run(STEPS).await.unwrap();
     let printed = String::from_utf8(printed.lock().unwrap().clone()).unwrap();
     let finished = demo.finished.clone().unwrap();

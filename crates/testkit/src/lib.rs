@@ -16,11 +16,14 @@
 //! - [`residue`]: the bytes a database keeps (the SQLite file and its log, a `pg_dump`), for
 //!   tests that erased content is gone from them;
 //! - `wait_until_serving` (feature `grpc`): waits until a gRPC server started on port 0
-//!   reports SERVING through the standard health protocol, instead of sleeping.
+//!   reports SERVING through the standard health protocol, instead of sleeping;
+//! - [`now`]: the time in Unix seconds, as tokens and the tables' clocks take it.
 //!
 //! This crate depends on no fairdeal crate, so any of them (the event store's conformance
-//! suite included) can use it without a dependency cycle. Helpers tied to one crate's types
-//! stay with that crate's tests (the end-to-end trace recorder stays in `fairdeal-e2e`).
+//! suite included) can use it without a dependency cycle. What the services' tests share
+//! on top of it (a service's settings for a test, clients, tokens) is `fairdeal-harness`;
+//! helpers tied to one crate's types stay with that crate's tests (the end-to-end trace
+//! recorder stays in `fairdeal-e2e`).
 #![forbid(unsafe_code)]
 
 #[cfg(feature = "grpc")]
@@ -37,6 +40,16 @@ pub use mailbox::code_in_mail;
 pub use names::{redis_namespace, subject_prefix};
 pub use postgres::{TestDatabase, url_with_database};
 pub use servers::{nats_url, postgres_url, redis_url};
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The current time in Unix seconds (a token's `iat`, a test clock's start).
+pub fn now() -> i64 {
+    let since_epoch = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(since_epoch.as_secs()).unwrap_or(i64::MAX)
+}
 
 /// What can go wrong while preparing a test's servers. Test code usually `unwrap`s it: the
 /// message says which server and what to do.
@@ -100,6 +113,14 @@ fn redacted(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn now_is_unix_seconds() {
+        // 2026-01-01T00:00:00Z, and not milliseconds.
+        let now = now();
+        assert!(now > 1_767_225_600, "{now}");
+        assert!(now < 100_000_000_000, "{now}");
+    }
 
     #[test]
     fn passwords_are_redacted_and_nothing_else() {

@@ -23,12 +23,33 @@ use std::time::{Duration, Instant};
 
 use crate::say;
 
-/// The internal services that get their own token from auth (a secret each).
-const CALLERS: &[&str] = &["dealing", "tables"];
+/// What a service's secrets file holds besides the database URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Secrets {
+    /// The auth service: every caller's `name:sha256(secret)`.
+    Credentials,
+    /// The commitment service: the seed-sealing keys.
+    SeedKeys,
+    /// A service that gets its own token from auth: its secret.
+    Caller,
+    /// The ledger: its checkpoint signing key.
+    SigningKey,
+    /// Nothing else: it verifies callers' tokens with auth's published keys and calls no
+    /// other service.
+    DatabaseOnly,
+}
 
-/// The services whose secret file holds only the database URL (they verify callers' tokens
-/// with auth's published keys and call no other service).
-const DATABASE_ONLY: &[&str] = &["chat", "rating"];
+/// Every service of the compose stack and its secrets file `<name>.toml`. The drift test
+/// `crates/server/tests/services_list.rs` holds it to `fairdeal_server::SERVICES`.
+const SERVICES: &[(&str, Secrets)] = &[
+    ("auth", Secrets::Credentials),
+    ("commitment", Secrets::SeedKeys),
+    ("dealing", Secrets::Caller),
+    ("tables", Secrets::Caller),
+    ("chat", Secrets::DatabaseOnly),
+    ("rating", Secrets::DatabaseOnly),
+    ("ledger", Secrets::SigningKey),
+];
 
 /// The compose project deploy-check runs under (its containers, network and volumes), unless
 /// `FAIRDEAL_DEPLOY_PROJECT` names another (to run two checks side by side).
@@ -337,54 +358,49 @@ pub(crate) fn secrets(dir: &Path) -> Result<(), String> {
         .map_err(|e| format!("cannot restrict {}: {e}", dir.display()))?;
     let password = random_hex(24)?;
     let database = format!("postgres://postgres:{password}@postgres:5432/fairdeal");
-    let mut files = vec![
-        (
-            "postgres.env".to_owned(),
-            format!("POSTGRES_PASSWORD={password}\n"),
-        ),
-        (
-            "commitment.toml".to_owned(),
-            format!(
-                "database_url = \"{database}\"\n# Seed-sealing keys, the first active.\n\
-                 seed_keys = \"k1:{}\"\n",
-                random_hex(32)?
-            ),
-        ),
-    ];
+    let mut files = vec![(
+        "postgres.env".to_owned(),
+        format!("POSTGRES_PASSWORD={password}\n"),
+    )];
+    // The callers' secrets first: the auth service's file lists their hashes.
     let mut credentials = Vec::new();
-    for caller in CALLERS {
+    let mut caller_secrets = Vec::new();
+    for (name, _) in SERVICES.iter().filter(|(_, s)| *s == Secrets::Caller) {
         let secret = random_hex(32)?;
-        credentials.push(format!("{caller}:{}", sha256_hex(&secret)?));
-        files.push((
-            format!("{caller}.toml"),
-            format!("database_url = \"{database}\"\nservice_secret = \"{secret}\"\n"),
-        ));
+        credentials.push(format!("{name}:{}", sha256_hex(&secret)?));
+        caller_secrets.push((*name, secret));
     }
-    for service in DATABASE_ONLY {
-        files.push((
-            format!("{service}.toml"),
-            format!("database_url = \"{database}\"\n"),
-        ));
+    for (name, kind) in SERVICES {
+        let mut text = format!("database_url = \"{database}\"\n");
+        match kind {
+            Secrets::Credentials => text.push_str(&format!(
+                "# name:sha256(secret) of each internal service.\nservice_credentials = \"{}\"\n",
+                credentials.join(",")
+            )),
+            Secrets::SeedKeys => text.push_str(&format!(
+                "# Seed-sealing keys, the first active.\nseed_keys = \"k1:{}\"\n",
+                random_hex(32)?
+            )),
+            Secrets::Caller => {
+                let (_, secret) = caller_secrets
+                    .iter()
+                    .find(|(caller, _)| caller == name)
+                    .ok_or_else(|| format!("no secret made for {name}"))?;
+                text.push_str(&format!("service_secret = \"{secret}\"\n"));
+            }
+            Secrets::SigningKey => {
+                let (key, verifier) = ledger_key(LEDGER_ORIGIN)?;
+                // Public: what auditors give `fairdeal audit --log-key`.
+                files.push((format!("{name}.pub"), format!("{verifier}\n")));
+                text.push_str(&format!(
+                    "# The checkpoint signing key (Ed25519, Go's note format; its name is the \
+                     log's origin).\nsigning_key = \"{key}\"\n"
+                ));
+            }
+            Secrets::DatabaseOnly => {}
+        }
+        files.push((format!("{name}.toml"), text));
     }
-    let (ledger_key, ledger_verifier) = ledger_key(LEDGER_ORIGIN)?;
-    // Public: what auditors give `fairdeal audit --log-key`.
-    files.push(("ledger.pub".to_owned(), format!("{ledger_verifier}\n")));
-    files.push((
-        "ledger.toml".to_owned(),
-        format!(
-            "database_url = \"{database}\"\n# The checkpoint signing key (Ed25519, Go's note \
-             format; its name is the log's origin).\nsigning_key = \"{}\"\n",
-            ledger_key
-        ),
-    ));
-    files.push((
-        "auth.toml".to_owned(),
-        format!(
-            "database_url = \"{database}\"\n# name:sha256(secret) of each internal service.\n\
-             service_credentials = \"{}\"\n",
-            credentials.join(",")
-        ),
-    ));
     for (name, text) in files {
         let path = dir.join(name);
         std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use fairdeal_auth::domain::{HashParams, Password, PasswordHasher};
-use fairdeal_auth::startup::{Application, Overrides};
+use fairdeal_auth::startup::Overrides;
 use fairdeal_kit::config::{Config, Loaded};
 
 fn bench(c: &mut Criterion) {
@@ -78,7 +78,7 @@ fn bench(c: &mut Criterion) {
         panic!("config")
     };
     let app = runtime
-        .block_on(Application::build_with(
+        .block_on(fairdeal_auth::startup::build_with(
             config,
             Overrides {
                 handle_signals: false,
@@ -86,7 +86,7 @@ fn bench(c: &mut Criterion) {
             },
         ))
         .unwrap();
-    let accounts = app.accounts();
+    let accounts = app.handles().accounts.clone();
     let user = runtime
         .block_on(accounts.register(
             "benchuser",
@@ -97,7 +97,7 @@ fn bench(c: &mut Criterion) {
     // Confirm with the code from the mail. The background dispatcher may be writing it
     // already: deliver, wait for the outbox to be empty, then read the .eml file.
     while runtime.block_on(async {
-        app.dispatcher().send_due().await.unwrap();
+        app.handles().dispatcher.send_due().await.unwrap();
         accounts.store.unsent_mail_count().await.unwrap() > 0
     }) {
         // The dispatcher signals nothing when it has written a mail: poll.

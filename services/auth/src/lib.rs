@@ -32,4 +32,4 @@ pub mod mail_requests;
 pub mod startup;
 pub mod store;
 
-pub use startup::Application;
+pub use startup::{Application, AuthService};

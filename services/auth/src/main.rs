@@ -1,17 +1,9 @@
-//! The auth service binary: load settings, start telemetry, serve.
+//! The auth service binary: the kit's host runs [`fairdeal_auth::AuthService`].
 #![forbid(unsafe_code)]
 
 #[global_allocator]
 static ALLOCATOR: fairdeal_kit::Allocator = fairdeal_kit::Allocator;
 
-use anyhow::Context;
-use fairdeal_auth::{Application, config::AuthSettings};
-
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let config = fairdeal_kit::config::load_or_exit::<AuthSettings>("auth");
-    let _telemetry = fairdeal_kit::telemetry::init(&config.common).context("telemetry")?;
-    let app = Application::build(config).await.context("starting")?;
-    app.run_until_stopped().await.context("serving")?;
-    Ok(())
+fn main() -> anyhow::Result<()> {
+    fairdeal_kit::host::main::<fairdeal_auth::AuthService>()
 }

@@ -1,19 +1,15 @@
-//! Wiring: from a [`Config`] to a bound, ready-to-run server with its background tasks.
-//!
-//! [`mount`] builds the service over an opened [`Storage`] (migrations run, key ring
-//! loaded) and spawns the mail dispatcher, the key reloader and (through the platform's
-//! [`Bus`]) the outbox relay on the given shutdown handle, returning the gRPC routes;
-//! [`Application::build`] opens the service's own storage, mounts it on a server of its own
-//! and binds (port 0 works in tests); [`Application::run_until_stopped`] serves until
-//! SIGTERM/SIGINT (or [`fairdeal_kit::Shutdown::trigger`]) and drains.
+//! The auth service on the platform: [`AuthService`], the [`Service`] the kit's host runs
+//! (`main.rs`, `fairdeal-server serve` and `up`). Mounting builds the service over an opened
+//! [`Storage`] (migrations run, key ring loaded) and spawns the mail dispatcher, the key
+//! reloader and (through the platform's [`Bus`]) the outbox relay; tests replace the clock
+//! and the signal handling through [`build_with`].
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use fairdeal_authn::{Authenticator, AuthenticatorOptions, Clock, SystemClock};
 use fairdeal_kit::config::ConfigError;
-use fairdeal_kit::{Config, Mount, ServeError, Shutdown};
-use fairdeal_platform::{Bus, StartError, Storage};
+use fairdeal_kit::{CommonConfig, Config, Embedded, Mount, Service, Shutdown, StartError};
+use fairdeal_platform::{Bus, Storage};
 use fairdeal_proto::fairdeal::auth::v1::auth_service_server::AuthServiceServer;
 
 use crate::accounts::Accounts;
@@ -46,35 +42,111 @@ impl Default for Overrides {
     }
 }
 
-/// The auth service's routes and what tests and the all-in-one process reach behind them.
+/// The auth service on a server of its own.
+pub type Application = fairdeal_kit::host::Application<AuthService>;
+
+/// What tests reach behind the auth service's routes ([`Application::handles`]).
 #[derive(Debug)]
-pub struct Mounted {
-    /// The gRPC routes.
-    pub routes: Mount,
+pub struct Handles {
     /// The use cases.
     pub accounts: Arc<Accounts>,
     /// The mail dispatcher.
     pub dispatcher: Dispatcher,
 }
 
-/// Builds the service over `storage` (opened with [`MIGRATIONS`], alone or shared with other
-/// services), starts its background tasks on `shutdown` (the relay, the mail dispatcher,
-/// the key reloader) and returns its gRPC routes, to serve alone ([`Application::build`])
-/// or beside other services on one server (the all-in-one process).
-pub async fn mount(
-    config: &Config<AuthSettings>,
-    storage: Storage,
-    clock: Arc<dyn Clock>,
+/// What the auth service is assembled from.
+#[derive(Debug)]
+pub struct Parts {
+    /// Its own settings.
+    pub settings: AuthSettings,
+    /// Its database and event log.
+    pub storage: Storage,
+    /// The clock every expiry and lockout reads.
+    pub clock: Arc<dyn Clock>,
+}
+
+/// Builds the auth service from `config` with `overrides` (a test's clock, no signal
+/// handlers) on a server of its own.
+pub async fn build_with(
+    config: Config<AuthSettings>,
+    overrides: Overrides,
+) -> Result<Application, StartError> {
+    let storage = fairdeal_kit::host::open_storage::<AuthService>(&config).await?;
+    let parts = Parts {
+        settings: config.service,
+        storage,
+        clock: overrides.clock,
+    };
+    Application::assemble_with(&config.common, parts, overrides.handle_signals).await
+}
+
+/// The auth service, as the kit's host runs it.
+#[derive(Debug)]
+pub struct AuthService;
+
+impl Service for AuthService {
+    const NAME: &'static str = "auth";
+    const MIGRATIONS: &'static [&'static fairdeal_db::Migrations] = &[&MIGRATIONS];
+    type Settings = AuthSettings;
+    type Parts = Parts;
+    type Handles = Handles;
+
+    /// `db_schema` (default `auth`).
+    fn schema(settings: &AuthSettings) -> String {
+        settings.db_schema.clone()
+    }
+
+    /// The system clock.
+    async fn parts(config: &Config<AuthSettings>, storage: Storage) -> Result<Parts, StartError> {
+        Ok(Parts {
+            settings: config.service.clone(),
+            storage,
+            clock: Arc::new(SystemClock),
+        })
+    }
+
+    /// Starts the relay, the mail dispatcher and the key reloader on `shutdown` and returns
+    /// the gRPC routes.
+    async fn mount(
+        common: &CommonConfig,
+        parts: Parts,
+        shutdown: &Shutdown,
+    ) -> Result<(Mount, Handles), StartError> {
+        mount(common, parts, shutdown).await
+    }
+
+    /// In one process: mails into the host's data directory, every service's credentials
+    /// from the host's secrets, and `up --moderators` as its moderators.
+    fn embed(settings: &mut AuthSettings, host: &Embedded) -> Result<(), StartError> {
+        settings.mailbox_dir = host.data_dir.join(MAILBOX_DIR);
+        settings.service_credentials = Some(host.secret(Embedded::SERVICE_CREDENTIALS)?);
+        settings.moderators = host.moderators.clone();
+        Ok(())
+    }
+}
+
+/// The directory under the all-in-one process's data directory receiving the mails.
+pub const MAILBOX_DIR: &str = "mailbox";
+
+/// [`AuthService::mount`].
+async fn mount(
+    common: &CommonConfig,
+    parts: Parts,
     shutdown: &Shutdown,
-) -> Result<Mounted, StartError> {
-    let settings = &config.service;
+) -> Result<(Mount, Handles), StartError> {
+    let Parts {
+        settings,
+        storage,
+        clock,
+    } = parts;
+    let settings = &settings;
     let store = auth_store(&storage);
 
     let window = settings.mail_limit_window_secs();
     let (limiter, mail_quota): (Arc<dyn AttemptLimiter>, Arc<dyn RequestQuota>) =
-        match &config.common.redis_url {
+        match &common.redis_url {
             Some(url) => {
-                let namespace = format!("{}:auth", config.common.subject_prefix);
+                let namespace = format!("{}:auth", common.subject_prefix);
                 let redis_down = |e: crate::limits::LimiterError| StartError::Dependency {
                     what: "redis_url",
                     reason: e.to_string(),
@@ -161,7 +233,7 @@ pub async fn mount(
     );
     let grpc = AuthServiceServer::new(GrpcAuth::new(accounts.clone(), authn));
 
-    Bus::start(&config.common, &storage, "auth", shutdown).await?;
+    Bus::start(common, &storage, AuthService::NAME, shutdown).await?;
     shutdown.spawn("mail-dispatcher", dispatcher.clone().run(shutdown.token()));
     shutdown.spawn(
         "mail-requests",
@@ -183,79 +255,11 @@ pub async fn mount(
     let routes = Mount::new()
         .add_service(grpc)
         .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET);
-    Ok(Mounted {
+    Ok((
         routes,
-        accounts,
-        dispatcher,
-    })
-}
-
-/// The built service.
-#[derive(Debug)]
-pub struct Application {
-    /// The bound gRPC server.
-    server: fairdeal_kit::Application,
-    /// The use cases (tests drive the mail dispatcher and read state through them).
-    accounts: Arc<Accounts>,
-    /// The mail dispatcher (tests call `send_due` to deliver without waiting).
-    dispatcher: Dispatcher,
-}
-
-impl Application {
-    /// Builds the service with the system clock.
-    pub async fn build(config: Config<AuthSettings>) -> Result<Self, StartError> {
-        Self::build_with(config, Overrides::default()).await
-    }
-
-    /// Builds the service with `overrides`: opens its storage, [`mount`]s it, binds.
-    pub async fn build_with(
-        config: Config<AuthSettings>,
-        overrides: Overrides,
-    ) -> Result<Self, StartError> {
-        let storage =
-            Storage::open(&config.common, &config.service.db_schema, &[&MIGRATIONS]).await?;
-        let shutdown = Shutdown::new();
-        let mounted = mount(&config, storage, overrides.clock, &shutdown).await?;
-        let server = fairdeal_kit::Application::builder(&config.common)
-            .with_shutdown(shutdown)
-            .handle_signals(overrides.handle_signals)
-            .mount(mounted.routes)
-            .build()
-            .await?;
-        Ok(Self {
-            server,
-            accounts: mounted.accounts,
-            dispatcher: mounted.dispatcher,
-        })
-    }
-
-    /// The bound address.
-    pub fn local_addr(&self) -> SocketAddr {
-        self.server.local_addr()
-    }
-
-    /// The bound port.
-    pub fn port(&self) -> u16 {
-        self.server.port()
-    }
-
-    /// The shutdown handle.
-    pub fn shutdown(&self) -> Shutdown {
-        self.server.shutdown()
-    }
-
-    /// The use cases.
-    pub fn accounts(&self) -> Arc<Accounts> {
-        self.accounts.clone()
-    }
-
-    /// The mail dispatcher.
-    pub fn dispatcher(&self) -> Dispatcher {
-        self.dispatcher.clone()
-    }
-
-    /// Serves until stopped, then drains.
-    pub async fn run_until_stopped(self) -> Result<(), ServeError> {
-        self.server.run_until_stopped().await
-    }
+        Handles {
+            accounts,
+            dispatcher,
+        },
+    ))
 }

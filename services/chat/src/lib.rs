@@ -36,4 +36,4 @@ pub mod service;
 pub mod startup;
 pub mod store;
 
-pub use startup::{Application, ChatSettings};
+pub use startup::{Application, ChatService, ChatSettings};

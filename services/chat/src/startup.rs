@@ -1,15 +1,15 @@
-//! Settings and wiring on the platform: `main.rs` calls [`Application::build`] and
-//! [`Application::run_until_stopped`]; tests build [`Parts`] of their own and call
-//! [`Application::assemble`] on port 0.
+//! The chat service on the platform: its settings, its [`Parts`] and [`ChatService`], the [`Service`] the
+//! kit's host runs (`main.rs`, `fairdeal-server serve` and `up`); tests build [`Parts`] of
+//! their own and call [`Application::assemble`] on port 0.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use fairdeal_authn::{AuthLayer, Authenticator, CallerAuthSettings, Clock, SystemClock};
 use fairdeal_kit::config::{Config, ConfigError, Section};
-use fairdeal_kit::{CommonConfig, Mount, ServeError, Shutdown};
+use fairdeal_kit::{CommonConfig, Embedded, Mount, Service, Shutdown, StartError};
 use fairdeal_platform::quota::{MemoryQuota, RedisQuota, RequestQuota};
-use fairdeal_platform::{Bus, StartError, Storage};
+use fairdeal_platform::{Bus, Storage};
 use fairdeal_proto::fairdeal::chat::v1::chat_service_server::ChatServiceServer;
 use serde::{Serialize, Serializer};
 
@@ -21,11 +21,11 @@ use crate::presence::{MemoryPresence, Presence, RedisPresence};
 use crate::service::{Chat, ChatDeps, ChatLimits, Filter};
 use crate::store::{MIGRATIONS, chat_store};
 
-/// PostgreSQL schema of this service (event log, bus tables, the chat's tables).
-pub const SCHEMA: &str = "chat";
+/// PostgreSQL schema of this service's tables and event log (the host's default: its name).
+pub const SCHEMA: &str = ChatService::NAME;
 
-/// This service's name on the bus (its events go to `<prefix>.chat`).
-pub const SERVICE: &str = "chat";
+/// The chat service on a server of its own.
+pub type Application = fairdeal_kit::host::Application<ChatService>;
 
 fn duration<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(&humantime::format_duration(*d))
@@ -125,13 +125,6 @@ impl std::fmt::Debug for Parts {
 }
 
 impl Parts {
-    /// The parts `config` names; the database is opened and migrated; with `--redis-url`,
-    /// presence and the rate limit live in Redis (namespace `<subject prefix>:chat`).
-    pub async fn from_config(config: &Config<ChatSettings>) -> Result<Self, StartError> {
-        let storage = Storage::open(&config.common, SCHEMA, &[&MIGRATIONS]).await?;
-        Self::over(config, storage).await
-    }
-
     /// The parts `config` names over an opened `storage` (migrated with [`MIGRATIONS`]; the
     /// all-in-one process shares one between services).
     pub async fn over(config: &Config<ChatSettings>, storage: Storage) -> Result<Self, StartError> {
@@ -189,100 +182,84 @@ pub async fn limiters(
     Ok((Arc::new(presence), Arc::new(quota)))
 }
 
-/// Starts the service's background tasks on `shutdown` (key refresh, the relay, the
-/// membership and account-deletion consumers, the scrubber, the fan-out) and returns its
-/// gRPC routes, to serve alone
-/// ([`Application::assemble`]) or beside other services on one server (the all-in-one
-/// process).
-pub async fn mount(
-    common: &CommonConfig,
-    parts: Parts,
-    shutdown: &Shutdown,
-) -> Result<Mount, StartError> {
-    fairdeal_authn::spawn_key_refresh(&parts.authn, shutdown);
-    let bus = Bus::start(common, &parts.storage, SERVICE, shutdown).await?;
-    bus.spawn_consumer(
-        members::SOURCE,
-        members::CONSUMER,
-        Arc::new(MembershipProjection),
-        shutdown,
-    )
-    .await?;
-    let storage = &parts.storage;
-    let scrubber = Scrubber::default();
-    scrubber.spawn(storage.db().clone(), shutdown);
-    bus.spawn_consumer(
-        accounts::SOURCE,
-        accounts::CONSUMER,
-        Arc::new(AccountErasure::new(scrubber)),
-        shutdown,
-    )
-    .await?;
-    let store = chat_store(storage);
-    let hub = Hub::default();
-    shutdown.spawn(
-        "chat-fan-out",
-        hub.clone().run(
-            storage.events(),
-            store.clone(),
-            storage.signal().clone(),
-            shutdown.token(),
-        ),
-    );
-    let chat = Chat::new(ChatDeps {
-        store,
-        events: storage.events(),
-        hub,
-        presence: parts.presence,
-        quota: parts.quota,
-        clock: parts.clock,
-        filter: parts.filter,
-        limits: parts.limits,
-        shutdown: shutdown.clone(),
-    });
-    Ok(Mount::new()
-        .add_service(AuthLayer::new(parts.authn).wrap(ChatServiceServer::new(ChatApi::new(chat))))
-        .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET))
-}
-
-/// The running chat service.
+/// The chat service, as the kit's host runs it.
 #[derive(Debug)]
-pub struct Application {
-    /// The kit's server.
-    app: fairdeal_kit::Application,
-}
+pub struct ChatService;
 
-impl Application {
-    /// Opens the storage `config` names and binds the listener.
-    pub async fn build(config: Config<ChatSettings>) -> Result<Self, StartError> {
-        let parts = Parts::from_config(&config).await?;
-        Self::assemble(&config.common, parts).await
+impl Service for ChatService {
+    const NAME: &'static str = "chat";
+    const MIGRATIONS: &'static [&'static fairdeal_db::Migrations] = &[&MIGRATIONS];
+    type Settings = ChatSettings;
+    type Parts = Parts;
+    type Handles = ();
+
+    async fn parts(config: &Config<ChatSettings>, storage: Storage) -> Result<Parts, StartError> {
+        Parts::over(config, storage).await
     }
 
-    /// Wires `parts` into a bound server of its own: [`mount`], then bind.
-    pub async fn assemble(common: &CommonConfig, parts: Parts) -> Result<Self, StartError> {
-        let shutdown = Shutdown::new();
-        let routes = mount(common, parts, &shutdown).await?;
-        let app = fairdeal_kit::Application::builder(common)
-            .with_shutdown(shutdown)
-            .mount(routes)
-            .build()
-            .await?;
-        Ok(Application { app })
+    /// Starts the service's background tasks on `shutdown` (key refresh, the relay, the
+    /// membership and account-deletion consumers, the scrubber, the fan-out) and returns its
+    /// gRPC routes, to serve alone
+    /// ([`Application::assemble`]) or beside other services on one server (the all-in-one
+    /// process).
+    async fn mount(
+        common: &CommonConfig,
+        parts: Parts,
+        shutdown: &Shutdown,
+    ) -> Result<(Mount, ()), StartError> {
+        fairdeal_authn::spawn_key_refresh(&parts.authn, shutdown);
+        let bus = Bus::start(common, &parts.storage, Self::NAME, shutdown).await?;
+        bus.spawn_consumer(
+            members::SOURCE,
+            members::CONSUMER,
+            Arc::new(MembershipProjection),
+            shutdown,
+        )
+        .await?;
+        let storage = &parts.storage;
+        let scrubber = Scrubber::default();
+        scrubber.spawn(storage.db().clone(), shutdown);
+        bus.spawn_consumer(
+            accounts::SOURCE,
+            accounts::CONSUMER,
+            Arc::new(AccountErasure::new(scrubber)),
+            shutdown,
+        )
+        .await?;
+        let store = chat_store(storage);
+        let hub = Hub::default();
+        shutdown.spawn(
+            "chat-fan-out",
+            hub.clone().run(
+                storage.events(),
+                store.clone(),
+                storage.signal().clone(),
+                shutdown.token(),
+            ),
+        );
+        let chat = Chat::new(ChatDeps {
+            store,
+            events: storage.events(),
+            hub,
+            presence: parts.presence,
+            quota: parts.quota,
+            clock: parts.clock,
+            filter: parts.filter,
+            limits: parts.limits,
+            shutdown: shutdown.clone(),
+        });
+        let routes = Mount::new()
+            .add_service(
+                AuthLayer::new(parts.authn).wrap(ChatServiceServer::new(ChatApi::new(chat))),
+            )
+            .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET);
+        Ok((routes, ()))
     }
 
-    /// The bound port.
-    pub fn port(&self) -> u16 {
-        self.app.port()
-    }
-
-    /// The shutdown handle.
-    pub fn shutdown(&self) -> Shutdown {
-        self.app.shutdown()
-    }
-
-    /// Serves until stopped, then drains.
-    pub async fn run_until_stopped(self) -> Result<(), ServeError> {
-        self.app.run_until_stopped().await
+    /// In one process: the auth service at the host's address; presence and the message
+    /// quota in memory (no `redis_url`); its consumers tail the shared log.
+    fn embed(settings: &mut ChatSettings, host: &Embedded) -> Result<(), StartError> {
+        settings.auth.auth_url = Some(host.url.clone());
+        Ok(())
     }
 }

@@ -23,4 +23,4 @@ pub mod service;
 pub mod startup;
 pub mod vault;
 
-pub use startup::{Application, CommitmentSettings};
+pub use startup::{Application, CommitmentService, CommitmentSettings};

@@ -1,11 +1,11 @@
-//! Settings and wiring on the platform: `main.rs` calls [`Application::build`] and
-//! [`Application::run_until_stopped`]; tests build [`Parts`] of their own and call
-//! [`Application::assemble`] on port 0.
+//! The seed-commitment service on the platform: its settings, its [`Parts`] and [`CommitmentService`], the [`Service`] the
+//! kit's host runs (`main.rs`, `fairdeal-server serve` and `up`); tests build [`Parts`] of
+//! their own and call [`Application::assemble`] on port 0.
 
 use fairdeal_authn::{AuthLayer, Authenticator, CallerAuthSettings, spawn_key_refresh};
 use fairdeal_kit::config::{Config, ConfigError, Secret, Section};
-use fairdeal_kit::{CommonConfig, Mount, ServeError, Shutdown};
-use fairdeal_platform::{Bus, StartError, Storage};
+use fairdeal_kit::{CommonConfig, Embedded, Mount, Service, Shutdown, StartError};
+use fairdeal_platform::{Bus, Storage};
 use fairdeal_proto::fairdeal::commitment::v1::commitment_service_server::CommitmentServiceServer;
 use serde::Serialize;
 
@@ -14,11 +14,11 @@ use crate::seeds::{MIGRATIONS, SeedStore, seed_store};
 use crate::service::Commitments;
 use crate::vault::{KeyRing, MissingSeedKeys};
 
-/// PostgreSQL schema of this service's tables.
-pub const SCHEMA: &str = "commitment";
+/// PostgreSQL schema of this service's tables and event log (the host's default: its name).
+pub const SCHEMA: &str = CommitmentService::NAME;
 
-/// This service's name on the bus (its events go to `<prefix>.commitment`).
-pub const SERVICE: &str = "commitment";
+/// The seed-commitment service on a server of its own.
+pub type Application = fairdeal_kit::host::Application<CommitmentService>;
 
 /// The commitment service's own settings.
 #[derive(Debug, Clone, clap::Args, Serialize)]
@@ -65,12 +65,6 @@ pub struct Parts {
 }
 
 impl Parts {
-    /// The parts `config` names: opens and migrates the database.
-    pub async fn from_config(config: &Config<CommitmentSettings>) -> Result<Self, StartError> {
-        let storage = Storage::open(&config.common, SCHEMA, &[&MIGRATIONS]).await?;
-        Self::over(config, storage)
-    }
-
     /// The parts `config` names over an opened `storage` (migrated with [`MIGRATIONS`]; the
     /// all-in-one process shares one between services).
     pub fn over(config: &Config<CommitmentSettings>, storage: Storage) -> Result<Self, StartError> {
@@ -99,67 +93,52 @@ pub async fn check_seed_keys(seeds: &SeedStore, keys: &KeyRing) -> Result<(), St
         })
 }
 
-/// Checks the stored seeds' keys, starts the service's background tasks on `shutdown` (key
-/// refresh, the relay) and returns its gRPC routes, to serve alone
-/// ([`Application::assemble`]) or beside other services on one server (the all-in-one
-/// process).
-pub async fn mount(
-    common: &CommonConfig,
-    parts: Parts,
-    shutdown: &Shutdown,
-) -> Result<Mount, StartError> {
-    let seeds = seed_store(parts.storage.db());
-    check_seed_keys(&seeds, &parts.keys).await?;
-    spawn_key_refresh(&parts.authn, shutdown);
-    Bus::start(common, &parts.storage, SERVICE, shutdown).await?;
-    let service = Commitments::new(parts.storage.events(), seeds, parts.keys);
-    let mut layer = AuthLayer::new(parts.authn);
-    for path in PUBLIC_METHODS {
-        layer = layer.allow_anonymous(path);
-    }
-    Ok(Mount::new()
-        .add_service(layer.wrap(CommitmentServiceServer::new(CommitmentApi::new(service))))
-        .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET))
-}
-
-/// The running commitment service.
+/// The seed-commitment service, as the kit's host runs it.
 #[derive(Debug)]
-pub struct Application {
-    /// The kit's server.
-    app: fairdeal_kit::Application,
-}
+pub struct CommitmentService;
 
-impl Application {
-    /// Opens the storage `config` names and binds the listener.
-    pub async fn build(config: Config<CommitmentSettings>) -> Result<Self, StartError> {
-        let parts = Parts::from_config(&config).await?;
-        Self::assemble(&config.common, parts).await
+impl Service for CommitmentService {
+    const NAME: &'static str = "commitment";
+    const MIGRATIONS: &'static [&'static fairdeal_db::Migrations] = &[&MIGRATIONS];
+    type Settings = CommitmentSettings;
+    type Parts = Parts;
+    type Handles = ();
+
+    async fn parts(
+        config: &Config<CommitmentSettings>,
+        storage: Storage,
+    ) -> Result<Parts, StartError> {
+        Parts::over(config, storage)
     }
 
-    /// Wires `parts` into a bound server of its own: [`mount`], then bind.
-    pub async fn assemble(common: &CommonConfig, parts: Parts) -> Result<Self, StartError> {
-        let shutdown = Shutdown::new();
-        let routes = mount(common, parts, &shutdown).await?;
-        let app = fairdeal_kit::Application::builder(common)
-            .with_shutdown(shutdown)
-            .mount(routes)
-            .build()
-            .await?;
-        Ok(Application { app })
+    /// Checks the stored seeds' keys, starts the service's background tasks on `shutdown` (key
+    /// refresh, the relay) and returns its gRPC routes, to serve alone
+    /// ([`Application::assemble`]) or beside other services on one server (the all-in-one
+    /// process).
+    async fn mount(
+        common: &CommonConfig,
+        parts: Parts,
+        shutdown: &Shutdown,
+    ) -> Result<(Mount, ()), StartError> {
+        let seeds = seed_store(parts.storage.db());
+        check_seed_keys(&seeds, &parts.keys).await?;
+        spawn_key_refresh(&parts.authn, shutdown);
+        Bus::start(common, &parts.storage, Self::NAME, shutdown).await?;
+        let service = Commitments::new(parts.storage.events(), seeds, parts.keys);
+        let mut layer = AuthLayer::new(parts.authn);
+        for path in PUBLIC_METHODS {
+            layer = layer.allow_anonymous(path);
+        }
+        let routes = Mount::new()
+            .add_service(layer.wrap(CommitmentServiceServer::new(CommitmentApi::new(service))))
+            .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET);
+        Ok((routes, ()))
     }
 
-    /// The bound port.
-    pub fn port(&self) -> u16 {
-        self.app.port()
-    }
-
-    /// The shutdown handle.
-    pub fn shutdown(&self) -> Shutdown {
-        self.app.shutdown()
-    }
-
-    /// Serves until stopped (signal or shutdown handle), then drains.
-    pub async fn run_until_stopped(self) -> Result<(), ServeError> {
-        self.app.run_until_stopped().await
+    /// In one process: the seed keys the host generated, the auth service at its address.
+    fn embed(settings: &mut CommitmentSettings, host: &Embedded) -> Result<(), StartError> {
+        settings.seed_keys = Some(host.secret(Embedded::SEED_KEYS)?);
+        settings.auth.auth_url = Some(host.url.clone());
+        Ok(())
     }
 }

@@ -18,4 +18,4 @@ pub mod service;
 pub mod startup;
 pub mod verify;
 
-pub use startup::{Application, DealingSettings};
+pub use startup::{Application, DealingService, DealingSettings};

@@ -1,6 +1,6 @@
-//! Settings and wiring on the platform: `main.rs` calls [`Application::build`] and
-//! [`Application::run_until_stopped`]; tests build [`Parts`] of their own and call
-//! [`Application::assemble`] on port 0.
+//! The dealing service on the platform: its settings, its [`Parts`] and [`Dealing`], the
+//! [`Service`] the kit's host runs (`main.rs`, `fairdeal-server serve` and `up`); tests build
+//! [`Parts`] of their own and call [`Application::assemble`] on port 0.
 
 use std::sync::Arc;
 
@@ -10,8 +10,9 @@ use fairdeal_authn::{
 };
 use fairdeal_kit::client::{self, Target};
 use fairdeal_kit::config::{Config, ConfigError, Section};
-use fairdeal_kit::{CommonConfig, Mount, ServeError, Shutdown};
-use fairdeal_platform::{Bus, StartError, Storage};
+use fairdeal_kit::host::Migrations;
+use fairdeal_kit::{CommonConfig, Embedded, Mount, Service, Shutdown, StartError};
+use fairdeal_platform::{Bus, Storage};
 use fairdeal_proto::fairdeal::dealing::v1::dealing_service_server::DealingServiceServer;
 use serde::Serialize;
 use tonic::transport::Channel;
@@ -19,11 +20,11 @@ use tonic::transport::Channel;
 use crate::grpc::{DealingApi, PUBLIC_METHODS};
 use crate::service::Dealer;
 
-/// PostgreSQL schema of this service's event log.
-pub const SCHEMA: &str = "dealing";
+/// PostgreSQL schema of this service's event log (the host's default: its name).
+pub const SCHEMA: &str = DealingService::NAME;
 
-/// This service's name on the bus (its events go to `<prefix>.dealing`).
-pub const SERVICE: &str = "dealing";
+/// The dealing service on a server of its own.
+pub type Application = fairdeal_kit::host::Application<DealingService>;
 
 /// The dealing service's own settings.
 #[derive(Debug, Clone, clap::Args, Serialize)]
@@ -68,12 +69,6 @@ pub struct Parts {
 }
 
 impl Parts {
-    /// The parts `config` names: the database is opened and migrated (see [`Parts::over`]).
-    pub async fn from_config(config: &Config<DealingSettings>) -> Result<Self, StartError> {
-        let storage = Storage::open(&config.common, SCHEMA, &[]).await?;
-        Self::over(config, storage)
-    }
-
     /// The parts `config` names over an opened `storage` (the all-in-one process shares one
     /// between services). One channel to the auth service serves both this service's token
     /// and the public keys.
@@ -97,64 +92,49 @@ impl Parts {
     }
 }
 
-/// Starts the service's background tasks on `shutdown` (key refresh, the relay) and returns
-/// its gRPC routes, to serve alone ([`Application::assemble`]) or beside other services on
-/// one server (the all-in-one process).
-pub async fn mount(
-    common: &CommonConfig,
-    parts: Parts,
-    shutdown: &Shutdown,
-) -> Result<Mount, StartError> {
-    spawn_key_refresh(&parts.authn, shutdown);
-    Bus::start(common, &parts.storage, SERVICE, shutdown).await?;
-    let dealer = Dealer::new(parts.storage.events(), parts.commitment, parts.tokens);
-    let mut layer = AuthLayer::new(parts.authn);
-    for path in PUBLIC_METHODS {
-        layer = layer.allow_anonymous(path);
-    }
-    Ok(Mount::new()
-        .add_service(layer.wrap(DealingServiceServer::new(DealingApi::new(dealer))))
-        .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET))
-}
-
-/// The running dealing service.
+/// The dealing service, as the kit's host runs it.
 #[derive(Debug)]
-pub struct Application {
-    /// The kit's server.
-    app: fairdeal_kit::Application,
-}
+pub struct DealingService;
 
-impl Application {
-    /// Opens the storage `config` names and binds the listener.
-    pub async fn build(config: Config<DealingSettings>) -> Result<Self, StartError> {
-        let parts = Parts::from_config(&config).await?;
-        Self::assemble(&config.common, parts).await
+impl Service for DealingService {
+    const NAME: &'static str = "dealing";
+    const MIGRATIONS: &'static [&'static Migrations] = &[];
+    type Settings = DealingSettings;
+    type Parts = Parts;
+    type Handles = ();
+
+    async fn parts(
+        config: &Config<DealingSettings>,
+        storage: Storage,
+    ) -> Result<Parts, StartError> {
+        Parts::over(config, storage)
     }
 
-    /// Wires `parts` into a bound server of its own: [`mount`], then bind.
-    pub async fn assemble(common: &CommonConfig, parts: Parts) -> Result<Self, StartError> {
-        let shutdown = Shutdown::new();
-        let routes = mount(common, parts, &shutdown).await?;
-        let app = fairdeal_kit::Application::builder(common)
-            .with_shutdown(shutdown)
-            .mount(routes)
-            .build()
-            .await?;
-        Ok(Application { app })
+    /// Starts the key refresh and the relay on `shutdown` and returns the gRPC routes.
+    async fn mount(
+        common: &CommonConfig,
+        parts: Parts,
+        shutdown: &Shutdown,
+    ) -> Result<(Mount, ()), StartError> {
+        spawn_key_refresh(&parts.authn, shutdown);
+        Bus::start(common, &parts.storage, Self::NAME, shutdown).await?;
+        let dealer = Dealer::new(parts.storage.events(), parts.commitment, parts.tokens);
+        let mut layer = AuthLayer::new(parts.authn);
+        for path in PUBLIC_METHODS {
+            layer = layer.allow_anonymous(path);
+        }
+        let routes = Mount::new()
+            .add_service(layer.wrap(DealingServiceServer::new(DealingApi::new(dealer))))
+            .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET);
+        Ok((routes, ()))
     }
 
-    /// The bound port.
-    pub fn port(&self) -> u16 {
-        self.app.port()
-    }
-
-    /// The shutdown handle.
-    pub fn shutdown(&self) -> Shutdown {
-        self.app.shutdown()
-    }
-
-    /// Serves until stopped, then drains.
-    pub async fn run_until_stopped(self) -> Result<(), ServeError> {
-        self.app.run_until_stopped().await
+    /// In one process: the commitment and auth services at the host's address, and the
+    /// service secret the host generated.
+    fn embed(settings: &mut DealingSettings, host: &Embedded) -> Result<(), StartError> {
+        settings.commitment_url = host.url.clone();
+        settings.auth.auth_url = Some(host.url.clone());
+        settings.identity.service_secret = Some(host.service_secret(Self::NAME)?);
+        Ok(())
     }
 }

@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 use fairdeal_db::Db;
 use fairdeal_event::{NewEvent, StreamId};
 use fairdeal_eventstore::ExpectedVersion;
-use fairdeal_kit::config::SecretUrl;
+use fairdeal_harness::common;
 use fairdeal_kit::{CommonConfig, Shutdown};
 use fairdeal_ledger::archive::{Content, IngestSql, LeafRow};
 use fairdeal_ledger::ingest::INGEST_BATCH;
@@ -51,17 +51,6 @@ fn env(name: &str, default: u64) -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-fn common(name: &str, url: &str, nats: Option<(&str, &str)>) -> CommonConfig {
-    let mut c = CommonConfig::with_defaults(name).unwrap();
-    c.listen_addr = "127.0.0.1:0".parse().unwrap();
-    c.database_url = SecretUrl::new(url);
-    if let Some((nats, prefix)) = nats {
-        c.nats_url = Some(SecretUrl::new(nats));
-        c.subject_prefix = prefix.to_owned();
-    }
-    c
 }
 
 /// Appends `streams` x [`PER_STREAM`] events to `storage`'s log; returns the seconds taken.
@@ -109,7 +98,7 @@ async fn ingest(common: &CommonConfig, storage: Storage, events: u64, sources: &
     )
     .await
     .unwrap();
-    let ledger = app.ledger().clone();
+    let ledger = app.handles().clone();
     let shutdown = app.shutdown();
     tokio::spawn(app.run_until_stopped());
     let mut first_leaf = None;
@@ -226,11 +215,10 @@ fn report(backend: &str, events: u64, append: f64, ingest: &Timing, raw: f64) {
 
 async fn postgres_nats(streams: u64) {
     let events = streams * PER_STREAM;
-    let nats = fairdeal_testkit::nats_url();
     let prefix = fairdeal_testkit::subject_prefix("ledgerbench");
     let database = fairdeal_testkit::TestDatabase::create().await.unwrap();
     let url = database.url().to_owned();
-    let tables_common = common("tables", &url, Some((&nats, &prefix)));
+    let tables_common = common("tables", &url, Some(&prefix));
     let tables = Storage::open(&tables_common, "tables", &[]).await.unwrap();
     let relay = Shutdown::new();
     let bus = Bus::start(&tables_common, &tables, "tables", &relay)
@@ -250,7 +238,7 @@ async fn postgres_nats(streams: u64) {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let ledger_common = common("ledger", &url, Some((&nats, &prefix)));
+    let ledger_common = common("ledger", &url, Some(&prefix));
     let ledger = Storage::open(&ledger_common, "ledger", &[&MIGRATIONS])
         .await
         .unwrap();
@@ -313,17 +301,16 @@ async fn embedded(streams: u64) {
 async fn steady(rate: u64, seconds: u64) {
     const WRITERS: u64 = 8;
     const PER_APPEND: u64 = 4;
-    let nats = fairdeal_testkit::nats_url();
     let prefix = fairdeal_testkit::subject_prefix("ledgersteady");
     let database = fairdeal_testkit::TestDatabase::create().await.unwrap();
     let url = database.url().to_owned();
-    let tables_common = common("tables", &url, Some((&nats, &prefix)));
+    let tables_common = common("tables", &url, Some(&prefix));
     let tables = Storage::open(&tables_common, "tables", &[]).await.unwrap();
     let relay = Shutdown::new();
     let bus = Bus::start(&tables_common, &tables, "tables", &relay)
         .await
         .unwrap();
-    let ledger_common = common("ledger", &url, Some((&nats, &prefix)));
+    let ledger_common = common("ledger", &url, Some(&prefix));
     let ledger = Storage::open(&ledger_common, "ledger", &[&MIGRATIONS])
         .await
         .unwrap();

@@ -29,4 +29,4 @@ pub mod service;
 pub mod startup;
 pub mod visibility;
 
-pub use startup::{Application, LedgerSettings, MIGRATIONS, Parts, SCHEMA, SERVICE, SOURCES};
+pub use startup::{Application, LedgerService, LedgerSettings, MIGRATIONS, Parts, SCHEMA, SOURCES};

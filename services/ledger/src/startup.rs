@@ -1,14 +1,14 @@
-//! Settings and wiring on the platform: `main.rs` calls [`Application::build`] and
-//! [`Application::run_until_stopped`]; tests build [`Parts`] of their own and call
-//! [`Application::assemble`] on port 0.
+//! The ledger on the platform: its settings, its [`Parts`] and [`LedgerService`], the
+//! [`Service`] the kit's host runs (`main.rs`, `fairdeal-server serve` and `up`); tests build
+//! [`Parts`] of their own and call [`Application::assemble`] on port 0.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use fairdeal_db::Db;
 use fairdeal_kit::config::{Config, ConfigError, Secret, Section};
-use fairdeal_kit::{CommonConfig, Mount, ServeError, Shutdown};
-use fairdeal_platform::{Bus, StartError, Storage};
+use fairdeal_kit::{CommonConfig, Embedded, Mount, Service, Shutdown, StartError};
+use fairdeal_platform::{Bus, SetupError, Storage};
 use fairdeal_proto::fairdeal::ledger::v1::ledger_service_server::LedgerServiceServer;
 use fairdeal_tlog::NoteSigner;
 use serde::Serialize;
@@ -20,10 +20,10 @@ use crate::log::{CheckpointPolicy, Log, follow};
 use crate::service::Ledger;
 
 /// PostgreSQL schema of this service (its archive and the consumers' bookkeeping).
-pub const SCHEMA: &str = "ledger";
+pub const SCHEMA: &str = LedgerService::NAME;
 
-/// This service's name on the bus (it publishes no events of its own).
-pub const SERVICE: &str = "ledger";
+/// The ledger on a server of its own.
+pub type Application = fairdeal_kit::host::Application<LedgerService>;
 
 /// The services whose events the ledger consumes by default (on NATS, one durable consumer
 /// each, `ledger-<service>`).
@@ -116,12 +116,6 @@ pub struct Parts {
 }
 
 impl Parts {
-    /// The parts `config` names; the database is opened and migrated.
-    pub async fn from_config(config: &Config<LedgerSettings>) -> Result<Self, StartError> {
-        let storage = Storage::open(&config.common, SCHEMA, &[&MIGRATIONS]).await?;
-        Self::over(config, storage)
-    }
-
     /// The parts `config` names over an opened `storage` (migrated with [`MIGRATIONS`]; the
     /// all-in-one process shares one between services, and the ledger tails all of it).
     pub fn over(config: &Config<LedgerSettings>, storage: Storage) -> Result<Self, StartError> {
@@ -135,30 +129,53 @@ impl Parts {
     }
 }
 
-/// The ledger's routes and its use cases, as [`mount`] returns them.
+/// The ledger, as the kit's host runs it. Its handles are its use cases (tests and benches
+/// read the log directly).
 #[derive(Debug)]
-pub struct Mounted {
-    /// The gRPC routes.
-    pub routes: Mount,
-    /// The use cases (tests and benches read the log directly).
-    pub ledger: Ledger,
+pub struct LedgerService;
+
+impl Service for LedgerService {
+    const NAME: &'static str = "ledger";
+    const MIGRATIONS: &'static [&'static fairdeal_db::Migrations] = &[&MIGRATIONS];
+    type Settings = LedgerSettings;
+    type Parts = Parts;
+    type Handles = Ledger;
+
+    async fn parts(config: &Config<LedgerSettings>, storage: Storage) -> Result<Parts, StartError> {
+        Parts::over(config, storage)
+    }
+
+    /// Rebuilds the tree from the archive and starts the consumers and the follower on
+    /// `shutdown`; returns the gRPC routes.
+    async fn mount(
+        common: &CommonConfig,
+        parts: Parts,
+        shutdown: &Shutdown,
+    ) -> Result<(Mount, Ledger), StartError> {
+        mount(common, parts, shutdown).await
+    }
+
+    /// In one process: the signing key the host generated; one consumer tails the shared log
+    /// (every service's events).
+    fn embed(settings: &mut LedgerSettings, host: &Embedded) -> Result<(), StartError> {
+        settings.signing_key = Some(host.secret(Embedded::LEDGER_SIGNING_KEY)?);
+        Ok(())
+    }
 }
 
-/// Rebuilds the tree from the archive and starts the consumers and the follower on
-/// `shutdown`; returns the gRPC routes, to serve alone ([`Application::assemble`]) or beside
-/// other services on one server (the all-in-one process).
-pub async fn mount(
+/// [`LedgerService::mount`].
+async fn mount(
     common: &CommonConfig,
     parts: Parts,
     shutdown: &Shutdown,
-) -> Result<Mounted, StartError> {
+) -> Result<(Mount, Ledger), StartError> {
     let log = Log::open(parts.storage.db().clone(), parts.signer)
         .await
         .map_err(|e| StartError::Dependency {
             what: "ledger archive",
             reason: e.to_string(),
         })?;
-    let bus = Bus::start(common, &parts.storage, SERVICE, shutdown).await?;
+    let bus = Bus::start(common, &parts.storage, LedgerService::NAME, shutdown).await?;
     let appended = Arc::new(Notify::new());
     let handler = Arc::new(Ingest::new(
         appended.clone(),
@@ -173,13 +190,14 @@ pub async fn mount(
         }
     } else if matches!(parts.storage.db(), Db::Postgres { .. }) {
         // Each service's log is its own schema: only NATS carries them here.
-        return Err(StartError::NeedsNats {
+        return Err(SetupError::NeedsNats {
             consumer: CONSUMER.into(),
             source_service: parts.sources.join(","),
-        });
+        }
+        .into());
     } else {
         // Embedded: every service shares this SQLite log; one consumer tails it all.
-        bus.spawn_consumer(SERVICE, CONSUMER, handler, shutdown)
+        bus.spawn_consumer(LedgerService::NAME, CONSUMER, handler, shutdown)
             .await?;
     }
     shutdown.spawn(
@@ -190,52 +208,5 @@ pub async fn mount(
     let routes = Mount::new()
         .add_service(LedgerServiceServer::new(LedgerApi::new(ledger.clone())))
         .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET);
-    Ok(Mounted { routes, ledger })
-}
-
-/// The running ledger.
-#[derive(Debug)]
-pub struct Application {
-    app: fairdeal_kit::Application,
-    ledger: Ledger,
-}
-
-impl Application {
-    /// Opens the storage `config` names and binds the listener.
-    pub async fn build(config: Config<LedgerSettings>) -> Result<Self, StartError> {
-        let parts = Parts::from_config(&config).await?;
-        Self::assemble(&config.common, parts).await
-    }
-
-    /// Wires `parts` into a bound server of its own: [`mount`], then bind.
-    pub async fn assemble(common: &CommonConfig, parts: Parts) -> Result<Self, StartError> {
-        let shutdown = Shutdown::new();
-        let Mounted { routes, ledger } = mount(common, parts, &shutdown).await?;
-        let app = fairdeal_kit::Application::builder(common)
-            .with_shutdown(shutdown)
-            .mount(routes)
-            .build()
-            .await?;
-        Ok(Application { app, ledger })
-    }
-
-    /// The bound port.
-    pub fn port(&self) -> u16 {
-        self.app.port()
-    }
-
-    /// The use cases (tests and benches read the log directly).
-    pub fn ledger(&self) -> &Ledger {
-        &self.ledger
-    }
-
-    /// The shutdown handle.
-    pub fn shutdown(&self) -> Shutdown {
-        self.app.shutdown()
-    }
-
-    /// Serves until stopped, then drains.
-    pub async fn run_until_stopped(self) -> Result<(), ServeError> {
-        self.app.run_until_stopped().await
-    }
+    Ok((routes, ledger))
 }

@@ -18,8 +18,8 @@ use std::time::Duration;
 use fairdeal_db::Db;
 use fairdeal_event::{NewEvent, RecordedEvent, StreamId};
 use fairdeal_eventstore::ExpectedVersion;
-use fairdeal_kit::config::SecretUrl;
-use fairdeal_kit::{CommonConfig, Shutdown};
+use fairdeal_harness::common;
+use fairdeal_kit::Shutdown;
 use fairdeal_ledger::MIGRATIONS;
 use fairdeal_ledger::log::Log;
 use fairdeal_platform::{Bus, Storage};
@@ -35,15 +35,6 @@ const PATIENCE: Duration = Duration::from_secs(180);
 
 fn signer() -> NoteSigner {
     NoteSigner::from_seed("ledger.crash.test", &[5; 32]).unwrap()
-}
-
-fn common(name: &str, url: &str, prefix: &str) -> CommonConfig {
-    let mut c = CommonConfig::with_defaults(name).unwrap();
-    c.listen_addr = "127.0.0.1:0".parse().unwrap();
-    c.database_url = SecretUrl::new(url);
-    c.nats_url = Some(SecretUrl::new(fairdeal_testkit::nats_url()));
-    c.subject_prefix = prefix.to_owned();
-    c
 }
 
 fn start(url: &str, prefix: &str) -> Child {
@@ -112,7 +103,7 @@ impl Backlog {
         let database = fairdeal_testkit::TestDatabase::create().await.unwrap();
         let url = database.url().to_owned();
         let prefix = fairdeal_testkit::subject_prefix("ledgercrash");
-        let tables_common = common("tables", &url, &prefix);
+        let tables_common = common("tables", &url, Some(&prefix));
         let tables = Storage::open(&tables_common, "tables", &[]).await.unwrap();
         let relay = Shutdown::new();
         let bus = Bus::start(&tables_common, &tables, "tables", &relay)
@@ -129,9 +120,13 @@ impl Backlog {
                 .await
                 .unwrap();
         }
-        let ledger = Storage::open(&common("ledger", &url, &prefix), "ledger", &[&MIGRATIONS])
-            .await
-            .unwrap();
+        let ledger = Storage::open(
+            &common("ledger", &url, Some(&prefix)),
+            "ledger",
+            &[&MIGRATIONS],
+        )
+        .await
+        .unwrap();
         Self {
             database,
             url,

@@ -16,9 +16,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fairdeal_authn::{Authenticator, AuthenticatorOptions, KeySet, SigningKey, StaticKeySource};
+use fairdeal_authn::{KeySet, SigningKey};
 use fairdeal_eventstore::{ExpectedVersion, NewEvent, StreamId};
-use fairdeal_kit::{CommonConfig, Shutdown};
+use fairdeal_harness::{authenticator, common};
+use fairdeal_kit::Shutdown;
 use fairdeal_platform::{Bus, Storage};
 use fairdeal_proto::fairdeal::tables::v1 as tpb;
 use fairdeal_rating::DEFAULT_K;
@@ -28,19 +29,6 @@ use uuid::Uuid;
 
 const WRITERS: usize = 64;
 const PLAYERS: usize = 1_000;
-
-fn common(name: &str, url: &str, prefix: Option<&str>) -> CommonConfig {
-    let mut c = CommonConfig::with_defaults(name).unwrap();
-    c.listen_addr = "127.0.0.1:0".parse().unwrap();
-    c.database_url = fairdeal_kit::config::SecretUrl::new(url);
-    if let Some(prefix) = prefix {
-        c.nats_url = Some(fairdeal_kit::config::SecretUrl::new(
-            fairdeal_testkit::nats_url(),
-        ));
-        c.subject_prefix = prefix.to_owned();
-    }
-    c
-}
 
 fn game(players: &[Uuid], i: usize) -> tpb::GameFinished {
     // A fixed sequence of distinct seats: i, i + 1 * 7919, ... modulo the pool (prime step).
@@ -131,10 +119,7 @@ async fn run(backend: &str, games: usize) {
     let append_time = started.elapsed();
 
     let signing = SigningKey::generate().unwrap();
-    let authn = Authenticator::new(
-        Arc::new(StaticKeySource::new(KeySet::new([signing.public_key()]))),
-        AuthenticatorOptions::default(),
-    );
+    let authn = authenticator(KeySet::new([signing.public_key()]));
     let mut waiter = storage.signal().subscribe();
     let started = Instant::now();
     let app = fairdeal_rating_service::Application::assemble(
@@ -195,16 +180,7 @@ async fn run(backend: &str, games: usize) {
     tables_shutdown.trigger();
     tables_shutdown.wait_for_tasks().await;
     if let Some(prefix) = &prefix {
-        let js = async_nats::jetstream::new(
-            async_nats::connect(fairdeal_testkit::nats_url())
-                .await
-                .unwrap(),
-        );
-        for service in ["tables", "rating"] {
-            let c = fairdeal_bus::JetStreamConfig::new(format!("{prefix}.{service}")).unwrap();
-            let _ = js.delete_stream(c.stream_name()).await;
-            let _ = js.delete_stream(c.dead_letter_stream_name()).await;
-        }
+        fairdeal_harness::delete_streams(prefix, ["tables", "rating"]).await;
     }
     if let Some(db) = database {
         storage.db().close().await;

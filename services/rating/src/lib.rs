@@ -23,4 +23,4 @@ pub mod projection;
 pub mod service;
 pub mod startup;
 
-pub use startup::{Application, RatingSettings};
+pub use startup::{Application, RatingService, RatingSettings};

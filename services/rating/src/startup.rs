@@ -1,13 +1,13 @@
-//! Settings and wiring on the platform: `main.rs` calls [`Application::build`] and
-//! [`Application::run_until_stopped`]; tests build [`Parts`] of their own and call
-//! [`Application::assemble`] on port 0.
+//! The rating service on the platform: its settings, its [`Parts`] and [`RatingService`], the [`Service`] the
+//! kit's host runs (`main.rs`, `fairdeal-server serve` and `up`); tests build [`Parts`] of
+//! their own and call [`Application::assemble`] on port 0.
 
 use std::sync::Arc;
 
 use fairdeal_authn::{AuthLayer, Authenticator, CallerAuthSettings, spawn_key_refresh};
 use fairdeal_kit::config::{Config, ConfigError, Section};
-use fairdeal_kit::{CommonConfig, Mount, ServeError, Shutdown};
-use fairdeal_platform::{Bus, StartError, Storage};
+use fairdeal_kit::{CommonConfig, Embedded, Mount, Service, Shutdown, StartError};
+use fairdeal_platform::{Bus, Storage};
 use fairdeal_proto::fairdeal::rating::v1::rating_service_server::RatingServiceServer;
 use fairdeal_rating::KFactor;
 use serde::Serialize;
@@ -16,11 +16,11 @@ use crate::grpc::RatingApi;
 use crate::projection::{CONSUMER, MIGRATIONS, Ratings};
 use crate::service::reads;
 
-/// PostgreSQL schema of this service (event log, bus tables, projections).
-pub const SCHEMA: &str = "rating";
+/// PostgreSQL schema of this service's tables and event log (the host's default: its name).
+pub const SCHEMA: &str = RatingService::NAME;
 
-/// This service's name on the bus (its events go to `<prefix>.rating`).
-pub const SERVICE: &str = "rating";
+/// The rating service on a server of its own.
+pub type Application = fairdeal_kit::host::Application<RatingService>;
 
 /// The service whose `GameFinished` events are rated.
 pub const SOURCE: &str = "tables";
@@ -58,12 +58,6 @@ pub struct Parts {
 }
 
 impl Parts {
-    /// The parts `config` names; the database is opened and migrated.
-    pub async fn from_config(config: &Config<RatingSettings>) -> Result<Self, StartError> {
-        let storage = Storage::open(&config.common, SCHEMA, &[&MIGRATIONS]).await?;
-        Self::over(config, storage)
-    }
-
     /// The parts `config` names over an opened `storage` (migrated with [`MIGRATIONS`]; the
     /// all-in-one process shares one between services).
     pub fn over(config: &Config<RatingSettings>, storage: Storage) -> Result<Self, StartError> {
@@ -78,64 +72,46 @@ impl Parts {
     }
 }
 
-/// Starts the service's background tasks on `shutdown` (key refresh, the relay of the
-/// rating events, the consumer of the tables' events) and returns its gRPC routes, to serve
-/// alone ([`Application::assemble`]) or beside other services on one server (the
-/// all-in-one process).
-pub async fn mount(
-    common: &CommonConfig,
-    parts: Parts,
-    shutdown: &Shutdown,
-) -> Result<Mount, StartError> {
-    spawn_key_refresh(&parts.authn, shutdown);
-    let bus = Bus::start(common, &parts.storage, SERVICE, shutdown).await?;
-    let ratings = Ratings::new(&parts.storage, parts.k);
-    bus.spawn_consumer(SOURCE, CONSUMER, Arc::new(ratings), shutdown)
-        .await?;
-    let api = RatingApi::new(reads(parts.storage.db()));
-    Ok(Mount::new()
-        .add_service(AuthLayer::new(parts.authn).wrap(RatingServiceServer::new(api)))
-        .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET))
-}
-
-/// The running rating service.
+/// The rating service, as the kit's host runs it.
 #[derive(Debug)]
-pub struct Application {
-    /// The kit's server.
-    app: fairdeal_kit::Application,
-}
+pub struct RatingService;
 
-impl Application {
-    /// Opens the storage `config` names and binds the listener.
-    pub async fn build(config: Config<RatingSettings>) -> Result<Self, StartError> {
-        let parts = Parts::from_config(&config).await?;
-        Self::assemble(&config.common, parts).await
+impl Service for RatingService {
+    const NAME: &'static str = "rating";
+    const MIGRATIONS: &'static [&'static fairdeal_db::Migrations] = &[&MIGRATIONS];
+    type Settings = RatingSettings;
+    type Parts = Parts;
+    type Handles = ();
+
+    async fn parts(config: &Config<RatingSettings>, storage: Storage) -> Result<Parts, StartError> {
+        Parts::over(config, storage)
     }
 
-    /// Wires `parts` into a bound server of its own: [`mount`], then bind.
-    pub async fn assemble(common: &CommonConfig, parts: Parts) -> Result<Self, StartError> {
-        let shutdown = Shutdown::new();
-        let routes = mount(common, parts, &shutdown).await?;
-        let app = fairdeal_kit::Application::builder(common)
-            .with_shutdown(shutdown)
-            .mount(routes)
-            .build()
+    /// Starts the service's background tasks on `shutdown` (key refresh, the relay of the
+    /// rating events, the consumer of the tables' events) and returns its gRPC routes, to serve
+    /// alone ([`Application::assemble`]) or beside other services on one server (the
+    /// all-in-one process).
+    async fn mount(
+        common: &CommonConfig,
+        parts: Parts,
+        shutdown: &Shutdown,
+    ) -> Result<(Mount, ()), StartError> {
+        spawn_key_refresh(&parts.authn, shutdown);
+        let bus = Bus::start(common, &parts.storage, Self::NAME, shutdown).await?;
+        let ratings = Ratings::new(&parts.storage, parts.k);
+        bus.spawn_consumer(SOURCE, CONSUMER, Arc::new(ratings), shutdown)
             .await?;
-        Ok(Application { app })
+        let api = RatingApi::new(reads(parts.storage.db()));
+        let routes = Mount::new()
+            .add_service(AuthLayer::new(parts.authn).wrap(RatingServiceServer::new(api)))
+            .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET);
+        Ok((routes, ()))
     }
 
-    /// The bound port.
-    pub fn port(&self) -> u16 {
-        self.app.port()
-    }
-
-    /// The shutdown handle.
-    pub fn shutdown(&self) -> Shutdown {
-        self.app.shutdown()
-    }
-
-    /// Serves until stopped, then drains.
-    pub async fn run_until_stopped(self) -> Result<(), ServeError> {
-        self.app.run_until_stopped().await
+    /// In one process: the auth service at the host's address; its consumer of the tables'
+    /// `GameFinished` tails the shared log.
+    fn embed(settings: &mut RatingSettings, host: &Embedded) -> Result<(), StartError> {
+        settings.auth.auth_url = Some(host.url.clone());
+        Ok(())
     }
 }

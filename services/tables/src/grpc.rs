@@ -17,10 +17,10 @@ use tonic::{Request, Response, Status};
 use uuid::Uuid;
 
 use crate::domain::{self, TableError};
-use crate::events::{bid_of, options_of, suit_of};
 use crate::lobby::LobbyQuery;
 use crate::service::{Failure, Tables, TablesError};
 use fairdeal_games::Command;
+use fairdeal_games_wire::jeu_du_10::{bid_of, options_of, suit_of};
 
 /// Metadata key of the table's current version on an ABORTED (stale version) answer.
 pub const VERSION_METADATA: &str = "fairdeal-table-version";
@@ -49,6 +49,11 @@ fn invalid(field: &'static str, reason: impl Into<String>) -> Status {
         "{field}: {}",
         reason.into()
     )))
+}
+
+/// A request field the game's wire mapping refuses (it names the field).
+fn wire_invalid(error: fairdeal_games_wire::WireError) -> Status {
+    Status::from(ServiceError::InvalidArgument(error.to_string()))
 }
 
 fn table_id(value: &str) -> Result<Uuid, Status> {
@@ -81,11 +86,11 @@ fn command(r: &pb::ActRequest) -> Result<Command, Status> {
     use pb::act_request::Action;
     match &r.action {
         Some(Action::Bid(bid)) => Ok(Command::Bid {
-            bid: bid_of(Some(bid)).map_err(|e| invalid("bid", e))?,
+            bid: bid_of("bid", Some(bid)).map_err(wire_invalid)?,
         }),
         Some(Action::Pass(_)) => Ok(Command::Pass),
         Some(Action::NameTrump(suit)) => Ok(Command::NameTrump {
-            suit: suit_of(*suit).map_err(|e| invalid("name_trump", e))?,
+            suit: suit_of("name_trump", *suit).map_err(wire_invalid)?,
         }),
         Some(Action::PlayCard(code)) => Ok(Command::PlayCard {
             card: code.parse().map_err(|_| {
@@ -170,8 +175,7 @@ impl TablesService for TablesApi {
     ) -> Result<Response<pb::CreateTableResponse>, Status> {
         let creator = player(&request)?;
         let r = request.into_inner();
-        let options = options_of(r.options.as_ref())
-            .map_err(|e| Status::from(ServiceError::InvalidArgument(e)))?;
+        let options = options_of("options", r.options.as_ref()).map_err(wire_invalid)?;
         let created = self
             .tables
             .create(creator, options, &r.bot_seats, r.move_seconds)

@@ -16,7 +16,9 @@
 //! - [`lobby`]: the projections of the tables' events (the lobby and its query, the
 //!   pending turn deadlines).
 //! - [`service`]: the use cases on `Streams<Table>`, the calls to commitment and dealing,
-//!   the advance of a table (deals, bots, timeouts, reveal), the turn timers, watchers.
+//!   the advance of a table (deals, bots, timeouts, reveal).
+//! - [`timers`]: the turn timers (a table advanced when its player's deadline passes).
+//! - [`watch`]: watchers, each event sent as stored or as a placeholder.
 //! - [`grpc`]: the tonic adapter: caller, parsing, status mapping.
 //! - [`startup`]: settings and the [`Application`] on the platform kit.
 #![forbid(unsafe_code)]
@@ -28,6 +30,8 @@ pub mod grpc;
 pub mod lobby;
 pub mod service;
 pub mod startup;
+pub mod timers;
 pub mod view;
+pub mod watch;
 
-pub use startup::{Application, TablesSettings};
+pub use startup::{Application, TablesService, TablesSettings};

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 
 use crate::domain::{Due, TableEvent};
 use crate::events::from_recorded;
-use crate::service::OwedSteps;
+use crate::timers::OwedSteps;
 use fairdeal_proto::fairdeal::tables::v1 as pb;
 use uuid::Uuid;
 
@@ -96,7 +96,7 @@ fairdeal_db::for_each_backend! { DB =>
             tx: &mut Transaction<'_, DB>,
         ) -> Result<(), HandlerError> {
             let table_id = event.correlation_id.clone();
-            let decoded = from_recorded(event).map_err(permanent)?;
+            let decoded = from_recorded(event).map_err(|e| permanent(e.to_string()))?;
             match deadline_of(event, decoded.due()) {
                 Some(Some(deadline_ms)) => {
                     sqlx::query(
@@ -199,7 +199,7 @@ fairdeal_db::for_each_backend! { DB =>
                     || event.is::<pb::GameFinished>()
                     || event.is::<pb::TableSeedRevealed>()
                 {
-                    let decoded = from_recorded(event).map_err(permanent)?;
+                    let decoded = from_recorded(event).map_err(|e| permanent(e.to_string()))?;
                     if let Some(deadline) = deadline_of(event, decoded.due()) {
                         last.insert(event.correlation_id.clone(), deadline);
                     }
@@ -340,7 +340,7 @@ fn lobby_table(row: Row) -> pb::LobbyTable {
     };
     pb::LobbyTable {
         table_id,
-        options: Some(crate::events::options_message(&options)),
+        options: Some(fairdeal_games_wire::jeu_du_10::options_message(&options)),
         open_seats: with('o'),
         bot_seats: with('b'),
         move_seconds: u32::try_from(move_seconds).unwrap_or(0),

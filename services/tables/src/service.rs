@@ -8,24 +8,22 @@
 //! replicas) advancing the same table at once only ever append a step once. A table left
 //! mid-step (a crash, a dependency down) resumes at its next request.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use fairdeal_authn::{TokenProvider, TokenUnavailable, attach_bearer};
 use fairdeal_bus::AppendSignal;
 use fairdeal_db::Db;
-use fairdeal_eventstore::{EventStore, RecordedEvent};
+use fairdeal_eventstore::EventStore;
 use fairdeal_games::{Card, Command};
 use fairdeal_kit::propagation::{TraceContextInterceptor, traced as traced_channel};
 use fairdeal_kit::{ServiceError, Shutdown};
-use fairdeal_platform::{Decision, RunError, Snapshot, Streams, stream_of};
+use fairdeal_platform::{Decision, RunError, Snapshot, Streams};
 use fairdeal_proto::fairdeal::commitment::v1 as cpb;
 use fairdeal_proto::fairdeal::commitment::v1::commitment_service_client::CommitmentServiceClient;
 use fairdeal_proto::fairdeal::dealing::v1 as dpb;
 use fairdeal_proto::fairdeal::dealing::v1::dealing_service_client::DealingServiceClient;
 use fairdeal_proto::fairdeal::tables::v1 as pb;
-use tokio::sync::{mpsc, watch};
-use tokio_util::sync::CancellationToken;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 use tonic::{Code, Request, Status};
@@ -35,8 +33,9 @@ use crate::clock::TableClock;
 use crate::domain::{
     self, Created, DealtHand, Decided, FIRST_DEALER, Next, Table, TableError, TableEvent,
 };
-use crate::events::{placeholder, to_message};
 use crate::lobby::{self, LobbyQuery};
+pub use crate::timers::OwedSteps;
+use crate::timers::Timers;
 use crate::view;
 
 /// Most steps one advance takes (a whole match is a few thousand events; this only stops a
@@ -46,13 +45,6 @@ const MAX_STEPS: usize = 20_000;
 const RETRY_FIRST: std::time::Duration = std::time::Duration::from_millis(100);
 /// The longest pause between retries of a failed step.
 const RETRY_LONGEST: std::time::Duration = std::time::Duration::from_secs(1);
-/// Events read per page by a watcher.
-const WATCH_PAGE: usize = 256;
-/// How often a timer re-reads the projected deadlines (a safety net: deadlines this replica
-/// recorded are waited for at once).
-const DEADLINES_RELOAD: std::time::Duration = std::time::Duration::from_secs(5);
-/// Messages buffered per watcher before it waits for the client.
-const WATCH_BUFFER: usize = 64;
 
 /// Everything a use case can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -134,7 +126,7 @@ fn refused(error: TableError) -> Failure {
 }
 
 /// The table of a snapshot, or NOT_FOUND.
-fn table(snapshot: &Snapshot<Table>) -> Result<&Table, TablesError> {
+pub(crate) fn table(snapshot: &Snapshot<Table>) -> Result<&Table, TablesError> {
     snapshot
         .state
         .as_ref()
@@ -176,14 +168,14 @@ enum Fetched {
 #[derive(Clone, Debug)]
 pub struct Tables {
     /// The tables' streams.
-    streams: Streams<Table>,
+    pub(crate) streams: Streams<Table>,
     /// The event store (for watchers' reads).
-    store: Arc<dyn EventStore>,
+    pub(crate) store: Arc<dyn EventStore>,
     /// Fired after every append (this process's, and others' through the PostgreSQL
     /// listener): wakes each table's watchers.
-    signal: AppendSignal,
+    pub(crate) signal: AppendSignal,
     /// The database (the lobby).
-    db: Db,
+    pub(crate) db: Db,
     /// The commitment service.
     commitment: CommitmentClient,
     /// The dealing service.
@@ -191,72 +183,16 @@ pub struct Tables {
     /// This service's access token (role service, name `tables`).
     tokens: Arc<dyn TokenProvider>,
     /// Ends watchers when the server drains.
-    shutdown: Shutdown,
+    pub(crate) shutdown: Shutdown,
     /// The time turn deadlines are recorded in.
-    clock: Arc<dyn TableClock>,
+    pub(crate) clock: Arc<dyn TableClock>,
     /// The turn deadlines this replica waits for.
-    timers: Arc<Timers>,
+    pub(crate) timers: Arc<Timers>,
     /// Tables whose step failed and is being retried here (one retry loop per table).
     retrying: Arc<Mutex<HashSet<Uuid>>>,
 }
 
-/// The deadlines of the tables this replica advanced last, and a wake-up for the timer task
-/// when one changes.
-#[derive(Debug)]
-struct Timers {
-    /// Table -> deadline (Unix ms) of the player to act.
-    deadlines: Mutex<HashMap<Uuid, i64>>,
-    /// Bumped whenever `deadlines` changes.
-    changed: watch::Sender<u64>,
-}
-
-impl Timers {
-    fn deadlines(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, i64>> {
-        // The map stays consistent whatever panicked while holding it.
-        self.deadlines
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Waits for `deadline` of `table_id` (`None`: nothing to wait for).
-    fn set(&self, table_id: Uuid, deadline: Option<i64>) {
-        let changed = match deadline {
-            Some(d) => self.deadlines().insert(table_id, d) != Some(d),
-            None => self.deadlines().remove(&table_id).is_some(),
-        };
-        if changed {
-            self.changed.send_modify(|n| *n = n.wrapping_add(1));
-        }
-    }
-
-    /// The earliest deadline.
-    fn earliest(&self) -> Option<(i64, Uuid)> {
-        self.deadlines().iter().map(|(id, d)| (*d, *id)).min()
-    }
-}
-
-/// A way into this replica's timers for the deadlines projection: a step the service owes,
-/// recorded by the projection, is taken at once rather than at the timer's next reload of the
-/// projection (up to [`DEADLINES_RELOAD`] later), which matters when the replica that owed it
-/// stopped before the projection caught up.
-#[derive(Clone, Debug)]
-pub struct OwedSteps(Arc<Timers>);
-
-impl OwedSteps {
-    /// The service owes `table_id` a step, recorded as `deadline` (the table's version
-    /// negated, so due at once): the timer takes it now. A hint: the step is decided on the
-    /// table's state, so one owed no longer does nothing.
-    pub fn owe(&self, table_id: Uuid, deadline: i64) {
-        self.0.set(table_id, Some(deadline));
-    }
-}
-
 impl Tables {
-    /// The handle the deadlines projection wakes this replica's timers with.
-    pub fn owed_steps(&self) -> OwedSteps {
-        OwedSteps(Arc::clone(&self.timers))
-    }
-
     /// Use cases over `storage`, calling the commitment and dealing services with the
     /// tokens of `tokens`.
     pub fn new(
@@ -278,70 +214,7 @@ impl Tables {
             shutdown,
             clock,
             retrying: Arc::new(Mutex::new(HashSet::new())),
-            timers: Arc::new(Timers {
-                deadlines: Mutex::new(HashMap::new()),
-                changed: watch::Sender::new(0),
-            }),
-        }
-    }
-
-    /// The timer task: waits for the earliest deadline this replica knows of, then advances
-    /// that table (the step plays for the seat if its player has not acted by then); until
-    /// `stop`. Another replica firing the same deadline appends nothing more: the step is
-    /// decided on the table's current state. At start, and then every
-    /// [`DEADLINES_RELOAD`] as a safety net, it also takes the deadlines the projection holds,
-    /// so a restarted replica waits for the tables nobody has touched since.
-    ///
-    /// Each reload also samples `fairdeal.tables.active`: the tables started and not
-    /// finished (the projection's deadlines), the same figure on every replica.
-    pub async fn run_timers(self, stop: CancellationToken) {
-        let active = fairdeal_kit::metrics::gauge(
-            "fairdeal.tables.active",
-            "Tables started and not finished (every replica reports the whole platform's)",
-            "{table}",
-        );
-        let mut changed = self.timers.changed.subscribe();
-        // Deadlines fired here, so a projected row that is stale is not fired again.
-        let mut fired: HashMap<Uuid, i64> = HashMap::new();
-        let mut reload = tokio::time::interval(DEADLINES_RELOAD);
-        loop {
-            changed.borrow_and_update();
-            let wait = async {
-                match self.timers.earliest() {
-                    Some((deadline, table_id)) => {
-                        self.clock.sleep_until(deadline).await;
-                        (deadline, table_id)
-                    }
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                () = stop.cancelled() => return,
-                result = changed.changed() => if result.is_err() { return },
-                _ = reload.tick() => match lobby::deadlines(&self.db).await {
-                    Ok(rows) => {
-                        active.record(u64::try_from(rows.len()).unwrap_or(u64::MAX), &[]);
-                        // A finished table's row is gone: forget that it fired.
-                        fired.retain(|id, _| rows.iter().any(|(row, _)| row == id));
-                        for (table_id, deadline) in rows {
-                            if fired.get(&table_id) != Some(&deadline) {
-                                self.timers.deadlines().entry(table_id).or_insert(deadline);
-                            }
-                        }
-                    }
-                    Err(error) => tracing::warn!(%error, "turn deadlines unreadable"),
-                },
-                (deadline, table_id) = wait => {
-                    self.timers.deadlines().remove(&table_id);
-                    fired.insert(table_id, deadline);
-                    // Off the timer loop: playing out an abandoned seat's match takes a while,
-                    // and other tables' deadlines must not wait for it.
-                    let this = self.clone();
-                    self.shutdown
-                        .tracker()
-                        .spawn(async move { this.advance(table_id).await });
-                }
-            }
+            timers: Arc::new(Timers::new()),
         }
     }
 
@@ -595,35 +468,9 @@ impl Tables {
         view.map_err(RunError::Rejected)
     }
 
-    /// `player`'s view at `version` when the table stands there with `player`'s seat to act
-    /// (no later version, nothing due from the service: a deal, a bot's move, a timeout);
-    /// `None` otherwise. A later version is a later message, which is asked again.
-    async fn turn_view(
-        &self,
-        player: Uuid,
-        table_id: Uuid,
-        version: u64,
-    ) -> Result<Option<pb::TableView>, Status> {
-        self.streams
-            .inspect(&table_id, |snapshot| {
-                let t = snapshot.state.as_ref()?;
-                let viewer = t.viewer(player);
-                let domain::Viewer::Seat(seat) = viewer else {
-                    return None;
-                };
-                let stands = snapshot.version == version
-                    && t.finished.is_none()
-                    && t.game.turn() == Some(seat)
-                    && !self.needs_step(snapshot);
-                stands.then(|| view::table_view(t, viewer, false))
-            })
-            .await
-            .map_err(|e| Status::from(ServiceError::from(infallible(e))))
-    }
-
     /// Whether the table in `snapshot` needs a step before a player can act (a deal, a bot's
     /// move, a timeout, the reveal).
-    fn needs_step(&self, snapshot: &Snapshot<Table>) -> bool {
+    pub(crate) fn needs_step(&self, snapshot: &Snapshot<Table>) -> bool {
         snapshot
             .state
             .as_ref()
@@ -673,7 +520,7 @@ impl Tables {
     /// longest pause bounds how long a peer that is healthy again goes unused. One loop per
     /// table; a step that fails while one runs leaves the retry to it (and should the loop be
     /// ending just then, the deadlines projection records the owed step, which the timer's
-    /// reload takes within [`DEADLINES_RELOAD`]). Real time, not the table's clock: this is
+    /// reload takes within [`DEADLINES_RELOAD`](crate::timers::DEADLINES_RELOAD)). Real time, not the table's clock: this is
     /// not game time.
     fn retry_later(&self, table_id: Uuid) {
         if !self
@@ -846,179 +693,9 @@ impl Tables {
             }),
         }
     }
-
-    /// `player`'s view of the table's events after `after_version`, then live, into a
-    /// channel; ends when the client goes, the server drains, or the store fails.
-    pub async fn watch(
-        &self,
-        player: Uuid,
-        table_id: Uuid,
-        after_version: u64,
-        turn_views: bool,
-    ) -> Result<mpsc::Receiver<Result<pb::WatchResponse, Status>>, Failure> {
-        let seen = self
-            .streams
-            .inspect(&table_id, |snapshot| {
-                table(snapshot).map(|t| (t.viewer(player), t.finished.is_some()))
-            })
-            .await
-            .map_err(infallible)?
-            .map_err(RunError::Rejected)?;
-        let (tx, rx) = mpsc::channel(WATCH_BUFFER);
-        let this = self.clone();
-        let feed = Feed {
-            player,
-            table_id,
-            after_version,
-            turn_views,
-        };
-        tokio::spawn(async move {
-            if let Err(status) = this.feed(feed, seen, &tx).await {
-                // The client may be gone already; nothing else to tell.
-                let _ = tx.send(Err(status)).await;
-            }
-        });
-        Ok(rx)
-    }
-
-    /// The watcher's loop: subscribe to the table stream's wake-ups, read what is there,
-    /// wait, read again. Subscribing before the first read means no append is missed;
-    /// reading from the next version means none is sent twice. Only appends to this table
-    /// wake it (see `fairdeal_bus::signal`).
-    /// `(viewer, finished)` is the player's place at the table when the watch began, kept
-    /// up to date from the events sent (seats are fixed once cards are dealt; from
-    /// `GameFinished` on, everything is public).
-    /// With `turn_views`, the last message of each batch carries the player's view when the
-    /// table stands there with the player's seat to act ([`Self::turn_view`]).
-    async fn feed(
-        &self,
-        Feed {
-            player,
-            table_id,
-            after_version,
-            turn_views,
-        }: Feed,
-        (mut viewer, mut finished): (domain::Viewer, bool),
-        tx: &mpsc::Sender<Result<pb::WatchResponse, Status>>,
-    ) -> Result<(), Status> {
-        let stream = stream_of::<Table>(&table_id).map_err(|e| internal(e.into()))?;
-        let table_text = table_id.to_string();
-        let mut waiter = self.signal.subscribe_stream(&stream);
-        let mut next = after_version.saturating_add(1);
-        // What was appended before the subscription is read from the store.
-        let mut woken = false;
-        loop {
-            // Woken by this process's appends after what was sent: their events as stored,
-            // without reading them back; otherwise a read.
-            let handed = if woken {
-                waiter.appended_from(next)
-            } else {
-                None
-            };
-            let from_store = handed.is_none();
-            let pages: Vec<Arc<[RecordedEvent]>> = match handed {
-                Some(slices) => slices,
-                None => {
-                    // Woken by another replica's commit: one watcher of the table in this
-                    // process reads it, and the others take what it read.
-                    let turn = if woken {
-                        match waiter.claim_read() {
-                            Some(turn) => Some(turn),
-                            None => {
-                                tokio::select! {
-                                    () = waiter.changed() => {}
-                                    () = tx.closed() => return Ok(()),
-                                    () = self.shutdown.draining() => return Ok(()),
-                                }
-                                continue;
-                            }
-                        }
-                    } else {
-                        None
-                    };
-                    let page = self
-                        .store
-                        .read_stream(&stream, next, WATCH_PAGE)
-                        .await
-                        .map_err(|e| Status::from(fairdeal_platform::store_error(e)))?;
-                    if let Some(turn) = turn {
-                        turn.read(&page);
-                    }
-                    vec![page.into()]
-                }
-            };
-            let read = pages.first().map_or(0, |page| page.len());
-            let from = next;
-            // Held back until the next one is ready: the batch's last message may get a view.
-            let mut last: Option<pb::WatchResponse> = None;
-            let events = pages.iter().flat_map(|page| page.iter());
-            for recorded in events.filter(|e| e.version >= from) {
-                let event =
-                    crate::events::from_recorded(recorded).map_err(|e| internal(e.into()))?;
-                match &event {
-                    TableEvent::SeatTaken { seat, player: p } if *p == player => {
-                        viewer = domain::Viewer::Seat(*seat);
-                    }
-                    TableEvent::SeatLeft { player: p, .. } if *p == player => {
-                        viewer = domain::Viewer::Spectator;
-                    }
-                    TableEvent::GameFinished(_) => finished = true,
-                    _ => {}
-                }
-                let shown = if event.visible_to(viewer, finished) {
-                    to_message(&table_text, &event).into_wire()
-                } else {
-                    placeholder()
-                };
-                let message = pb::WatchResponse {
-                    version: recorded.version,
-                    event: Some(shown),
-                    view: None,
-                };
-                if let Some(ready) = last.replace(message)
-                    && tx.send(Ok(ready)).await.is_err()
-                {
-                    return Ok(());
-                }
-                next = recorded.version + 1;
-            }
-            if let Some(mut message) = last {
-                if turn_views {
-                    message.view = self.turn_view(player, table_id, message.version).await?;
-                }
-                if tx.send(Ok(message)).await.is_err() {
-                    return Ok(());
-                }
-            }
-            // A full page from the store may have more behind it: read on at once.
-            woken = false;
-            if from_store && read == WATCH_PAGE {
-                continue;
-            }
-            tokio::select! {
-                () = waiter.changed() => woken = true,
-                () = tx.closed() => return Ok(()),
-                () = self.shutdown.draining() => return Ok(()),
-            }
-        }
-    }
-}
-
-/// What a watcher sends: whose view, of which table, from where, with turn views or not.
-#[derive(Debug, Clone, Copy)]
-struct Feed {
-    player: Uuid,
-    table_id: Uuid,
-    after_version: u64,
-    turn_views: bool,
-}
-
-/// A watcher's internal failure, logged; the client gets the fixed text.
-fn internal(cause: fairdeal_kit::status::Cause) -> Status {
-    Status::from(ServiceError::Internal(cause))
 }
 
 /// A load's failure as a use case's.
-fn infallible(error: RunError<std::convert::Infallible>) -> Failure {
+pub(crate) fn infallible(error: RunError<std::convert::Infallible>) -> Failure {
     error.map_rejected(|never| match never {})
 }

@@ -1,6 +1,6 @@
-//! Settings and wiring on the platform: `main.rs` calls [`Application::build`] and
-//! [`Application::run_until_stopped`]; tests build [`Parts`] of their own and call
-//! [`Application::assemble`] on port 0.
+//! The tables service on the platform: its settings, its [`Parts`] and [`TablesService`], the [`Service`] the
+//! kit's host runs (`main.rs`, `fairdeal-server serve` and `up`); tests build [`Parts`] of
+//! their own and call [`Application::assemble`] on port 0.
 
 use std::sync::Arc;
 
@@ -10,8 +10,8 @@ use fairdeal_authn::{
 };
 use fairdeal_kit::client::{self, Target};
 use fairdeal_kit::config::{Config, ConfigError, Section};
-use fairdeal_kit::{CommonConfig, Mount, ServeError, Shutdown};
-use fairdeal_platform::{Bus, StartError, Storage};
+use fairdeal_kit::{CommonConfig, Embedded, Mount, Service, Shutdown, StartError};
+use fairdeal_platform::{Bus, Storage};
 use fairdeal_proto::fairdeal::tables::v1::tables_service_server::TablesServiceServer;
 use serde::Serialize;
 use tonic::transport::Channel;
@@ -21,11 +21,11 @@ use crate::grpc::TablesApi;
 use crate::lobby::{CONSUMER, LobbyProjection, MIGRATIONS};
 use crate::service::Tables;
 
-/// PostgreSQL schema of this service (event log, bus tables, lobby).
-pub const SCHEMA: &str = "tables";
+/// PostgreSQL schema of this service's tables and event log (the host's default: its name).
+pub const SCHEMA: &str = TablesService::NAME;
 
-/// This service's name on the bus (its events go to `<prefix>.tables`).
-pub const SERVICE: &str = "tables";
+/// The tables service on a server of its own.
+pub type Application = fairdeal_kit::host::Application<TablesService>;
 
 /// The tables service's own settings.
 #[derive(Debug, Clone, clap::Args, Serialize)]
@@ -77,12 +77,6 @@ pub struct Parts {
 }
 
 impl Parts {
-    /// The parts `config` names; the database is opened and migrated.
-    pub async fn from_config(config: &Config<TablesSettings>) -> Result<Self, StartError> {
-        let storage = Storage::open(&config.common, SCHEMA, &[&MIGRATIONS]).await?;
-        Self::over(config, storage)
-    }
-
     /// The parts `config` names over an opened `storage` (migrated with [`MIGRATIONS`]; the
     /// all-in-one process shares one between services).
     pub fn over(config: &Config<TablesSettings>, storage: Storage) -> Result<Self, StartError> {
@@ -109,74 +103,58 @@ impl Parts {
     }
 }
 
-/// Starts the service's background tasks on `shutdown` (key refresh, the relay, the lobby
-/// consumer, the turn clocks) and returns its gRPC routes, to serve alone
-/// ([`Application::assemble`]) or beside other services on one server (the all-in-one
-/// process).
-pub async fn mount(
-    common: &CommonConfig,
-    parts: Parts,
-    shutdown: &Shutdown,
-) -> Result<Mount, StartError> {
-    spawn_key_refresh(&parts.authn, shutdown);
-    let bus = Bus::start(common, &parts.storage, SERVICE, shutdown).await?;
-    let tables = Tables::new(
-        &parts.storage,
-        parts.commitment,
-        parts.dealing,
-        parts.tokens,
-        parts.clock,
-        shutdown.clone(),
-    );
-    let projection = LobbyProjection::waking(tables.owed_steps());
-    bus.spawn_consumer(SERVICE, CONSUMER, Arc::new(projection), shutdown)
-        .await?;
-    shutdown.spawn("turn-clocks", tables.clone().run_timers(shutdown.token()));
-    Ok(Mount::new()
-        .add_service(
-            AuthLayer::new(parts.authn).wrap(TablesServiceServer::new(TablesApi::new(tables))),
-        )
-        .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET))
-}
-
-/// The running tables service.
+/// The tables service, as the kit's host runs it.
 #[derive(Debug)]
-pub struct Application {
-    /// The kit's server.
-    app: fairdeal_kit::Application,
-}
+pub struct TablesService;
 
-impl Application {
-    /// Opens the storage `config` names and binds the listener.
-    pub async fn build(config: Config<TablesSettings>) -> Result<Self, StartError> {
-        let parts = Parts::from_config(&config).await?;
-        Self::assemble(&config.common, parts).await
+impl Service for TablesService {
+    const NAME: &'static str = "tables";
+    const MIGRATIONS: &'static [&'static fairdeal_db::Migrations] = &[&MIGRATIONS];
+    type Settings = TablesSettings;
+    type Parts = Parts;
+    type Handles = ();
+
+    async fn parts(config: &Config<TablesSettings>, storage: Storage) -> Result<Parts, StartError> {
+        Parts::over(config, storage)
     }
 
-    /// Wires `parts` into a bound server of its own: [`mount`], then bind.
-    pub async fn assemble(common: &CommonConfig, parts: Parts) -> Result<Self, StartError> {
-        let shutdown = Shutdown::new();
-        let routes = mount(common, parts, &shutdown).await?;
-        let app = fairdeal_kit::Application::builder(common)
-            .with_shutdown(shutdown)
-            .mount(routes)
-            .build()
+    /// Starts the service's background tasks on `shutdown` (key refresh, the relay, the lobby
+    /// consumer, the turn clocks) and returns its gRPC routes, to serve alone
+    /// ([`Application::assemble`]) or beside other services on one server (the all-in-one
+    /// process).
+    async fn mount(
+        common: &CommonConfig,
+        parts: Parts,
+        shutdown: &Shutdown,
+    ) -> Result<(Mount, ()), StartError> {
+        spawn_key_refresh(&parts.authn, shutdown);
+        let bus = Bus::start(common, &parts.storage, Self::NAME, shutdown).await?;
+        let tables = Tables::new(
+            &parts.storage,
+            parts.commitment,
+            parts.dealing,
+            parts.tokens,
+            parts.clock,
+            shutdown.clone(),
+        );
+        let projection = LobbyProjection::waking(tables.owed_steps());
+        bus.spawn_consumer(Self::NAME, CONSUMER, Arc::new(projection), shutdown)
             .await?;
-        Ok(Application { app })
+        shutdown.spawn("turn-clocks", tables.clone().run_timers(shutdown.token()));
+        let routes = Mount::new()
+            .add_service(
+                AuthLayer::new(parts.authn).wrap(TablesServiceServer::new(TablesApi::new(tables))),
+            )
+            .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET);
+        Ok((routes, ()))
     }
 
-    /// The bound port.
-    pub fn port(&self) -> u16 {
-        self.app.port()
-    }
-
-    /// The shutdown handle.
-    pub fn shutdown(&self) -> Shutdown {
-        self.app.shutdown()
-    }
-
-    /// Serves until stopped, then drains.
-    pub async fn run_until_stopped(self) -> Result<(), ServeError> {
-        self.app.run_until_stopped().await
+    /// In one process: its peers at the host's address, the service secret it generated.
+    fn embed(settings: &mut TablesSettings, host: &Embedded) -> Result<(), StartError> {
+        settings.commitment_url = host.url.clone();
+        settings.dealing_url = host.url.clone();
+        settings.auth.auth_url = Some(host.url.clone());
+        settings.identity.service_secret = Some(host.service_secret(Self::NAME)?);
+        Ok(())
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fairdeal_auth::config::AuthSettings;
-use fairdeal_auth::startup::{Application, Overrides};
+use fairdeal_auth::startup::Overrides;
 use fairdeal_authn::ManualClock;
 use fairdeal_kit::config::{Config, Loaded};
 use fairdeal_proto::fairdeal::auth::v1 as pb;
@@ -147,7 +147,7 @@ pub(crate) async fn spawn_with(
     clock: Arc<ManualClock>,
     extra: &[&str],
 ) -> TestApp {
-    let app = Application::build_with(
+    let app = fairdeal_auth::startup::build_with(
         config(res, extra),
         Overrides {
             clock: clock.clone(),
@@ -157,8 +157,8 @@ pub(crate) async fn spawn_with(
     .await
     .unwrap();
     let endpoint = format!("http://{}", app.local_addr());
-    let app_accounts = app.accounts();
-    let dispatcher = app.dispatcher();
+    let app_accounts = app.handles().accounts.clone();
+    let dispatcher = app.handles().dispatcher.clone();
     let shutdown = app.shutdown();
     tokio::spawn(app.run_until_stopped());
     fairdeal_testkit::wait_until_serving(&endpoint, "")

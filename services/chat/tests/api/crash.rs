@@ -5,7 +5,7 @@
 use std::process::Stdio;
 use std::sync::Arc;
 
-use fairdeal_authn::{Claims, ManualClock, SigningKey};
+use fairdeal_authn::SigningKey;
 use fairdeal_proto::fairdeal::chat::v1 as pb;
 use fairdeal_proto::fairdeal::chat::v1::chat_service_client::ChatServiceClient;
 use std::sync::Mutex;
@@ -55,11 +55,8 @@ fn hex_of(bytes: &[u8]) -> String {
 }
 
 async fn client(port: u16) -> ChatServiceClient<tonic::transport::Channel> {
-    let url = format!("http://127.0.0.1:{port}");
-    fairdeal_testkit::wait_until_serving(&url, "")
-        .await
-        .unwrap();
-    ChatServiceClient::new(fairdeal_kit::client::channel("url", &url).unwrap())
+    fairdeal_harness::serving(port).await;
+    ChatServiceClient::new(fairdeal_harness::lazy(port))
 }
 
 async fn kill_loses_nothing(db: Db) {
@@ -78,7 +75,6 @@ async fn kill_loses_nothing(db: Db) {
         .is_some()
         .then(|| fairdeal_testkit::subject_prefix("chatkill"));
     let signing = SigningKey::generate().unwrap();
-    let now = fairdeal_authn::Clock::unix_seconds(&ManualClock::starting_now());
     let port = free_port();
     let mut child = start(port, &url, prefix.as_deref(), &signing);
     let chat = client(port).await;
@@ -88,9 +84,7 @@ async fn kill_loses_nothing(db: Db) {
     let mut writers = Vec::new();
     let (enough_tx, mut enough) = tokio::sync::mpsc::channel::<()>(64);
     for w in 0..8 {
-        let token = signing
-            .sign(&Claims::player(Uuid::now_v7(), now, 3600))
-            .unwrap();
+        let token = fairdeal_harness::player_token(&signing, Uuid::now_v7());
         let mut chat = chat.clone();
         let acknowledged = acknowledged.clone();
         let enough_tx = enough_tx.clone();
@@ -148,9 +142,7 @@ async fn kill_loses_nothing(db: Db) {
     let port = free_port();
     let mut child = start(port, &url, prefix.as_deref(), &signing);
     let mut chat = client(port).await;
-    let reader = signing
-        .sign(&Claims::player(Uuid::now_v7(), now, 3600))
-        .unwrap();
+    let reader = fairdeal_harness::player_token(&signing, Uuid::now_v7());
     let mut stored = std::collections::HashSet::new();
     let mut before = String::new();
     loop {

@@ -7,15 +7,13 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use fairdeal_authn::{
-    AccessToken, Authenticator, AuthenticatorOptions, Claims, KeySet, ManualClock, SigningKey,
-    StaticKeySource, attach_bearer,
-};
+use fairdeal_authn::{AccessToken, Claims, KeySet, ManualClock, SigningKey};
 use fairdeal_chat::service::ChatLimits;
 use fairdeal_chat::startup::{self, Parts};
 use fairdeal_eventstore::{ExpectedVersion, NewEvent, StreamId};
+use fairdeal_harness::{authenticator, lazy};
 use fairdeal_kit::CommonConfig;
 use fairdeal_platform::{Bus, Storage};
 use fairdeal_proto::fairdeal::auth::v1 as auth;
@@ -25,17 +23,12 @@ use fairdeal_proto::fairdeal::tables::v1 as tables;
 use tokio::task::JoinHandle;
 use tokio_stream::StreamExt;
 use tonic::transport::Channel;
-use tonic::{Code, Request, Status, Streaming};
+use tonic::{Code, Status, Streaming};
 use uuid::Uuid;
 
-/// Where the chat keeps its events.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Db {
-    /// A temporary SQLite file shared with the tables log (the embedded default).
-    Sqlite,
-    /// A unique PostgreSQL database, NATS JetStream and Redis.
-    Postgres,
-}
+pub(crate) use fairdeal_harness::with;
+
+pub(crate) use fairdeal_harness::{Db, TestStore};
 
 pub(crate) const BOTH: [Db; 2] = [Db::Sqlite, Db::Postgres];
 
@@ -61,27 +54,15 @@ pub(crate) struct TestChat {
     _dir: tempfile::TempDir,
 }
 
+/// [`fairdeal_harness::common`] and, with NATS, the test Redis server (presence and limits).
 pub(crate) fn common(name: &str, database_url: &str, prefix: Option<&str>) -> CommonConfig {
-    let mut c = CommonConfig::with_defaults(name).unwrap();
-    c.listen_addr = "127.0.0.1:0".parse().unwrap();
-    c.database_url = fairdeal_kit::config::SecretUrl::new(database_url);
-    if let Some(prefix) = prefix {
-        c.nats_url = Some(fairdeal_kit::config::SecretUrl::new(
-            fairdeal_testkit::nats_url(),
-        ));
+    let mut c = fairdeal_harness::common(name, database_url, prefix);
+    if prefix.is_some() {
         c.redis_url = Some(fairdeal_kit::config::SecretUrl::new(
             fairdeal_testkit::redis_url(),
         ));
-        c.subject_prefix = prefix.to_owned();
     }
     c
-}
-
-fn now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
 }
 
 impl TestChat {
@@ -93,16 +74,11 @@ impl TestChat {
     pub(crate) async fn spawn_with(db: Db, limits: ChatLimits, filter: bool) -> TestChat {
         let dir = tempfile::tempdir().unwrap();
         let sqlite_file = dir.path().join("fairdeal.db");
-        let (url, database) = match db {
-            Db::Postgres => {
-                let database = fairdeal_testkit::TestDatabase::create().await.unwrap();
-                (database.url().to_owned(), Some(database))
-            }
-            Db::Sqlite => (format!("sqlite://{}", sqlite_file.display()), None),
-        };
-        let prefix = database
-            .is_some()
-            .then(|| fairdeal_testkit::subject_prefix("chat"));
+        let store = TestStore::new(db, dir.path(), "chat").await;
+        let url = store.url("fairdeal.db");
+        let TestStore {
+            database, prefix, ..
+        } = store;
         let common = common("chat", &url, prefix.as_deref());
         let storage = Storage::open(
             &common,
@@ -160,12 +136,7 @@ impl TestChat {
         .unwrap();
         let parts = Parts {
             storage: self.storage.clone(),
-            authn: Authenticator::new(
-                Arc::new(StaticKeySource::new(KeySet::new([self
-                    .signing
-                    .public_key()]))),
-                AuthenticatorOptions::default(),
-            ),
+            authn: authenticator(KeySet::new([self.signing.public_key()])),
             presence,
             quota,
             clock: self.clock.clone(),
@@ -180,9 +151,7 @@ impl TestChat {
         let handle = tokio::spawn(async move {
             app.run_until_stopped().await.unwrap();
         });
-        fairdeal_testkit::wait_until_serving(&format!("http://127.0.0.1:{}", self.port), "")
-            .await
-            .unwrap();
+        fairdeal_harness::serving(self.port).await;
         self.server = Some((shutdown, handle));
     }
 
@@ -204,10 +173,7 @@ impl TestChat {
 
     /// A client on a connection of its own.
     pub(crate) fn client(&self) -> ChatServiceClient<Channel> {
-        let channel =
-            fairdeal_kit::client::channel("url", &format!("http://127.0.0.1:{}", self.port))
-                .unwrap();
-        ChatServiceClient::new(channel)
+        ChatServiceClient::new(lazy(self.port))
     }
 
     /// A new player.
@@ -215,7 +181,7 @@ impl TestChat {
         let id = Uuid::now_v7();
         User {
             id,
-            token: self.signing.sign(&Claims::player(id, now(), 3600)).unwrap(),
+            token: fairdeal_harness::player_token(&self.signing, id),
             client: self.client(),
         }
     }
@@ -227,7 +193,7 @@ impl TestChat {
         let id = Uuid::now_v7();
         User {
             id,
-            token: self.signing.sign(&Claims::player(id, now(), 3600)).unwrap(),
+            token: fairdeal_harness::player_token(&self.signing, id),
             client: client.clone(),
         }
     }
@@ -239,7 +205,7 @@ impl TestChat {
             id,
             token: self
                 .signing
-                .sign(&Claims::moderator(id, now(), 3600))
+                .sign(&Claims::moderator(id, fairdeal_testkit::now(), 3600))
                 .unwrap(),
             client: self.client(),
         }
@@ -249,10 +215,7 @@ impl TestChat {
     pub(crate) fn service(&self) -> User {
         User {
             id: Uuid::nil(),
-            token: self
-                .signing
-                .sign(&Claims::service("tables", now(), 3600))
-                .unwrap(),
+            token: fairdeal_harness::service_token(&self.signing, "tables"),
             client: self.client(),
         }
     }
@@ -352,12 +315,6 @@ pub(crate) struct User {
     pub(crate) id: Uuid,
     token: AccessToken,
     client: ChatServiceClient<Channel>,
-}
-
-pub(crate) fn with<T>(token: &AccessToken, message: T) -> Request<T> {
-    let mut r = Request::new(message);
-    attach_bearer(&mut r, token).unwrap();
-    r
 }
 
 /// An open subscription, connected.

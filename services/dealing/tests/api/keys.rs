@@ -3,7 +3,7 @@
 //! service refuses to start while a stored seed's key is missing from its ring.
 
 use fairdeal_commitment::vault::KeyRing;
-use fairdeal_platform::StartError;
+use fairdeal_kit::StartError;
 use fairdeal_proto::fairdeal::commitment::v1 as cpb;
 use fairdeal_proto::fairdeal::dealing::v1 as dpb;
 use tonic::Code;

@@ -4,31 +4,22 @@
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use std::sync::Arc;
 
-use fairdeal_authn::{
-    AccessToken, Authenticator, AuthenticatorOptions, Claims, KeySet, SigningKey, StaticKeySource,
-    StaticToken, attach_bearer,
-};
+use fairdeal_authn::{AccessToken, KeySet, SigningKey, StaticToken};
 use fairdeal_commitment::vault::KeyRing;
+use fairdeal_harness::{authenticator, common, lazy, serving, url};
 use fairdeal_kit::CommonConfig;
-use fairdeal_platform::{StartError, Storage};
+use fairdeal_kit::StartError;
+use fairdeal_platform::Storage;
 use fairdeal_proto::fairdeal::commitment::v1::commitment_service_client::CommitmentServiceClient;
 use fairdeal_proto::fairdeal::dealing::v1::dealing_service_client::DealingServiceClient;
-use tonic::Request;
 use tonic::transport::Channel;
 use uuid::Uuid;
 
-/// Where the services keep their events.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Db {
-    /// A unique PostgreSQL database, dropped at the end.
-    Postgres,
-    /// Temporary SQLite files (the embedded default).
-    Sqlite,
-}
+pub use fairdeal_harness::with;
+
+pub use fairdeal_harness::{Db, TestStore};
 
 /// A running pair of services.
 pub struct TestApp {
@@ -49,33 +40,6 @@ pub struct TestApp {
     _dir: tempfile::TempDir,
 }
 
-fn now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
-}
-
-fn authenticator(keys: KeySet) -> Authenticator {
-    Authenticator::new(
-        Arc::new(StaticKeySource::new(keys)),
-        AuthenticatorOptions::default(),
-    )
-}
-
-fn common(name: &str, database_url: &str, prefix: Option<&str>) -> CommonConfig {
-    let mut c = CommonConfig::with_defaults(name).unwrap();
-    c.listen_addr = "127.0.0.1:0".parse().unwrap();
-    c.database_url = fairdeal_kit::config::SecretUrl::new(database_url);
-    if let Some(prefix) = prefix {
-        c.nats_url = Some(fairdeal_kit::config::SecretUrl::new(
-            fairdeal_testkit::nats_url(),
-        ));
-        c.subject_prefix = prefix.to_owned();
-    }
-    c
-}
-
 impl TestApp {
     pub async fn spawn(db: Db) -> TestApp {
         Self::spawn_with_keys(db, KeyRing::generate("test").unwrap()).await
@@ -84,21 +48,11 @@ impl TestApp {
     /// Both services, the commitment service sealing seeds with `keys`.
     pub async fn spawn_with_keys(db: Db, seed_keys: KeyRing) -> TestApp {
         let dir = tempfile::tempdir().unwrap();
-        let (commitment_url, dealing_url, database) = match db {
-            Db::Postgres => {
-                let database = fairdeal_testkit::TestDatabase::create().await.unwrap();
-                let url = database.url().to_owned();
-                (url.clone(), url, Some(database))
-            }
-            Db::Sqlite => (
-                format!("sqlite://{}", dir.path().join("commitment.db").display()),
-                format!("sqlite://{}", dir.path().join("dealing.db").display()),
-                None,
-            ),
-        };
-        let prefix = database
-            .is_some()
-            .then(|| fairdeal_testkit::subject_prefix("dealing"));
+        let store = TestStore::new(db, dir.path(), "dealing").await;
+        let (commitment_url, dealing_url) = (store.url("commitment.db"), store.url("dealing.db"));
+        let TestStore {
+            database, prefix, ..
+        } = store;
         let signing = SigningKey::generate().unwrap();
         let keys = || KeySet::new([signing.public_key()]);
         let commitment_common = common("commitment", &commitment_url, prefix.as_deref());
@@ -126,18 +80,12 @@ impl TestApp {
         .await
         .unwrap();
         let commitment_port = commitment_app.port();
-        let dealing_token = signing
-            .sign(&Claims::service("dealing", now(), 3600))
-            .unwrap();
+        let dealing_token = fairdeal_harness::service_token(&signing, "dealing");
         let dealing_app = fairdeal_dealing::Application::assemble(
             &dealing_common,
             fairdeal_dealing::startup::Parts {
                 storage: dealing_storage.clone(),
-                commitment: fairdeal_kit::client::channel(
-                    "commitment_url",
-                    &format!("http://127.0.0.1:{commitment_port}"),
-                )
-                .unwrap(),
+                commitment: lazy(commitment_port),
                 tokens: Arc::new(StaticToken::new(dealing_token)),
                 authn: authenticator(keys()),
             },
@@ -148,21 +96,13 @@ impl TestApp {
         let shutdowns = vec![commitment_app.shutdown(), dealing_app.shutdown()];
         tokio::spawn(commitment_app.run_until_stopped());
         tokio::spawn(dealing_app.run_until_stopped());
-        for port in [commitment_port, dealing_port] {
-            fairdeal_testkit::wait_until_serving(&format!("http://127.0.0.1:{port}"), "")
-                .await
-                .unwrap();
-        }
-        let channel = |port: u16| {
-            Channel::from_shared(format!("http://127.0.0.1:{port}"))
-                .unwrap()
-                .connect_lazy()
-        };
+        serving(commitment_port).await;
+        serving(dealing_port).await;
         TestApp {
-            commitment_url: format!("http://127.0.0.1:{commitment_port}"),
-            dealing_url: format!("http://127.0.0.1:{dealing_port}"),
-            commitment: CommitmentServiceClient::new(channel(commitment_port)),
-            dealing: DealingServiceClient::new(channel(dealing_port)),
+            commitment_url: url(commitment_port),
+            dealing_url: url(dealing_port),
+            commitment: CommitmentServiceClient::new(lazy(commitment_port)),
+            dealing: DealingServiceClient::new(lazy(dealing_port)),
             commitment_storage,
             dealing_storage,
             commitment_common,
@@ -200,24 +140,16 @@ impl TestApp {
         let port = app.port();
         let shutdown = app.shutdown();
         tokio::spawn(app.run_until_stopped());
-        let url = format!("http://127.0.0.1:{port}");
-        fairdeal_testkit::wait_until_serving(&url, "")
-            .await
-            .unwrap();
-        let channel = Channel::from_shared(url).unwrap().connect_lazy();
-        Ok((CommitmentServiceClient::new(channel), shutdown))
+        serving(port).await;
+        Ok((CommitmentServiceClient::new(lazy(port)), shutdown))
     }
 
     pub fn player_token(&self, user: Uuid) -> AccessToken {
-        self.signing
-            .sign(&Claims::player(user, now(), 3600))
-            .unwrap()
+        fairdeal_harness::player_token(&self.signing, user)
     }
 
     pub fn service_token(&self, name: &str) -> AccessToken {
-        self.signing
-            .sign(&Claims::service(name, now(), 3600))
-            .unwrap()
+        fairdeal_harness::service_token(&self.signing, name)
     }
 
     /// A new table committed to through the commitment service as `tables` (no delayed
@@ -285,16 +217,7 @@ impl TestApp {
             s.trigger();
         }
         if let Some(prefix) = &self.prefix {
-            let js = async_nats::jetstream::new(
-                async_nats::connect(fairdeal_testkit::nats_url())
-                    .await
-                    .unwrap(),
-            );
-            for service in ["commitment", "dealing"] {
-                let c = fairdeal_bus::JetStreamConfig::new(format!("{prefix}.{service}")).unwrap();
-                let _ = js.delete_stream(c.stream_name()).await;
-                let _ = js.delete_stream(c.dead_letter_stream_name()).await;
-            }
+            fairdeal_harness::delete_streams(prefix, ["commitment", "dealing"]).await;
         }
         if let Some(database) = &self.database {
             self.commitment_storage.db().close().await;
@@ -302,13 +225,6 @@ impl TestApp {
             database.drop().await.unwrap();
         }
     }
-}
-
-/// `message` with `token` as its bearer.
-pub fn with<T>(token: &AccessToken, message: T) -> Request<T> {
-    let mut r = Request::new(message);
-    attach_bearer(&mut r, token).unwrap();
-    r
 }
 
 /// The `fairdeal` CLI binary, built on first use.

@@ -9,14 +9,11 @@
 //! PostgreSQL, by the store's notifications), never on sleeps.
 
 use std::future::Future;
-use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use fairdeal_authn::{
-    AccessToken, Authenticator, AuthenticatorOptions, Claims, KeySet, SigningKey, StaticKeySource,
-    attach_bearer,
-};
+use fairdeal_authn::{AccessToken, KeySet, SigningKey};
 use fairdeal_eventstore::{NewEvent, RecordedEvent, StreamId};
+use fairdeal_harness::{authenticator, common, lazy};
 use fairdeal_kit::{CommonConfig, Shutdown};
 use fairdeal_platform::{Bus, Storage};
 use fairdeal_proto::fairdeal::rating::v1::rating_service_client::RatingServiceClient;
@@ -26,18 +23,12 @@ use fairdeal_rating_service::projection::MIGRATIONS;
 use fairdeal_rating_service::startup::{Parts, SCHEMA};
 use sqlx::Row;
 use tokio::task::JoinHandle;
-use tonic::Request;
 use tonic::transport::Channel;
 use uuid::Uuid;
 
-/// Where the services keep their events.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Db {
-    /// A temporary SQLite file shared by "tables" and rating, in-process bus.
-    Sqlite,
-    /// A unique PostgreSQL database (one schema per service) and NATS JetStream.
-    Postgres,
-}
+pub(crate) use fairdeal_harness::with;
+
+pub(crate) use fairdeal_harness::{Db, TestStore};
 
 /// The longest a test waits for the consumer before failing (a guard, not a pace).
 const PATIENCE: Duration = Duration::from_secs(60);
@@ -57,26 +48,6 @@ pub(crate) struct TestApp {
     _dir: tempfile::TempDir,
 }
 
-pub(crate) fn now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
-}
-
-pub(crate) fn common(name: &str, database_url: &str, prefix: Option<&str>) -> CommonConfig {
-    let mut c = CommonConfig::with_defaults(name).unwrap();
-    c.listen_addr = "127.0.0.1:0".parse().unwrap();
-    c.database_url = fairdeal_kit::config::SecretUrl::new(database_url);
-    if let Some(prefix) = prefix {
-        c.nats_url = Some(fairdeal_kit::config::SecretUrl::new(
-            fairdeal_testkit::nats_url(),
-        ));
-        c.subject_prefix = prefix.to_owned();
-    }
-    c
-}
-
 impl TestApp {
     /// The rating service and a "tables" log on `db`.
     pub(crate) async fn spawn(db: Db) -> TestApp {
@@ -89,19 +60,11 @@ impl TestApp {
     /// as a separate process).
     pub(crate) async fn storage_only(db: Db) -> TestApp {
         let dir = tempfile::tempdir().unwrap();
-        let (url, database) = match db {
-            Db::Postgres => {
-                let database = fairdeal_testkit::TestDatabase::create().await.unwrap();
-                (database.url().to_owned(), Some(database))
-            }
-            Db::Sqlite => (
-                format!("sqlite://{}", dir.path().join("fairdeal.db").display()),
-                None,
-            ),
-        };
-        let prefix = database
-            .is_some()
-            .then(|| fairdeal_testkit::subject_prefix("rating"));
+        let store = TestStore::new(db, dir.path(), "rating").await;
+        let url = store.url("fairdeal.db");
+        let TestStore {
+            database, prefix, ..
+        } = store;
         let common = common("rating", &url, prefix.as_deref());
         let storage = Storage::open(&common, SCHEMA, &[&MIGRATIONS])
             .await
@@ -119,9 +82,7 @@ impl TestApp {
             }
         };
         TestApp {
-            client: RatingServiceClient::new(
-                fairdeal_kit::client::channel("url", "http://127.0.0.1:1").unwrap(),
-            ),
+            client: RatingServiceClient::new(lazy(1)),
             storage,
             tables,
             common,
@@ -148,10 +109,7 @@ impl TestApp {
 
     /// Starts the rating service (again, after [`TestApp::stop`]).
     pub(crate) async fn start(&mut self) {
-        let authn = Authenticator::new(
-            Arc::new(StaticKeySource::new(self.keys())),
-            AuthenticatorOptions::default(),
-        );
+        let authn = authenticator(self.keys());
         let app = fairdeal_rating_service::Application::assemble(
             &self.common,
             Parts {
@@ -165,11 +123,8 @@ impl TestApp {
         let port = app.port();
         let shutdown = app.shutdown();
         let server = tokio::spawn(async move { app.run_until_stopped().await.unwrap() });
-        let url = format!("http://127.0.0.1:{port}");
-        fairdeal_testkit::wait_until_serving(&url, "")
-            .await
-            .unwrap();
-        self.client = RatingServiceClient::new(fairdeal_kit::client::channel("url", &url).unwrap());
+        fairdeal_harness::serving(port).await;
+        self.client = RatingServiceClient::new(lazy(port));
         self.server = Some((shutdown, server));
     }
 
@@ -183,16 +138,12 @@ impl TestApp {
 
     /// A player's token.
     pub(crate) fn player_token(&self, user: Uuid) -> AccessToken {
-        self.signing
-            .sign(&Claims::player(user, now(), 3600))
-            .unwrap()
+        fairdeal_harness::player_token(&self.signing, user)
     }
 
     /// A service's token.
     pub(crate) fn service_token(&self, name: &str) -> AccessToken {
-        self.signing
-            .sign(&Claims::service(name, now(), 3600))
-            .unwrap()
+        fairdeal_harness::service_token(&self.signing, name)
     }
 
     /// Appends `event` to `stream` of the "tables" log.
@@ -295,16 +246,7 @@ impl TestApp {
             shutdown.wait_for_tasks().await;
         }
         if let Some(prefix) = &self.prefix {
-            let js = async_nats::jetstream::new(
-                async_nats::connect(fairdeal_testkit::nats_url())
-                    .await
-                    .unwrap(),
-            );
-            for service in ["tables", "rating"] {
-                let c = fairdeal_bus::JetStreamConfig::new(format!("{prefix}.{service}")).unwrap();
-                let _ = js.delete_stream(c.stream_name()).await;
-                let _ = js.delete_stream(c.dead_letter_stream_name()).await;
-            }
+            fairdeal_harness::delete_streams(prefix, ["tables", "rating"]).await;
         }
         if let Some(database) = &self.database {
             self.storage.db().close().await;
@@ -312,13 +254,6 @@ impl TestApp {
             database.drop().await.unwrap();
         }
     }
-}
-
-/// `message` with `token` as its bearer.
-pub(crate) fn with<T>(token: &AccessToken, message: T) -> Request<T> {
-    let mut r = Request::new(message);
-    attach_bearer(&mut r, token).unwrap();
-    r
 }
 
 /// A finished game of `players` (by seat) won by `winner`, all four seated from the start.

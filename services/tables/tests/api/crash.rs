@@ -35,16 +35,12 @@ async fn start(app: &TestApp, dir: &std::path::Path, run: usize) -> (Child, u16)
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    fairdeal_testkit::wait_until_serving(&format!("http://127.0.0.1:{port}"), "")
-        .await
-        .unwrap();
+    fairdeal_harness::serving(port).await;
     (child, port)
 }
 
 fn client(port: u16) -> TablesServiceClient<tonic::transport::Channel> {
-    TablesServiceClient::new(
-        fairdeal_kit::client::channel("url", &format!("http://127.0.0.1:{port}")).unwrap(),
-    )
+    TablesServiceClient::new(fairdeal_harness::lazy(port))
 }
 
 /// Reads `stream` up to `version` (within 30 s).

@@ -3,31 +3,23 @@
 //! test key, and gRPC clients.
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
-use fairdeal_authn::{
-    AccessToken, Authenticator, AuthenticatorOptions, Claims, KeySet, SigningKey, StaticKeySource,
-    StaticToken, attach_bearer,
-};
+use fairdeal_authn::{AccessToken, KeySet, SigningKey, StaticToken};
 use fairdeal_commitment::vault::KeyRing;
+use fairdeal_harness::{authenticator, common, lazy, serving};
 use fairdeal_kit::CommonConfig;
 use fairdeal_platform::Storage;
 use fairdeal_proto::fairdeal::tables::v1 as pb;
 use fairdeal_proto::fairdeal::tables::v1::tables_service_client::TablesServiceClient;
 use fairdeal_tables::clock::ManualClock;
 use tokio::task::JoinHandle;
+use tonic::Status;
 use tonic::transport::Channel;
-use tonic::{Request, Status};
 use uuid::Uuid;
 
-/// Where the services keep their events.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Db {
-    /// Temporary SQLite files (the embedded default), in-process bus.
-    Sqlite,
-    /// A unique PostgreSQL database (one schema per service) and NATS JetStream.
-    Postgres,
-}
+pub(crate) use fairdeal_harness::with;
+
+pub(crate) use fairdeal_harness::{Db, TestStore};
 
 /// The three services, running.
 pub(crate) struct TestApp {
@@ -99,43 +91,6 @@ impl Link {
     }
 }
 
-fn now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
-}
-
-fn authenticator(keys: KeySet) -> Authenticator {
-    Authenticator::new(
-        Arc::new(StaticKeySource::new(keys)),
-        AuthenticatorOptions::default(),
-    )
-}
-
-fn common(name: &str, database_url: &str, prefix: Option<&str>) -> CommonConfig {
-    let mut c = CommonConfig::with_defaults(name).unwrap();
-    c.listen_addr = "127.0.0.1:0".parse().unwrap();
-    c.database_url = fairdeal_kit::config::SecretUrl::new(database_url);
-    if let Some(prefix) = prefix {
-        c.nats_url = Some(fairdeal_kit::config::SecretUrl::new(
-            fairdeal_testkit::nats_url(),
-        ));
-        c.subject_prefix = prefix.to_owned();
-    }
-    c
-}
-
-fn lazy(port: u16) -> Channel {
-    fairdeal_kit::client::channel("url", &format!("http://127.0.0.1:{port}")).unwrap()
-}
-
-async fn serving(port: u16) {
-    fairdeal_testkit::wait_until_serving(&format!("http://127.0.0.1:{port}"), "")
-        .await
-        .unwrap();
-}
-
 impl TestApp {
     /// Starts commitment, dealing and tables on `db`.
     pub(crate) async fn spawn(db: Db) -> TestApp {
@@ -155,25 +110,11 @@ impl TestApp {
     pub(crate) async fn spawn_with(db: Db, replicas: usize, dealing: bool) -> TestApp {
         assert!(replicas <= 1 || db == Db::Postgres);
         let dir = tempfile::tempdir().unwrap();
-        let sqlite = |name: &str| format!("sqlite://{}", dir.path().join(name).display());
-        let (urls, database) = match db {
-            Db::Postgres => {
-                let database = fairdeal_testkit::TestDatabase::create().await.unwrap();
-                let url = database.url().to_owned();
-                ([url.clone(), url.clone(), url], Some(database))
-            }
-            Db::Sqlite => (
-                [
-                    sqlite("commitment.db"),
-                    sqlite("dealing.db"),
-                    sqlite("tables.db"),
-                ],
-                None,
-            ),
-        };
-        let prefix = database
-            .is_some()
-            .then(|| fairdeal_testkit::subject_prefix("tables"));
+        let store = TestStore::new(db, dir.path(), "tables").await;
+        let urls = ["commitment.db", "dealing.db", "tables.db"].map(|file| store.url(file));
+        let TestStore {
+            database, prefix, ..
+        } = store;
         let signing = SigningKey::generate().unwrap();
 
         let commitment_common = common("commitment", &urls[0], prefix.as_deref());
@@ -213,7 +154,7 @@ impl TestApp {
             tables: TablesServiceClient::new(lazy(0)),
             replicas: Vec::new(),
             replica_ports: Vec::new(),
-            clock: Arc::new(ManualClock::new(now() * 1000)),
+            clock: Arc::new(ManualClock::new(fairdeal_testkit::now() * 1000)),
             signing,
             replica_servers: Vec::new(),
             shutdowns,
@@ -364,16 +305,12 @@ impl TestApp {
 
     /// A player's token.
     pub(crate) fn player_token(&self, user: Uuid) -> AccessToken {
-        self.signing
-            .sign(&Claims::player(user, now(), 3600))
-            .unwrap()
+        fairdeal_harness::player_token(&self.signing, user)
     }
 
     /// A service's token.
     pub(crate) fn service_token(&self, name: &str) -> AccessToken {
-        self.signing
-            .sign(&Claims::service(name, now(), 3600))
-            .unwrap()
+        fairdeal_harness::service_token(&self.signing, name)
     }
 
     /// A player on a connection of its own to the first replica, as a player's device has
@@ -404,16 +341,7 @@ impl TestApp {
             s.trigger();
         }
         if let Some(prefix) = &self.prefix {
-            let js = async_nats::jetstream::new(
-                async_nats::connect(fairdeal_testkit::nats_url())
-                    .await
-                    .unwrap(),
-            );
-            for service in ["commitment", "dealing", "tables"] {
-                let c = fairdeal_bus::JetStreamConfig::new(format!("{prefix}.{service}")).unwrap();
-                let _ = js.delete_stream(c.stream_name()).await;
-                let _ = js.delete_stream(c.dead_letter_stream_name()).await;
-            }
+            fairdeal_harness::delete_streams(prefix, ["commitment", "dealing", "tables"]).await;
         }
         if let Some(database) = &self.database {
             for s in &self.storages {
@@ -422,13 +350,6 @@ impl TestApp {
             database.drop().await.unwrap();
         }
     }
-}
-
-/// `message` with `token` as its bearer.
-pub(crate) fn with<T>(token: &AccessToken, message: T) -> Request<T> {
-    let mut r = Request::new(message);
-    attach_bearer(&mut r, token).unwrap();
-    r
 }
 
 /// A player and their client.

@@ -1,14 +1,21 @@
-//! The demo `up` plays while it serves: four players, each a client of the public gRPC API
-//! (`fairdeal-client`: each move chosen by the engine's bot from the seat's own view), sign
-//! up, sit at one table, say a line each on the table's chat channel, and play the match to
-//! the end; then the revealed server seed re-derives every hand with `fairdeal-fairness`, the
-//! rating service's changes are read back (before -> after, E, S, K), and the ledger's export
-//! of the game is written under the data directory and checked by `fairdeal_cli::audit`,
-//! the code `fairdeal audit` runs, with the command to re-run that check by hand.
+//! fairdeal-demo: the demo table `fairdeal-server up` plays while it serves.
+//!
+//! Four players, each a client of the public gRPC API (`fairdeal-client`: each move chosen
+//! by the engine's bot from the seat's own view), sign up, sit at one table, say a line each
+//! on the table's chat channel, and play the match to the end; then the revealed server seed
+//! re-derives every hand with `fairdeal-fairness`, the rating service's changes are read
+//! back (before -> after, E, S, K), and the ledger's export of the game is written under the
+//! data directory and checked by `fairdeal_cli::audit`, the code `fairdeal audit` runs, with
+//! the command to re-run that check by hand.
 //!
 //! The demo is a list of [`STEPS`], each reading and extending the shared [`Demo`] state
 //! (players, table, result, chat, ratings, audit). A step for another service is one entry
 //! there.
+//!
+//! The demo is a client: it links the services' gRPC clients and the auditor's checks, no
+//! service. The server (`fairdeal-server up`) hands it the platform's address and the
+//! directories it reads and writes ([`Demo::connect`]).
+#![forbid(unsafe_code)]
 
 pub mod text;
 
@@ -124,8 +131,8 @@ pub struct TableInfo {
 pub struct Demo {
     /// The platform's one address.
     channel: Channel,
-    /// The platform's data directory (the export is written there).
-    data_dir: PathBuf,
+    /// Where the ledger's export is written.
+    exports: PathBuf,
     /// The auth service's mail directory.
     mailbox: PathBuf,
     /// The ledger's public key (`fairdeal audit --log-key`).
@@ -202,12 +209,13 @@ pub const STEPS: &[Step] = &[
 ];
 
 impl Demo {
-    /// A demo against the platform at `url` whose data directory is `data_dir` (the auth
-    /// service's mails are read there, the ledger export written there) and whose ledger
-    /// signs with `log_key`'s key.
+    /// A demo against the platform at `url` that writes the ledger's export into `exports`
+    /// (a directory of the owner only, which the platform creates), whose auth service
+    /// writes its mails to `mailbox`, and whose ledger signs with `log_key`'s key.
     pub async fn connect(
         url: &str,
-        data_dir: &Path,
+        exports: &Path,
+        mailbox: &Path,
         log_key: &str,
         out: Output,
     ) -> anyhow::Result<Demo> {
@@ -218,8 +226,8 @@ impl Demo {
             .with_context(|| format!("connecting to {url}"))?;
         Ok(Demo {
             channel,
-            data_dir: data_dir.to_owned(),
-            mailbox: data_dir.join(crate::platform::MAILBOX_DIR),
+            exports: exports.to_owned(),
+            mailbox: mailbox.to_owned(),
             log_key: log_key.to_owned(),
             out,
             players: Vec::new(),
@@ -931,9 +939,6 @@ async fn chat(demo: &mut Demo) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The directory under the data directory receiving the demo's ledger exports.
-pub const EXPORTS_DIR: &str = "exports";
-
 /// How often the ledger step asks again while the ledger has not yet ingested the game to
 /// its end (its consumer tails the shared log in the background; there is no signal to wait
 /// on from a client).
@@ -1007,9 +1012,7 @@ async fn audit_export(demo: &mut Demo) -> anyhow::Result<()> {
     let (text, report) = tokio::time::timeout(WAIT, wait)
         .await
         .map_err(|_| anyhow!("the ledger did not export the whole game within {WAIT:?}"))??;
-    let dir = demo.data_dir.join(EXPORTS_DIR);
-    crate::secrets::create_private_dir(&dir)?;
-    let file = dir.join(format!("game-{}.ndjson", table.id));
+    let file = demo.exports.join(format!("game-{}.ndjson", table.id));
     std::fs::write(&file, &text).with_context(|| format!("writing {}", file.display()))?;
     demo.out.line(format!(
         "  ExportGame: {} events of {} streams under the checkpoint of tree size {}, written to {}",
@@ -1066,4 +1069,82 @@ async fn audit_export(demo: &mut Demo) -> anyhow::Result<()> {
         bail!("the audit of the game's export failed {failed} checks");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+
+    use super::*;
+
+    #[test]
+    fn shell_words_quote_only_what_a_shell_would_split() {
+        assert_eq!(
+            shell_word("/tmp/data/exports/game-1.ndjson"),
+            "/tmp/data/exports/game-1.ndjson"
+        );
+        assert_eq!(shell_word("ledger+a1b2:c3=="), "ledger+a1b2:c3==");
+        assert_eq!(shell_word("my data/x"), "'my data/x'");
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
+        assert_eq!(shell_word(""), "''");
+    }
+
+    #[test]
+    fn the_newest_mail_to_the_player_gives_the_code() {
+        let dir = tempfile::tempdir().unwrap();
+        let code = |c: char| c.to_string().repeat(CODE_LENGTH);
+        let mail = |name: &str, to: &str, subject: &str, code: &str| {
+            std::fs::write(
+                dir.path().join(name),
+                format!("To: {to}\nSubject: {subject}\n\nYour code:\n  {code}\n"),
+            )
+            .unwrap();
+        };
+        mail("0001.eml", "north@example.org", "Confirm", &code('a'));
+        mail("0002.eml", "north@example.org", "Confirm", &code('b'));
+        mail("0003.eml", "east@example.org", "Confirm", &code('c'));
+        mail("0004.eml", "north@example.org", "Reset", &code('d'));
+        mail("0005.txt", "north@example.org", "Confirm", &code('e'));
+        assert_eq!(
+            code_in_mail(dir.path(), "north@example.org", "Confirm"),
+            Some(("0002.eml".to_owned(), code('b')))
+        );
+        assert_eq!(
+            code_in_mail(dir.path(), "west@example.org", "Confirm"),
+            None
+        );
+        assert_eq!(
+            code_in_mail(&dir.path().join("absent"), "north@example.org", "Confirm"),
+            None
+        );
+    }
+
+    #[test]
+    fn requests_carry_the_bearer_token() {
+        let request = authed("abc.def.ghi", ()).unwrap();
+        assert_eq!(
+            request.metadata().get("authorization").unwrap(),
+            "Bearer abc.def.ghi"
+        );
+        assert!(authed("line\nbreak", ()).is_err());
+    }
+
+    #[test]
+    fn seats_and_bids_read_as_text() {
+        assert_eq!(
+            (0..5).map(seat_letter).collect::<Vec<_>>(),
+            ["N", "E", "S", "W", "?"]
+        );
+        assert_eq!(SEAT_NAMES[2], "south");
+        assert_eq!(
+            text::bid_text(Some(&pb::Bid {
+                kind: Some(pb::bid::Kind::Points(80))
+            })),
+            "80"
+        );
+        assert_eq!(text::bid_text(None), "?");
+        assert_eq!(text::suit_name(pb::Suit::Hearts as i32), "hearts");
+        assert_eq!(text::suit_name(-1), "?");
+    }
 }

@@ -7,7 +7,7 @@ use fairdeal_proto::fairdeal::commitment::v1 as cpb;
 use tonic::Code;
 use uuid::Uuid;
 
-use crate::common::{Db, TestApp, with};
+use crate::harness::{Db, TestApp, with};
 
 #[tokio::test]
 async fn tournament_set_flow() {

@@ -1,0 +1,105 @@
+//! The commitment service on port 0 over a fresh backend (a unique PostgreSQL database with
+//! NATS, or a temporary SQLite file), callers' tokens signed with a test key, and a client.
+
+use fairdeal_authn::{AccessToken, KeySet, SigningKey};
+use fairdeal_commitment::vault::KeyRing;
+use fairdeal_harness::{authenticator, common, lazy, serving};
+use fairdeal_platform::Storage;
+use fairdeal_proto::fairdeal::commitment::v1 as cpb;
+use fairdeal_proto::fairdeal::commitment::v1::commitment_service_client::CommitmentServiceClient;
+use tonic::transport::Channel;
+use uuid::Uuid;
+
+pub(crate) use fairdeal_harness::with;
+
+pub(crate) use fairdeal_harness::{Db, TestStore};
+
+/// The commitment service, running.
+pub(crate) struct TestApp {
+    /// A client of the service.
+    pub(crate) commitment: CommitmentServiceClient<Channel>,
+    storage: Storage,
+    signing: SigningKey,
+    shutdown: fairdeal_kit::Shutdown,
+    database: Option<fairdeal_testkit::TestDatabase>,
+    /// Unique NATS subject prefix (PostgreSQL runs relay to JetStream).
+    prefix: Option<String>,
+    _dir: tempfile::TempDir,
+}
+
+impl TestApp {
+    /// The service on `db`, sealing seeds with a generated key.
+    pub(crate) async fn spawn(db: Db) -> TestApp {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TestStore::new(db, dir.path(), "commitment").await;
+        let url = store.url("commitment.db");
+        let TestStore {
+            database, prefix, ..
+        } = store;
+        let signing = SigningKey::generate().unwrap();
+        let common = common("commitment", &url, prefix.as_deref());
+        let storage = Storage::open(
+            &common,
+            fairdeal_commitment::startup::SCHEMA,
+            &[&fairdeal_commitment::seeds::MIGRATIONS],
+        )
+        .await
+        .unwrap();
+        let app = fairdeal_commitment::Application::assemble(
+            &common,
+            fairdeal_commitment::startup::Parts {
+                storage: storage.clone(),
+                keys: KeyRing::generate("test").unwrap(),
+                authn: authenticator(KeySet::new([signing.public_key()])),
+            },
+        )
+        .await
+        .unwrap();
+        let port = app.port();
+        let shutdown = app.shutdown();
+        tokio::spawn(app.run_until_stopped());
+        serving(port).await;
+        TestApp {
+            commitment: CommitmentServiceClient::new(lazy(port)),
+            storage,
+            signing,
+            shutdown,
+            database,
+            prefix,
+            _dir: dir,
+        }
+    }
+
+    /// A service's token.
+    pub(crate) fn service_token(&self, name: &str) -> AccessToken {
+        fairdeal_harness::service_token(&self.signing, name)
+    }
+
+    /// A new table committed to as `tables` (no delayed source); its id.
+    pub(crate) async fn new_table(&mut self, tables: &AccessToken) -> String {
+        let table_id = Uuid::now_v7().to_string();
+        self.commitment
+            .create_table_commitment(with(
+                tables,
+                cpb::CreateTableCommitmentRequest {
+                    table_id: table_id.clone(),
+                    delayed_source: String::new(),
+                },
+            ))
+            .await
+            .unwrap();
+        table_id
+    }
+
+    /// Stops the service, deletes its JetStream streams and drops the PostgreSQL database.
+    pub(crate) async fn stop(self) {
+        self.shutdown.trigger();
+        if let Some(prefix) = &self.prefix {
+            fairdeal_harness::delete_streams(prefix, ["commitment"]).await;
+        }
+        if let Some(database) = &self.database {
+            self.storage.db().close().await;
+            database.drop().await.unwrap();
+        }
+    }
+}

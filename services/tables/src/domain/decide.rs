@@ -1,0 +1,504 @@
+//! The decisions: each takes the table and returns the events to append ([`Decided`]) or a
+//! [`TableError`]; what the table needs next from the service ([`Table::next`]); and the
+//! parsing of a new table's fields.
+
+use std::sync::Arc;
+
+use fairdeal_games::{
+    Actor, Bot, Card, Command, Event, HeuristicBot, Phase, RuleError, Rules, Seat, TableOptions,
+};
+use uuid::Uuid;
+
+use super::event::{CommandRef, Created, FinishReason, Finished, TableEvent};
+use super::{
+    DEFAULT_MOVE_SECONDS, MAX_COMMAND_ID, MAX_SPECTATORS, MAX_TIMEOUTS, MOVE_SECONDS, Table,
+    TableError,
+};
+
+/// What the table needs next from the service (not from a player).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Deal hand `hand` (dealing service).
+    Deal {
+        /// The hand (its salt).
+        hand: u32,
+    },
+    /// The bot at this seat plays.
+    Bot(Seat),
+    /// The player at this seat let the deadline pass: the bot plays for it.
+    Timeout(Seat),
+    /// Reveal the server seed (commitment service).
+    Reveal,
+    /// Nothing: a player must act, seats are open, or all is done.
+    Wait,
+}
+
+/// A deal as the dealing service returned it, parsed.
+#[derive(Debug, Clone)]
+pub struct DealtHand {
+    /// The hand number.
+    pub hand: u32,
+    /// Hands in dealing order (0: dealer's left).
+    pub hands: Vec<Vec<Card>>,
+    /// The commitment it used.
+    pub commitment: String,
+    /// The client seed it used.
+    pub client_seed: String,
+}
+
+/// A decision's events and the version they lead to.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Decided {
+    /// Events to append (none: nothing changes).
+    pub events: Vec<TableEvent>,
+    /// The version after them (or the first answer of a repeated command).
+    pub version: u64,
+}
+
+impl Decided {
+    fn nothing(version: u64) -> Self {
+        Decided {
+            events: Vec::new(),
+            version,
+        }
+    }
+}
+
+/// Parses the fields of a new table. `bot_seats` are seat numbers; `move_seconds` 0 means
+/// the default.
+pub fn parse_setup(
+    options: TableOptions,
+    bot_seats: &[u32],
+    move_seconds: u32,
+) -> Result<(TableOptions, [bool; 4], u32), TableError> {
+    Rules::new(&options).map_err(|e| TableError::Invalid {
+        field: "options",
+        reason: e.to_string(),
+    })?;
+    let mut bots = [false; 4];
+    for &n in bot_seats {
+        let seat = seat_number("bot_seats", n)?;
+        if std::mem::replace(&mut bots[seat.index()], true) {
+            return Err(TableError::Invalid {
+                field: "bot_seats",
+                reason: format!("seat {n} is listed twice"),
+            });
+        }
+    }
+    if bots.iter().all(|b| *b) {
+        return Err(TableError::Invalid {
+            field: "bot_seats",
+            reason: "at most 3 seats can be bots (a table needs a player)".into(),
+        });
+    }
+    let move_seconds = match move_seconds {
+        0 => DEFAULT_MOVE_SECONDS,
+        n if MOVE_SECONDS.contains(&n) => n,
+        n => {
+            return Err(TableError::Invalid {
+                field: "move_seconds",
+                reason: format!(
+                    "{n} is out of range ({}..={})",
+                    MOVE_SECONDS.start(),
+                    MOVE_SECONDS.end()
+                ),
+            });
+        }
+    };
+    Ok((options, bots, move_seconds))
+}
+
+/// The seat numbered `n`, or INVALID_ARGUMENT on `field`.
+pub fn seat_number(field: &'static str, n: u32) -> Result<Seat, TableError> {
+    u8::try_from(n)
+        .ok()
+        .and_then(Seat::new)
+        .ok_or_else(|| TableError::Invalid {
+            field,
+            reason: format!("seat {n} does not exist (seats are 0..3)"),
+        })
+}
+
+/// Checks a client-chosen command id (never with ':', which the service's own ids have).
+pub fn parse_command_id(id: &str) -> Result<String, TableError> {
+    let ok = !id.is_empty()
+        && id.len() <= MAX_COMMAND_ID
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(id.to_owned())
+    } else {
+        Err(TableError::Invalid {
+            field: "command_id",
+            reason: format!(
+                "1..={MAX_COMMAND_ID} characters of A-Z a-z 0-9 - _ . are required, got \"{}\"",
+                fairdeal_text::shown(id)
+            ),
+        })
+    }
+}
+
+/// The first event of a stream.
+pub fn create(created: Created) -> Vec<TableEvent> {
+    vec![TableEvent::Created(created)]
+}
+
+impl Table {
+    /// `player` sits at `seat`; the fourth seat filled starts the match.
+    pub fn sit(&self, player: Uuid, seat: Seat) -> Result<Decided, TableError> {
+        if self.players[seat.index()] == Some(player) {
+            return Ok(Decided::nothing(self.version));
+        }
+        if self.started() {
+            return Err(TableError::Started);
+        }
+        if let Some(mine) = self.seat_of(player) {
+            return Err(TableError::AlreadySeated(mine));
+        }
+        if self.created.bots[seat.index()] {
+            return Err(TableError::BotSeat(seat));
+        }
+        if self.players[seat.index()].is_some() {
+            return Err(TableError::SeatTaken(seat));
+        }
+        let mut events = Vec::new();
+        // Sitting down ends spectating.
+        if self.spectators.contains(&player) {
+            events.push(TableEvent::SpectatorLeft { user: player });
+        }
+        events.push(TableEvent::SeatTaken { seat, player });
+        let mut players = self.players;
+        players[seat.index()] = Some(player);
+        let full = Seat::ALL
+            .iter()
+            .all(|s| self.created.bots[s.index()] || players[s.index()].is_some());
+        if full {
+            let start = Command::StartMatch {
+                options: self.created.options.clone(),
+                first_dealer: self.created.first_dealer,
+            };
+            for event in self.game.decide(Actor::Table, &start)? {
+                events.push(TableEvent::Engine {
+                    event,
+                    command: None,
+                });
+            }
+        }
+        Ok(self.decided(events))
+    }
+
+    /// `player` leaves before the start.
+    pub fn leave(&self, player: Uuid) -> Result<Decided, TableError> {
+        let seat = self.seat_of(player).ok_or(TableError::NotSeated)?;
+        if self.started() {
+            return Err(TableError::Started);
+        }
+        Ok(self.decided(vec![TableEvent::SeatLeft { seat, player }]))
+    }
+
+    /// `user` spectates the table (once: again appends nothing); refused for a seated
+    /// player.
+    pub fn spectate(&self, user: Uuid) -> Result<Decided, TableError> {
+        if let Some(seat) = self.seat_of(user) {
+            return Err(TableError::SeatedSpectator(seat));
+        }
+        if self.spectators.contains(&user) {
+            return Ok(Decided::nothing(self.version));
+        }
+        if self.spectators.len() >= MAX_SPECTATORS {
+            return Err(TableError::SpectatorsFull);
+        }
+        Ok(self.decided(vec![TableEvent::SpectatorJoined { user }]))
+    }
+
+    /// `user` stops spectating (not spectating: nothing).
+    pub fn stop_spectating(&self, user: Uuid) -> Decided {
+        if self.spectators.contains(&user) {
+            self.decided(vec![TableEvent::SpectatorLeft { user }])
+        } else {
+            Decided::nothing(self.version)
+        }
+    }
+
+    /// Whether `player` may contribute a seed now; their seat.
+    pub fn may_contribute(&self, player: Uuid) -> Result<Seat, TableError> {
+        let seat = self.seat_of(player).ok_or(TableError::NotSeated)?;
+        if self.client_seed.is_some() || self.game.next_hand_number() > 0 {
+            return Err(TableError::SeedFixed);
+        }
+        if self.contributed[seat.index()] {
+            return Err(TableError::AlreadyContributed(seat));
+        }
+        Ok(seat)
+    }
+
+    /// Records a contribution the commitment service accepted.
+    pub fn contribute(&self, player: Uuid, contribution: String) -> Result<Decided, TableError> {
+        let seat = self.may_contribute(player)?;
+        Ok(self.decided(vec![TableEvent::SeedContributed {
+            seat,
+            player,
+            contribution,
+        }]))
+    }
+
+    /// A player's move at time `now` (Unix ms), with the retry contract: a known command id
+    /// returns its first answer; a stale version (older than the last event a player
+    /// decides on, spectators aside) is refused; then the engine decides.
+    pub fn act(
+        &self,
+        player: Uuid,
+        expected_version: u64,
+        command_id: &str,
+        command: &Command,
+        now: i64,
+    ) -> Result<Decided, TableError> {
+        let seat = self.seat_of(player).ok_or(TableError::NotSeated)?;
+        if let Some(version) = self.commands.get(&(seat, command_id.to_owned())) {
+            return Ok(Decided::nothing(*version));
+        }
+        if expected_version < self.decided_at || expected_version > self.version {
+            return Err(TableError::Stale {
+                expected: expected_version,
+                current: self.version,
+            });
+        }
+        self.seat_command(Vec::new(), seat, command_id, command, now)
+    }
+
+    /// `prefix`, then the command of `seat` through the engine (its first event carries the
+    /// command), the `GameFinished` it may cause, and the next turn's clock.
+    fn seat_command(
+        &self,
+        prefix: Vec<TableEvent>,
+        seat: Seat,
+        command_id: &str,
+        command: &Command,
+        now: i64,
+    ) -> Result<Decided, TableError> {
+        let produced = self.game.decide(Actor::Seat(seat), command)?;
+        let first = prefix.len();
+        let mut events = prefix;
+        events.extend(produced.into_iter().map(|event| TableEvent::Engine {
+            event,
+            command: None,
+        }));
+        if let Some(finished) = self.finish(&events) {
+            events.push(TableEvent::GameFinished(finished));
+        }
+        let next_turn = self.next_turn(&events, now);
+        let version_after = self.version + events.len() as u64;
+        match events.get_mut(first) {
+            Some(TableEvent::Engine { command: slot, .. }) => {
+                *slot = Some(CommandRef {
+                    command_id: command_id.to_owned(),
+                    version_after,
+                    next_turn,
+                });
+                Ok(self.decided(events))
+            }
+            // The engine answered with no event: nothing to record the command on.
+            _ => {
+                if let Some((seat, deadline_ms)) = next_turn {
+                    events.push(TableEvent::TurnClock { seat, deadline_ms });
+                }
+                Ok(self.decided(events))
+            }
+        }
+    }
+
+    /// `events`, then a `TurnClock` when after them a player (not the service) must act
+    /// (after a deal: a seat's command carries the clock in its [`CommandRef`] instead).
+    fn clocked(&self, mut events: Vec<TableEvent>, now: i64) -> Vec<TableEvent> {
+        if let Some((seat, deadline_ms)) = self.next_turn(&events, now) {
+            events.push(TableEvent::TurnClock { seat, deadline_ms });
+        }
+        events
+    }
+
+    /// The seat a player must act at after `events` and its deadline from `now`; `None`
+    /// when the service acts next (a deal, a bot's move, the reveal) or the game is over.
+    fn next_turn(&self, events: &[TableEvent], now: i64) -> Option<(Seat, i64)> {
+        let mut after = self.clone();
+        // What follows needs no command ids: folding into a shared map would copy it.
+        after.commands = Arc::default();
+        for e in events {
+            // Not foldable: the append's own fold reports it.
+            after = Table::apply(Some(after), e).ok()?;
+        }
+        let seat = after.game.turn()?;
+        (after.finished.is_none() && !after.plays_itself(seat)).then(|| {
+            (
+                seat,
+                now.saturating_add(i64::from(self.created.move_seconds) * 1000),
+            )
+        })
+    }
+
+    /// The `GameFinished` that follows `events` when they end the match.
+    fn finish(&self, events: &[TableEvent]) -> Option<Finished> {
+        let (team, scores) = events.iter().find_map(|e| match e {
+            TableEvent::Engine {
+                event: Event::MatchWon { team, scores, .. },
+                ..
+            } => Some((*team, *scores)),
+            _ => None,
+        })?;
+        let mut game = self.game.clone();
+        let mut seats_abandoned = self.abandoned;
+        for e in events {
+            match e {
+                TableEvent::Engine { event, .. } => game.apply(event),
+                TableEvent::SeatAbandoned { seat, .. } => seats_abandoned[seat.index()] = true,
+                _ => {}
+            }
+        }
+        let abandoned = seats_abandoned.iter().any(|a| *a);
+        Some(Finished {
+            players: self.players,
+            abandoned: seats_abandoned,
+            scores,
+            winner: team,
+            options: self.created.options.clone(),
+            hands_played: game.next_hand_number(),
+            reason: if abandoned {
+                FinishReason::Abandoned
+            } else {
+                FinishReason::Completed
+            },
+        })
+    }
+
+    /// What the table needs next from the service at time `now` (Unix ms).
+    pub fn next(&self, now: i64) -> Next {
+        if self.finished.is_some() {
+            return if self.server_seed.is_none() {
+                Next::Reveal
+            } else {
+                Next::Wait
+            };
+        }
+        match self.game.phase() {
+            Phase::AwaitingDeal if self.pending.is_none() => Next::Deal {
+                hand: self.game.next_hand_number(),
+            },
+            Phase::Auction | Phase::NamingTrump | Phase::Playing => match self.game.turn() {
+                Some(seat) if self.plays_itself(seat) => Next::Bot(seat),
+                Some(seat) => match self.deadline {
+                    Some((s, deadline)) if s == seat && now >= deadline => Next::Timeout(seat),
+                    _ => Next::Wait,
+                },
+                None => Next::Wait,
+            },
+            _ => Next::Wait,
+        }
+    }
+
+    /// Records hand `dealt` at time `now` when the table is still waiting for it (else
+    /// nothing: it was dealt meanwhile).
+    pub fn deal(&self, dealt: &DealtHand, now: i64) -> Result<Decided, TableError> {
+        if self.next(now) != (Next::Deal { hand: dealt.hand }) {
+            return Ok(Decided::nothing(self.version));
+        }
+        let command = Command::StartHand {
+            hands: dealt.hands.clone(),
+        };
+        let mut events = Vec::new();
+        for event in self.game.decide(Actor::Table, &command)? {
+            let Event::HandStarted {
+                hand,
+                dealer,
+                hands,
+            } = event
+            else {
+                return Err(TableError::Rule(RuleError::WrongPhase {
+                    command: "start_hand",
+                    phase: self.game.phase(),
+                }));
+            };
+            events.push(TableEvent::HandStarted {
+                hand,
+                dealer,
+                commitment: dealt.commitment.clone(),
+                client_seed: dealt.client_seed.clone(),
+            });
+            for (position, cards) in hands.into_iter().enumerate() {
+                let seat = dealer.offset(position + 1);
+                events.push(TableEvent::CardsDealt {
+                    hand,
+                    seat,
+                    position: u8::try_from(position).unwrap_or(u8::MAX),
+                    cards,
+                });
+            }
+        }
+        Ok(self.decided(self.clocked(events, now)))
+    }
+
+    /// The bot's move at `seat` (a bot seat or an abandoned one), when it is still its turn.
+    /// The bot sees only the seat's view; its decision is a pure function of the table id
+    /// and the view.
+    pub fn bot_move(&self, seat: Seat, now: i64) -> Result<Decided, TableError> {
+        if self.next(now) != Next::Bot(seat) {
+            return Ok(Decided::nothing(self.version));
+        }
+        self.play_for(Vec::new(), seat, &format!("bot:{}", self.version), now)
+    }
+
+    /// The player at `seat` let the deadline pass by `now`: record the timeout (and the
+    /// abandonment at the [`MAX_TIMEOUTS`]th in a row), then the bot plays for the seat.
+    pub fn time_out(&self, seat: Seat, now: i64) -> Result<Decided, TableError> {
+        if self.next(now) != Next::Timeout(seat) {
+            return Ok(Decided::nothing(self.version));
+        }
+        let consecutive = self.timeouts[seat.index()].saturating_add(1);
+        let mut prefix = vec![TableEvent::TurnTimedOut { seat, consecutive }];
+        if consecutive >= MAX_TIMEOUTS
+            && let Some(player) = self.players[seat.index()]
+        {
+            prefix.push(TableEvent::SeatAbandoned { seat, player });
+        }
+        self.play_for(prefix, seat, &format!("timeout:{}", self.version), now)
+    }
+
+    /// The engine's bot's move for `seat`, after `prefix`.
+    fn play_for(
+        &self,
+        prefix: Vec<TableEvent>,
+        seat: Seat,
+        command_id: &str,
+        now: i64,
+    ) -> Result<Decided, TableError> {
+        let bot = HeuristicBot::new(bot_seed(self.id()));
+        let Some(command) = bot.choose(&self.game.seat_view(seat)) else {
+            return Ok(Decided::nothing(self.version));
+        };
+        self.seat_command(prefix, seat, command_id, &command, now)
+    }
+
+    /// Records the revealed seed (once).
+    pub fn reveal(&self, server_seed: String) -> Decided {
+        if self.server_seed.is_some() || self.finished.is_none() {
+            return Decided::nothing(self.version);
+        }
+        self.decided(vec![TableEvent::SeedRevealed {
+            commitment: self.created.commitment.clone(),
+            server_seed,
+            client_seed: self.client_seed.clone().unwrap_or_default(),
+        }])
+    }
+
+    fn decided(&self, events: Vec<TableEvent>) -> Decided {
+        Decided {
+            version: self.version + events.len() as u64,
+            events,
+        }
+    }
+}
+
+/// The bots' seed at a table: from its id, so a replay chooses the same moves.
+pub fn bot_seed(table_id: Uuid) -> u64 {
+    let (high, low) = table_id.as_u64_pair();
+    high ^ low
+}

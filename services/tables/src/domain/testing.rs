@@ -1,0 +1,159 @@
+//! Tables for unit tests: a new table, the fold of events into it, a hand as the dealing
+//! service would deal it, and a whole table played to its end ([`played`]).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use fairdeal_fairness::Deck;
+use fairdeal_fairness::deal::Deal;
+use fairdeal_games::{Bot, Command, HeuristicBot, Seat, TableOptions};
+use uuid::Uuid;
+
+use super::{
+    Created, DealtHand, FIRST_DEALER, MAX_TIMEOUTS, Next, Table, TableEvent, bot_seed, create,
+};
+
+/// A new table with bots at `bots`.
+pub(crate) fn table(bots: [bool; 4]) -> Table {
+    let created = Created {
+        table_id: Uuid::now_v7(),
+        creator: Uuid::now_v7(),
+        options: TableOptions::default(),
+        bots,
+        move_seconds: 30,
+        commitment: "c".repeat(64),
+        short_code: "ccccc".into(),
+        first_dealer: FIRST_DEALER,
+    };
+    fold(None, &create(created))
+}
+
+/// `events` folded into `state`.
+pub(crate) fn fold(state: Option<Table>, events: &[TableEvent]) -> Table {
+    let mut state = state;
+    for e in events {
+        state = Some(Table::apply(state, e).unwrap());
+    }
+    state.unwrap()
+}
+
+/// Hand `hand` as the dealing service deals it.
+pub(crate) fn dealt(hand: u32) -> DealtHand {
+    let deal = Deal::from_seeds(Deck::Dix, "server", "client", &hand.to_string());
+    let Command::StartHand { hands } = Command::start_hand(&deal).unwrap() else {
+        unreachable!()
+    };
+    DealtHand {
+        hand,
+        hands,
+        commitment: "c".into(),
+        client_seed: "client".into(),
+    }
+}
+
+/// A table's whole stream and who took part in it (see [`played`]).
+#[derive(Debug)]
+pub(crate) struct Played {
+    /// The stream's events, from `TableCreated` (version 1) on.
+    pub(crate) events: Vec<TableEvent>,
+    /// Seat 0's player: sat, moved, then let the clock run out until the seat was abandoned.
+    pub(crate) abandoning: Uuid,
+    /// Seat 2's player: spectated first, then sat and played every move.
+    pub(crate) playing: Uuid,
+    /// Sat at seat 2 and left before the start.
+    pub(crate) left: Uuid,
+    /// Spectated throughout, and stopped once the seed was revealed.
+    pub(crate) spectator: Uuid,
+}
+
+impl Played {
+    /// The stream's events with their versions.
+    pub(crate) fn versioned(&self) -> impl Iterator<Item = (u64, &TableEvent)> {
+        (1..).zip(&self.events)
+    }
+}
+
+/// A table with bots at seats 1 and 3 played to its end and its seed revealed, with every
+/// kind of event of a table on the way: seats taken and left, seeds contributed, spectators
+/// joining and leaving, hands dealt (public and private parts), players' and bots' moves
+/// (commands with and without a next turn), turn clocks, timeouts, an abandoned seat, the
+/// end of the game and the reveal.
+pub(crate) fn played() -> Played {
+    let mut events = Vec::new();
+    let mut t = table([false, true, false, true]);
+    events.extend(create(t.created.clone()));
+    let (abandoning, playing, left, spectator) = (
+        Uuid::now_v7(),
+        Uuid::now_v7(),
+        Uuid::now_v7(),
+        Uuid::now_v7(),
+    );
+    let mut take = |t: Table, new: Vec<TableEvent>| {
+        let t = fold(Some(t), &new);
+        events.extend(new);
+        t
+    };
+    let (zero, two) = (Seat::ALL[0], Seat::ALL[2]);
+    let new = t.spectate(spectator).unwrap().events;
+    t = take(t, new);
+    let new = t.sit(left, two).unwrap().events;
+    t = take(t, new);
+    let new = t.contribute(left, "left's".into()).unwrap().events;
+    t = take(t, new);
+    let new = t.leave(left).unwrap().events;
+    t = take(t, new);
+    let new = t.sit(abandoning, zero).unwrap().events;
+    t = take(t, new);
+    let new = t.contribute(abandoning, "mine".into()).unwrap().events;
+    t = take(t, new);
+    let new = t.spectate(playing).unwrap().events;
+    t = take(t, new);
+    // Sitting down ends spectating; the fourth seat starts the match.
+    let new = t.sit(playing, two).unwrap().events;
+    t = take(t, new);
+    assert!(t.started());
+    let bot = HeuristicBot::new(bot_seed(t.id()));
+    let mut now = 1_700_000_000_000;
+    let mut moves = 0;
+    for _ in 0..1_000_000 {
+        if t.finished.is_some() {
+            break;
+        }
+        let new = match t.next(now) {
+            Next::Deal { hand } => t.deal(&dealt(hand), now).unwrap().events,
+            Next::Bot(seat) => t.bot_move(seat, now).unwrap().events,
+            Next::Timeout(seat) => t.time_out(seat, now).unwrap().events,
+            Next::Reveal => unreachable!("not finished"),
+            Next::Wait => {
+                let seat = t.game.turn().unwrap();
+                // Seat 0 moves twice, then lets the clock run out until abandoned.
+                if seat == two || moves < 2 {
+                    moves += usize::from(seat == zero);
+                    let command = bot.choose(&t.game.seat_view(seat)).unwrap();
+                    let player = t.players[seat.index()].unwrap();
+                    let id = format!("m{}", t.version);
+                    now += 1_000;
+                    t.act(player, t.version, &id, &command, now).unwrap().events
+                } else {
+                    now = t.deadline.unwrap().1;
+                    continue;
+                }
+            }
+        };
+        t = take(t, new);
+    }
+    assert!(t.finished.is_some(), "the match ends");
+    assert_eq!(t.timeouts[0], MAX_TIMEOUTS);
+    assert!(t.abandoned[0]);
+    assert_eq!(t.next(now), Next::Reveal);
+    let new = t.reveal("server".into()).events;
+    t = take(t, new);
+    let new = t.stop_spectating(spectator).events;
+    take(t, new);
+    Played {
+        events,
+        abandoning,
+        playing,
+        left,
+        spectator,
+    }
+}

@@ -1,0 +1,214 @@
+//! The decisions' unit tests, on tables built by [`super::testing`].
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use fairdeal_games::{Phase, Seat, TableOptions};
+use uuid::Uuid;
+
+use super::testing::{dealt, fold, table};
+use super::*;
+
+#[test]
+fn fourth_seat_starts_the_match_and_the_deal_is_private_per_seat() {
+    let mut t = table([false, true, false, true]);
+    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+    let events = t.sit(a, Seat::ALL[0]).unwrap().events;
+    t = fold(Some(t), &events);
+    assert_eq!(
+        t.sit(b, Seat::ALL[1]),
+        Err(TableError::BotSeat(Seat::ALL[1]))
+    );
+    assert_eq!(
+        t.sit(b, Seat::ALL[0]),
+        Err(TableError::SeatTaken(Seat::ALL[0]))
+    );
+    let d = t.sit(b, Seat::ALL[2]).unwrap();
+    assert_eq!(d.events.len(), 2, "seat taken + match started");
+    t = fold(Some(t), &d.events);
+    assert!(t.started());
+    assert_eq!(t.next(0), Next::Deal { hand: 0 });
+    let d = t.deal(&dealt(0), 0).unwrap();
+    assert_eq!(d.events.len(), 5);
+    for e in &d.events {
+        if let TableEvent::CardsDealt { seat, .. } = e {
+            assert!(e.visible_to(Viewer::Seat(*seat), false));
+            assert!(!e.visible_to(Viewer::Seat(seat.next()), false));
+            assert!(!e.visible_to(Viewer::Spectator, false));
+            assert!(e.visible_to(Viewer::Spectator, true));
+        }
+    }
+    t = fold(Some(t), &d.events);
+    assert_eq!(t.game.phase(), Phase::Auction);
+    assert_eq!(t.game.hand_of(Seat::ALL[0]).len(), 10);
+    // Seat 1 (a bot) bids first: the dealer is seat 0.
+    assert_eq!(t.next(0), Next::Bot(Seat::ALL[1]));
+}
+
+#[test]
+fn retry_stale_and_not_seated() {
+    let mut t = table([false, true, true, true]);
+    let a = Uuid::now_v7();
+    let events = t.sit(a, Seat::ALL[0]).unwrap().events;
+    t = fold(Some(t), &events);
+    let events = t.deal(&dealt(0), 0).unwrap().events;
+    t = fold(Some(t), &events);
+    // Bots play until seat 0's turn.
+    while let Next::Bot(seat) = t.next(0) {
+        let events = t.bot_move(seat, 0).unwrap().events;
+        t = fold(Some(t), &events);
+    }
+    assert_eq!(t.game.turn(), Some(Seat::ALL[0]));
+    let legal = t.game.legal_commands(Seat::ALL[0]);
+    let v = t.version;
+    assert_eq!(
+        t.act(a, v - 1, "x", &legal[0], 0).unwrap_err(),
+        TableError::Stale {
+            expected: v - 1,
+            current: v
+        }
+    );
+    assert_eq!(
+        t.act(Uuid::now_v7(), v, "x", &legal[0], 0).unwrap_err(),
+        TableError::NotSeated
+    );
+    let d = t.act(a, v, "x", &legal[0], 0).unwrap();
+    let after = d.version;
+    t = fold(Some(t), &d.events);
+    assert_eq!(t.version, after);
+    let again = t.act(a, v, "x", &legal[0], 0).unwrap();
+    assert!(again.events.is_empty());
+    assert_eq!(again.version, after);
+}
+
+#[test]
+fn a_player_who_lets_the_clock_run_out_is_played_for_then_abandoned() {
+    let mut t = table([false, true, true, true]);
+    let a = Uuid::now_v7();
+    let events = t.sit(a, Seat::ALL[0]).unwrap().events;
+    t = fold(Some(t), &events);
+    let mut now = 1_000_000;
+    let events = t.deal(&dealt(0), now).unwrap().events;
+    t = fold(Some(t), &events);
+    let me = Seat::ALL[0];
+    for round in 1..=MAX_TIMEOUTS {
+        while let Next::Bot(seat) = t.next(now) {
+            let events = t.bot_move(seat, now).unwrap().events;
+            t = fold(Some(t), &events);
+        }
+        if t.finished.is_some() {
+            return;
+        }
+        let (seat, deadline) = t.deadline.expect("a player's turn has a deadline");
+        assert_eq!((seat, deadline), (me, now + 30_000));
+        assert_eq!(t.next(deadline - 1), Next::Wait);
+        assert!(t.time_out(me, deadline - 1).unwrap().events.is_empty());
+        now = deadline;
+        assert_eq!(t.next(now), Next::Timeout(me));
+        let d = t.time_out(me, now).unwrap();
+        assert_eq!(
+            d.events[0],
+            TableEvent::TurnTimedOut {
+                seat: me,
+                consecutive: round
+            }
+        );
+        t = fold(Some(t), &d.events);
+        assert_eq!(t.timeouts[0], round);
+        assert_eq!(t.abandoned[0], round == MAX_TIMEOUTS);
+    }
+    // Abandoned: the bot plays the seat, no more deadlines.
+    while let Next::Bot(seat) = t.next(now) {
+        let events = t.bot_move(seat, now).unwrap().events;
+        assert!(!events.iter().any(|e| e.turn_clock().is_some()));
+        t = fold(Some(t), &events);
+    }
+    assert_eq!(t.next(now), Next::Deal { hand: 1 });
+}
+
+#[test]
+fn spectators_join_once_leave_when_they_sit_and_never_make_a_move_stale() {
+    let mut t = table([false, true, true, false]);
+    let (a, watcher) = (Uuid::now_v7(), Uuid::now_v7());
+    let events = t.sit(a, Seat::ALL[0]).unwrap().events;
+    t = fold(Some(t), &events);
+    assert_eq!(
+        t.spectate(a),
+        Err(TableError::SeatedSpectator(Seat::ALL[0]))
+    );
+    let d = t.spectate(watcher).unwrap();
+    assert_eq!(
+        d.events,
+        vec![TableEvent::SpectatorJoined { user: watcher }]
+    );
+    t = fold(Some(t), &d.events);
+    assert!(t.spectators.contains(&watcher));
+    let again = t.spectate(watcher).unwrap();
+    assert!(again.events.is_empty());
+    assert_eq!(again.version, t.version);
+    // Leaving and coming back.
+    let events = t.stop_spectating(watcher).events;
+    t = fold(Some(t), &events);
+    assert!(t.spectators.is_empty());
+    assert!(t.stop_spectating(watcher).events.is_empty());
+    let events = t.spectate(watcher).unwrap().events;
+    t = fold(Some(t), &events);
+    // Sitting down ends spectating, first; the fourth seat starts the match.
+    let d = t.sit(watcher, Seat::ALL[3]).unwrap();
+    assert_eq!(d.events[0], TableEvent::SpectatorLeft { user: watcher });
+    assert_eq!(
+        d.events[1],
+        TableEvent::SeatTaken {
+            seat: Seat::ALL[3],
+            player: watcher
+        }
+    );
+    t = fold(Some(t), &d.events);
+    assert!(t.spectators.is_empty() && t.started());
+    let events = t.deal(&dealt(0), 0).unwrap().events;
+    t = fold(Some(t), &events);
+    while let Next::Bot(seat) = t.next(0) {
+        let events = t.bot_move(seat, 0).unwrap().events;
+        t = fold(Some(t), &events);
+    }
+    // A spectator arriving between a player's read and their move: still their move.
+    let seat = t.game.turn().unwrap();
+    let player = t.players[seat.index()].unwrap();
+    let seen = t.version;
+    let other = Uuid::now_v7();
+    let events = t.spectate(other).unwrap().events;
+    t = fold(Some(t), &events);
+    assert_eq!(t.version, seen + 1);
+    let legal = t.game.legal_commands(seat);
+    let d = t.act(player, seen, "m1", &legal[0], 0).unwrap();
+    assert!(!d.events.is_empty());
+    // A version ahead of the table is refused.
+    assert!(matches!(
+        t.act(player, t.version + 1, "m2", &legal[0], 0),
+        Err(TableError::Stale { .. })
+    ));
+    // `other` is one of them.
+    for _ in 1..MAX_SPECTATORS {
+        let events = t.spectate(Uuid::now_v7()).unwrap().events;
+        t = fold(Some(t), &events);
+    }
+    assert_eq!(t.spectate(Uuid::now_v7()), Err(TableError::SpectatorsFull));
+}
+
+#[test]
+fn parse_setup_bounds() {
+    let o = TableOptions::default;
+    assert!(parse_setup(o(), &[0, 1, 2, 3], 0).is_err());
+    assert!(parse_setup(o(), &[1, 1], 0).is_err());
+    assert!(parse_setup(o(), &[4], 0).is_err());
+    assert!(parse_setup(o(), &[], 4).is_err());
+    assert!(parse_setup(o(), &[], 601).is_err());
+    assert_eq!(
+        parse_setup(o(), &[1, 3], 0).unwrap().2,
+        DEFAULT_MOVE_SECONDS
+    );
+    assert!(parse_command_id("").is_err());
+    assert!(parse_command_id(&"a".repeat(65)).is_err());
+    assert!(parse_command_id("a b").is_err());
+    assert!(parse_command_id("0b7c-1.x_z").is_ok());
+    assert!(parse_command_id("bot:1").is_err(), "the service's ids");
+}

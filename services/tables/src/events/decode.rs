@@ -1,0 +1,354 @@
+//! Stored events -> the domain, re-validated ([`from_recorded`]), or as stored -> the wire's
+//! `TableEvent` ([`wire_of`]).
+
+use fairdeal_eventstore::{RecordedEvent, is_event_type};
+use fairdeal_games_wire::jeu_du_10::{self as wire, EventMessage};
+use fairdeal_games_wire::{Reason, WireError};
+use fairdeal_proto::fairdeal::tables::v1 as pb;
+use prost::Message;
+use uuid::Uuid;
+
+use crate::domain::{CommandRef, Created, FinishReason, Finished, TableEvent};
+
+/// Why a stored event is not a table event.
+#[derive(Debug, thiserror::Error)]
+pub enum StoredEventError {
+    /// Its type is none of a table's events.
+    #[error("{0} is not a table event")]
+    NotATableEvent(String),
+    /// Its payload is not a message of its type.
+    #[error("{event_type} does not decode: {source}")]
+    Payload {
+        /// The event's type.
+        event_type: String,
+        /// Why prost refused it.
+        #[source]
+        source: prost::DecodeError,
+    },
+    /// A field does not map to the domain (a seat out of range, a card code unknown, ...).
+    #[error(transparent)]
+    Field(#[from] WireError),
+}
+
+/// The UUID `value` of `field`.
+pub(crate) fn uuid_of(field: &str, value: &str) -> Result<Uuid, WireError> {
+    Uuid::parse_str(value).map_err(|_| {
+        WireError::new(
+            field,
+            Reason::Unrecognised {
+                what: "UUID",
+                value: value.to_owned(),
+            },
+        )
+    })
+}
+
+fn command_of(command: &pb::CommandRef) -> Result<CommandRef, WireError> {
+    Ok(CommandRef {
+        command_id: command.command_id.clone(),
+        version_after: command.version_after,
+        next_turn: wire::next_turn_of(command).map_err(|e| e.within("command"))?,
+    })
+}
+
+fn decode<M: Message + Default>(event: &RecordedEvent) -> Result<M, StoredEventError> {
+    M::decode(event.payload.as_slice()).map_err(|source| StoredEventError::Payload {
+        event_type: event.event_type.clone(),
+        source,
+    })
+}
+
+/// A stored message of the engine's events, with the command it answers if it carries one.
+fn engine<M: Message + Default + EventMessage>(
+    event: &RecordedEvent,
+) -> Result<TableEvent, StoredEventError> {
+    let m: M = decode(event)?;
+    Ok(TableEvent::Engine {
+        event: m.event()?,
+        command: m.command().map(command_of).transpose()?,
+    })
+}
+
+/// A stored event back into the domain, re-validated.
+pub fn from_recorded(event: &RecordedEvent) -> Result<TableEvent, StoredEventError> {
+    let t = event.event_type.as_str();
+    if is_event_type::<pb::MatchStarted>(t) {
+        return engine::<pb::MatchStarted>(event);
+    }
+    if is_event_type::<pb::BidPlaced>(t) {
+        return engine::<pb::BidPlaced>(event);
+    }
+    if is_event_type::<pb::PlayerPassed>(t) {
+        return engine::<pb::PlayerPassed>(event);
+    }
+    if is_event_type::<pb::AuctionWon>(t) {
+        return engine::<pb::AuctionWon>(event);
+    }
+    if is_event_type::<pb::TrumpNamed>(t) {
+        return engine::<pb::TrumpNamed>(event);
+    }
+    if is_event_type::<pb::CardPlayed>(t) {
+        return engine::<pb::CardPlayed>(event);
+    }
+    if is_event_type::<pb::TrickWon>(t) {
+        return engine::<pb::TrickWon>(event);
+    }
+    if is_event_type::<pb::HandScored>(t) {
+        return engine::<pb::HandScored>(event);
+    }
+    if is_event_type::<pb::MatchWon>(t) {
+        return engine::<pb::MatchWon>(event);
+    }
+    let event = if is_event_type::<pb::TableCreated>(t) {
+        let m: pb::TableCreated = decode(event)?;
+        let mut bots = [false; 4];
+        for &n in &m.bot_seats {
+            bots[wire::seat_of("bot_seats", n)?.index()] = true;
+        }
+        TableEvent::Created(Created {
+            table_id: uuid_of("table_id", &m.table_id)?,
+            creator: uuid_of("creator_id", &m.creator_id)?,
+            options: wire::options_of("options", m.options.as_ref())?,
+            bots,
+            move_seconds: m.move_seconds,
+            commitment: m.commitment,
+            short_code: m.short_code,
+            first_dealer: wire::seat_of("first_dealer", m.first_dealer)?,
+        })
+    } else if is_event_type::<pb::SeatTaken>(t) {
+        let m: pb::SeatTaken = decode(event)?;
+        TableEvent::SeatTaken {
+            seat: wire::seat_of("seat", m.seat)?,
+            player: uuid_of("player_id", &m.player_id)?,
+        }
+    } else if is_event_type::<pb::SeatLeft>(t) {
+        let m: pb::SeatLeft = decode(event)?;
+        TableEvent::SeatLeft {
+            seat: wire::seat_of("seat", m.seat)?,
+            player: uuid_of("player_id", &m.player_id)?,
+        }
+    } else if is_event_type::<pb::SeedContributed>(t) {
+        let m: pb::SeedContributed = decode(event)?;
+        TableEvent::SeedContributed {
+            seat: wire::seat_of("seat", m.seat)?,
+            player: uuid_of("player_id", &m.player_id)?,
+            contribution: m.contribution,
+        }
+    } else if is_event_type::<pb::HandStarted>(t) {
+        let m: pb::HandStarted = decode(event)?;
+        TableEvent::HandStarted {
+            hand: m.hand,
+            dealer: wire::seat_of("dealer", m.dealer)?,
+            commitment: m.commitment,
+            client_seed: m.client_seed,
+        }
+    } else if is_event_type::<pb::CardsDealt>(t) {
+        let m: pb::CardsDealt = decode(event)?;
+        TableEvent::CardsDealt {
+            hand: m.hand,
+            seat: wire::seat_of("seat", m.seat)?,
+            position: u8::try_from(m.position)
+                .ok()
+                .filter(|p| *p < 4)
+                .ok_or_else(|| {
+                    WireError::new(
+                        "position",
+                        Reason::OutOfRange {
+                            value: m.position.into(),
+                            range: "0..=3",
+                        },
+                    )
+                })?,
+            cards: wire::cards_of("cards", &m.cards)?,
+        }
+    } else if is_event_type::<pb::GameFinished>(t) {
+        let m: pb::GameFinished = decode(event)?;
+        let mut players = [None; 4];
+        let mut abandoned = [false; 4];
+        for p in &m.players {
+            let seat = wire::seat_of("players.seat", p.seat)?;
+            if !p.bot {
+                players[seat.index()] = Some(uuid_of("players.player_id", &p.player_id)?);
+            }
+            abandoned[seat.index()] = p.abandoned;
+        }
+        TableEvent::GameFinished(Finished {
+            players,
+            abandoned,
+            scores: wire::per_team("final_scores", &m.final_scores)?,
+            winner: wire::team_of("winner", m.winner)?,
+            options: wire::options_of("variant", m.variant.as_ref())?,
+            hands_played: m.hands_played,
+            reason: match pb::FinishReason::try_from(m.reason) {
+                Ok(pb::FinishReason::Completed) => FinishReason::Completed,
+                Ok(pb::FinishReason::Abandoned) => FinishReason::Abandoned,
+                Ok(pb::FinishReason::Unspecified) | Err(_) => {
+                    return Err(WireError::new(
+                        "reason",
+                        Reason::OutOfRange {
+                            value: m.reason.into(),
+                            range: "1..=2",
+                        },
+                    )
+                    .into());
+                }
+            },
+        })
+    } else if is_event_type::<pb::TableSeedRevealed>(t) {
+        let m: pb::TableSeedRevealed = decode(event)?;
+        TableEvent::SeedRevealed {
+            commitment: m.commitment,
+            server_seed: m.server_seed,
+            client_seed: m.client_seed,
+        }
+    } else if is_event_type::<pb::TurnClock>(t) {
+        let m: pb::TurnClock = decode(event)?;
+        TableEvent::TurnClock {
+            seat: wire::seat_of("seat", m.seat)?,
+            deadline_ms: m.deadline_ms,
+        }
+    } else if is_event_type::<pb::TurnTimedOut>(t) {
+        let m: pb::TurnTimedOut = decode(event)?;
+        TableEvent::TurnTimedOut {
+            seat: wire::seat_of("seat", m.seat)?,
+            consecutive: m.consecutive,
+        }
+    } else if is_event_type::<pb::SeatAbandoned>(t) {
+        let m: pb::SeatAbandoned = decode(event)?;
+        TableEvent::SeatAbandoned {
+            seat: wire::seat_of("seat", m.seat)?,
+            player: uuid_of("player_id", &m.player_id)?,
+        }
+    } else if is_event_type::<pb::SpectatorJoined>(t) {
+        let m: pb::SpectatorJoined = decode(event)?;
+        TableEvent::SpectatorJoined {
+            user: uuid_of("user_id", &m.user_id)?,
+        }
+    } else if is_event_type::<pb::SpectatorLeft>(t) {
+        let m: pb::SpectatorLeft = decode(event)?;
+        TableEvent::SpectatorLeft {
+            user: uuid_of("user_id", &m.user_id)?,
+        }
+    } else {
+        return Err(StoredEventError::NotATableEvent(t.to_owned()));
+    };
+    Ok(event)
+}
+
+/// A stored event as the wire's `TableEvent`, as it is stored: one decode of its payload,
+/// into the message its type names (chosen as [`from_recorded`] chooses). The store holds
+/// each event as [`to_message`](super::to_message) wrote it, so this is the message
+/// `to_message(from_recorded(event))` gives, without the trip through the domain: what a
+/// watcher sends. Its fields are not validated: the caller checks those it decides on.
+pub fn wire_of(event: &RecordedEvent) -> Result<pb::TableEvent, StoredEventError> {
+    use pb::table_event::Event as W;
+    let t = event.event_type.as_str();
+    let wire = if is_event_type::<pb::TableCreated>(t) {
+        W::TableCreated(decode(event)?)
+    } else if is_event_type::<pb::SeatTaken>(t) {
+        W::SeatTaken(decode(event)?)
+    } else if is_event_type::<pb::SeatLeft>(t) {
+        W::SeatLeft(decode(event)?)
+    } else if is_event_type::<pb::SeedContributed>(t) {
+        W::SeedContributed(decode(event)?)
+    } else if is_event_type::<pb::MatchStarted>(t) {
+        W::MatchStarted(decode(event)?)
+    } else if is_event_type::<pb::HandStarted>(t) {
+        W::HandStarted(decode(event)?)
+    } else if is_event_type::<pb::CardsDealt>(t) {
+        W::CardsDealt(decode(event)?)
+    } else if is_event_type::<pb::BidPlaced>(t) {
+        W::BidPlaced(decode(event)?)
+    } else if is_event_type::<pb::PlayerPassed>(t) {
+        W::PlayerPassed(decode(event)?)
+    } else if is_event_type::<pb::AuctionWon>(t) {
+        W::AuctionWon(decode(event)?)
+    } else if is_event_type::<pb::TrumpNamed>(t) {
+        W::TrumpNamed(decode(event)?)
+    } else if is_event_type::<pb::CardPlayed>(t) {
+        W::CardPlayed(decode(event)?)
+    } else if is_event_type::<pb::TrickWon>(t) {
+        W::TrickWon(decode(event)?)
+    } else if is_event_type::<pb::HandScored>(t) {
+        W::HandScored(decode(event)?)
+    } else if is_event_type::<pb::MatchWon>(t) {
+        W::MatchWon(decode(event)?)
+    } else if is_event_type::<pb::GameFinished>(t) {
+        W::GameFinished(decode(event)?)
+    } else if is_event_type::<pb::TableSeedRevealed>(t) {
+        W::TableSeedRevealed(decode(event)?)
+    } else if is_event_type::<pb::TurnClock>(t) {
+        W::TurnClock(decode(event)?)
+    } else if is_event_type::<pb::TurnTimedOut>(t) {
+        W::TurnTimedOut(decode(event)?)
+    } else if is_event_type::<pb::SeatAbandoned>(t) {
+        W::SeatAbandoned(decode(event)?)
+    } else if is_event_type::<pb::SpectatorJoined>(t) {
+        W::SpectatorJoined(decode(event)?)
+    } else if is_event_type::<pb::SpectatorLeft>(t) {
+        W::SpectatorLeft(decode(event)?)
+    } else {
+        return Err(StoredEventError::NotATableEvent(t.to_owned()));
+    };
+    Ok(pb::TableEvent { event: Some(wire) })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use fairdeal_eventstore::NewEvent;
+
+    use super::*;
+    use crate::events::tests::stored;
+
+    #[test]
+    fn a_command_whose_next_turn_names_no_seat_is_refused() {
+        let id = Uuid::now_v7();
+        let message = pb::CardPlayed {
+            table_id: id.to_string(),
+            seat: 1,
+            card: "AS".into(),
+            command: Some(pb::CommandRef {
+                command_id: "c-1".into(),
+                version_after: 9,
+                next_turn: Some(pb::Turn {
+                    seat: 4,
+                    deadline_ms: 1,
+                }),
+            }),
+        };
+        let new = NewEvent::from_message(&message).with_correlation_id(id.to_string());
+        let recorded = stored(id, 1, &new);
+        assert_eq!(
+            from_recorded(&recorded).unwrap_err().to_string(),
+            "command.next_turn.seat: 4 is out of range (0..=3)"
+        );
+    }
+
+    #[test]
+    fn a_stored_event_of_no_table_type_or_not_of_its_type_is_refused_both_ways() {
+        let id = Uuid::now_v7();
+        let foreign = NewEvent::new("fairdeal.chat.v1.MessagePosted", vec![1, 2, 3]);
+        let recorded = stored(id, 1, &foreign);
+        for error in [
+            from_recorded(&recorded).unwrap_err(),
+            wire_of(&recorded).unwrap_err(),
+        ] {
+            assert!(
+                matches!(error, StoredEventError::NotATableEvent(_)),
+                "{error}"
+            );
+        }
+        let mut corrupt = NewEvent::from_message(&pb::CardsDealt::default());
+        // Field 1 (`table_id`, a string) with a length past the payload's end.
+        corrupt.payload = vec![0x0a, 0x10, b'x'];
+        let recorded = stored(id, 1, &corrupt);
+        for error in [
+            from_recorded(&recorded).unwrap_err(),
+            wire_of(&recorded).unwrap_err(),
+        ] {
+            assert!(matches!(error, StoredEventError::Payload { .. }), "{error}");
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! The turn timers: the deadlines of the tables this replica advanced last (`Timers`),
+//! the timer task that advances a table when its deadline passes ([`Tables::run_timers`]),
+//! and the way the deadlines projection hands this replica the steps the service owes
+//! ([`OwedSteps`]).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::lobby;
+use crate::service::Tables;
+
+/// How often a timer re-reads the projected deadlines (a safety net: deadlines this replica
+/// recorded are waited for at once).
+const DEADLINES_RELOAD: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The deadlines of the tables this replica advanced last, and a wake-up for the timer task
+/// when one changes.
+#[derive(Debug)]
+pub(crate) struct Timers {
+    /// Table -> deadline (Unix ms) of the player to act.
+    deadlines: Mutex<HashMap<Uuid, i64>>,
+    /// Bumped whenever `deadlines` changes.
+    changed: watch::Sender<u64>,
+}
+
+impl Timers {
+    /// No deadlines yet.
+    pub(crate) fn new() -> Self {
+        Timers {
+            deadlines: Mutex::new(HashMap::new()),
+            changed: watch::Sender::new(0),
+        }
+    }
+
+    /// The deadlines, locked.
+    fn deadlines(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, i64>> {
+        // The map stays consistent whatever panicked while holding it.
+        self.deadlines
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits for `deadline` of `table_id` (`None`: nothing to wait for).
+    pub(crate) fn set(&self, table_id: Uuid, deadline: Option<i64>) {
+        let changed = match deadline {
+            Some(d) => self.deadlines().insert(table_id, d) != Some(d),
+            None => self.deadlines().remove(&table_id).is_some(),
+        };
+        if changed {
+            self.changed.send_modify(|n| *n = n.wrapping_add(1));
+        }
+    }
+
+    /// The earliest deadline.
+    fn earliest(&self) -> Option<(i64, Uuid)> {
+        self.deadlines().iter().map(|(id, d)| (*d, *id)).min()
+    }
+}
+
+/// A way into this replica's timers for the deadlines projection: a step the service owes,
+/// recorded by the projection, is taken at once rather than at the timer's next reload of the
+/// projection (up to [`DEADLINES_RELOAD`] later), which matters when the replica that owed it
+/// stopped before the projection caught up.
+#[derive(Clone, Debug)]
+pub struct OwedSteps(Arc<Timers>);
+
+impl OwedSteps {
+    /// The service owes `table_id` a step, recorded as `deadline` (the table's version
+    /// negated, so due at once): the timer takes it now. A hint: the step is decided on the
+    /// table's state, so one owed no longer does nothing.
+    pub fn owe(&self, table_id: Uuid, deadline: i64) {
+        self.0.set(table_id, Some(deadline));
+    }
+}
+
+impl Tables {
+    /// The handle the deadlines projection wakes this replica's timers with.
+    pub fn owed_steps(&self) -> OwedSteps {
+        OwedSteps(Arc::clone(&self.timers))
+    }
+
+    /// The timer task: waits for the earliest deadline this replica knows of, then advances
+    /// that table (the step plays for the seat if its player has not acted by then); until
+    /// `stop`. Another replica firing the same deadline appends nothing more: the step is
+    /// decided on the table's current state. At start, and then every
+    /// [`DEADLINES_RELOAD`] as a safety net, it also takes the deadlines the projection holds,
+    /// so a restarted replica waits for the tables nobody has touched since.
+    ///
+    /// Each reload also samples `fairdeal.tables.active`: the tables started and not
+    /// finished (the projection's deadlines), the same figure on every replica.
+    pub async fn run_timers(self, stop: CancellationToken) {
+        let active = fairdeal_kit::metrics::gauge(
+            "fairdeal.tables.active",
+            "Tables started and not finished (every replica reports the whole platform's)",
+            "{table}",
+        );
+        let mut changed = self.timers.changed.subscribe();
+        // Deadlines fired here, so a projected row that is stale is not fired again.
+        let mut fired: HashMap<Uuid, i64> = HashMap::new();
+        let mut reload = tokio::time::interval(DEADLINES_RELOAD);
+        loop {
+            changed.borrow_and_update();
+            let wait = async {
+                match self.timers.earliest() {
+                    Some((deadline, table_id)) => {
+                        self.clock.sleep_until(deadline).await;
+                        (deadline, table_id)
+                    }
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = stop.cancelled() => return,
+                result = changed.changed() => if result.is_err() { return },
+                _ = reload.tick() => match lobby::deadlines(&self.db).await {
+                    Ok(rows) => {
+                        active.record(u64::try_from(rows.len()).unwrap_or(u64::MAX), &[]);
+                        // A finished table's row is gone: forget that it fired.
+                        fired.retain(|id, _| rows.iter().any(|(row, _)| row == id));
+                        for (table_id, deadline) in rows {
+                            if fired.get(&table_id) != Some(&deadline) {
+                                self.timers.deadlines().entry(table_id).or_insert(deadline);
+                            }
+                        }
+                    }
+                    Err(error) => tracing::warn!(%error, "turn deadlines unreadable"),
+                },
+                (deadline, table_id) = wait => {
+                    self.timers.deadlines().remove(&table_id);
+                    fired.insert(table_id, deadline);
+                    // Off the timer loop: playing out an abandoned seat's match takes a while,
+                    // and other tables' deadlines must not wait for it.
+                    let this = self.clone();
+                    self.shutdown
+                        .tracker()
+                        .spawn(async move { this.advance(table_id).await });
+                }
+            }
+        }
+    }
+}
