@@ -475,6 +475,16 @@ pub fn audit(text: &str, verifier: &NoteVerifier, previous: Option<&str>) -> Rep
     report
 }
 
+/// A check's result from the problems it found: passed when there are none, else all of
+/// them.
+fn verdict<S: std::borrow::Borrow<str>>(problems: &[S]) -> Result<(), String> {
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
 /// `--previous`: the export's checkpoint must extend it.
 fn check_consistency(
     report: &mut Report,
@@ -630,11 +640,7 @@ fn check_content(report: &mut Report, row: &Row, content: &Content) -> Option<En
                             problems.push("the body is not an envelope's canonical encoding");
                         }
                     }
-                    if problems.is_empty() {
-                        Ok(())
-                    } else {
-                        Err(problems.join("; "))
-                    }
+                    verdict(&problems)
                 });
             report.check("opening", row.line, opened);
             // Not an event of the game: its chain link, so its place in the stream, stays
@@ -691,11 +697,7 @@ fn open_full(
             env.hash.len()
         )),
     }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(problems.join("; "))
-    }
+    verdict(&problems)
 }
 
 /// `bytes` (the line's `field`) as an envelope, checked against the line's readable fields.
@@ -814,14 +816,7 @@ fn check_chains(
             report.check(
                 "chain",
                 link.line,
-                if problems.is_empty() {
-                    Ok(())
-                } else {
-                    Err(format!(
-                        "{stream} version {version}: {}",
-                        problems.join("; ")
-                    ))
-                },
+                verdict(&problems).map_err(|p| format!("{stream} version {version}: {p}")),
             );
             prev = Some((version, env));
         }
@@ -958,35 +953,29 @@ impl<'a> GameAudit<'a> {
                 "the table stream holds no TableSeedRevealed: the seed is not revealed",
             );
         }
-        for (line, m) in &reveals_t {
+        // A reveal names the seed and its commitment, in the table's stream as in the
+        // commitment service's.
+        let revealed = reveals_t
+            .iter()
+            .map(|(line, m)| (*line, &m.server_seed, &m.commitment))
+            .chain(
+                reveals_c
+                    .iter()
+                    .map(|(line, m)| (*line, &m.server_seed, &m.commitment)),
+            );
+        for (line, server_seed, recorded) in revealed {
             expect(
                 report,
-                *line,
+                line,
                 "TableSeedRevealed.server_seed",
-                &m.server_seed,
+                server_seed,
                 seed,
             );
             expect(
                 report,
-                *line,
+                line,
                 "TableSeedRevealed.commitment",
-                &m.commitment,
-                &commitment,
-            );
-        }
-        for (line, m) in &reveals_c {
-            expect(
-                report,
-                *line,
-                "TableSeedRevealed.server_seed",
-                &m.server_seed,
-                seed,
-            );
-            expect(
-                report,
-                *line,
-                "TableSeedRevealed.commitment",
-                &m.commitment,
+                recorded,
                 &commitment,
             );
         }
@@ -1409,15 +1398,7 @@ impl<'a> GameAudit<'a> {
                     finished.hands_played
                 ));
             }
-            report.check(
-                "result",
-                line,
-                if problems.is_empty() {
-                    Ok(())
-                } else {
-                    Err(problems.join("; "))
-                },
-            );
+            report.check("result", line, verdict(&problems));
         }
         self.seats(report, line, &finished);
         self.ratings(report, &finished);
@@ -1443,15 +1424,7 @@ impl<'a> GameAudit<'a> {
                 ));
             }
         }
-        report.check(
-            "result",
-            line,
-            if problems.is_empty() {
-                Ok(())
-            } else {
-                Err(problems.join("; "))
-            },
-        );
+        report.check("result", line, verdict(&problems));
     }
 
     /// Every RatingChanged recomputed.

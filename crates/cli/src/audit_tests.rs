@@ -545,6 +545,19 @@ impl Game {
             .sign(&self.signer)
     }
 
+    /// Whether the table's export holds `env`: the events of its own streams and those
+    /// correlated with it.
+    fn is_own(&self, env: &Envelope) -> bool {
+        let t = &self.table_id;
+        env.correlation_id == *t
+            || [
+                format!("table-{t}"),
+                format!("commitmenttable-{t}"),
+                format!("deals-{t}"),
+            ]
+            .contains(&env.stream_id)
+    }
+
     /// The export, as the ledger writes it, with consistency proofs from `previous`.
     fn export(&self, previous: &[u64]) -> Vec<Line> {
         let tree = self.tree(self.log.leaves.len());
@@ -560,13 +573,8 @@ impl Game {
                 proof: encode_hashes(&tree.consistency_proof(old, tree.size()).unwrap()),
             }));
         }
-        let own = [
-            format!("table-{}", self.table_id),
-            format!("commitmenttable-{}", self.table_id),
-            format!("deals-{}", self.table_id),
-        ];
         for (i, env) in self.log.leaves.iter().enumerate() {
-            if env.correlation_id == self.table_id || own.contains(&env.stream_id) {
+            if self.is_own(env) {
                 lines.push(Line::Event(EventLine {
                     leaf_index: i as u64,
                     stream_id: env.stream_id.clone(),
@@ -585,15 +593,44 @@ impl Game {
     }
 }
 
-fn text(lines: &[Line]) -> String {
+/// The export file of `lines` (of either format).
+fn text<L: serde::Serialize>(lines: &[L]) -> String {
     lines
         .iter()
         .map(|l| serde_json::to_string(l).unwrap() + "\n")
         .collect()
 }
 
-fn run(game: &Game, lines: &[Line]) -> Report {
+/// The audit of `lines` (of either format) against `game`'s key.
+fn run<L: serde::Serialize>(game: &Game, lines: &[L]) -> Report {
     audit(&text(lines), &game.key(), None)
+}
+
+#[track_caller]
+fn assert_clean(report: &Report) {
+    assert!(report.failures.is_empty(), "{:#?}", report.failures);
+}
+
+/// The checks every honest export of a game runs (format 2 adds its own).
+const CHECKS: [&str; 10] = [
+    "checkpoint",
+    "inclusion",
+    "chain",
+    "commitment",
+    "client_seed",
+    "deal",
+    "replay",
+    "score",
+    "result",
+    "rating",
+];
+
+/// The audit ran each of `checks` at least once.
+#[track_caller]
+fn assert_checked(report: &Report, checks: &[&str]) {
+    for check in checks {
+        assert!(report.checks[check].checked > 0, "{check} was not checked");
+    }
 }
 
 /// The audit fails `check` at file line `line` (1-based; 0: anywhere).
@@ -675,24 +712,11 @@ fn an_honest_export_passes_every_check() {
     let game = record_game();
     let lines = game.export(&[]);
     let report = run(&game, &lines);
-    assert!(report.failures.is_empty(), "{:#?}", report.failures);
+    assert_clean(&report);
     assert!(report.hands >= 2 && report.moves > 40, "{report:?}");
     assert_eq!(report.ratings, 4);
     assert_eq!(report.streams, 3 + 4);
-    for check in [
-        "checkpoint",
-        "inclusion",
-        "chain",
-        "commitment",
-        "client_seed",
-        "deal",
-        "replay",
-        "score",
-        "result",
-        "rating",
-    ] {
-        assert!(report.checks[check].checked > 0, "{check} was not checked");
-    }
+    assert_checked(&report, &CHECKS);
     // The rating stream of player 0 is exported from version 2: a partial stream passes.
     assert_eq!(report.events as usize, lines.len() - 1);
 }
@@ -990,13 +1014,8 @@ impl Game {
                 .sign(&self.signer),
             server_seed: SEED.into(),
         })];
-        let own = [
-            format!("table-{}", self.table_id),
-            format!("commitmenttable-{}", self.table_id),
-            format!("deals-{}", self.table_id),
-        ];
         for (i, (env, leaf)) in self.log.leaves.iter().zip(leaves).enumerate() {
-            if env.correlation_id != self.table_id && !own.contains(&env.stream_id) {
+            if !self.is_own(env) {
                 continue;
             }
             let (body_salt, chain_salt) = salts(i);
@@ -1041,22 +1060,6 @@ impl Game {
     }
 }
 
-fn text2(lines: &[Line2]) -> String {
-    lines
-        .iter()
-        .map(|l| serde_json::to_string(l).unwrap() + "\n")
-        .collect()
-}
-
-fn run2(game: &Game, lines: &[Line2]) -> Report {
-    audit(&text2(lines), &game.key(), None)
-}
-
-#[track_caller]
-fn assert_clean(report: &Report) {
-    assert!(report.failures.is_empty(), "{:#?}", report.failures);
-}
-
 /// The index (in `lines`) of the first event line that `pick` picks.
 fn find2(lines: &[Line2], pick: impl Fn(&EventLine2) -> bool) -> usize {
     lines
@@ -1084,29 +1087,14 @@ fn event2_mut(lines: &mut [Line2], i: usize) -> &mut EventLine2 {
 fn a_format_2_export_passes_every_check() {
     let game = record_game();
     let lines = game.export_v2(0, all_full);
-    let report = run2(&game, &lines);
+    let report = run(&game, &lines);
     assert_clean(&report);
     assert_eq!(report.events as usize, lines.len() - 1);
     assert_eq!(report.streams, 3 + 4);
     assert_eq!(report.ratings, 4);
     assert!(report.erased.is_empty() && report.withheld.is_empty());
-    for check in [
-        "checkpoint",
-        "inclusion",
-        "opening",
-        "disclosure",
-        "envelope",
-        "chain",
-        "commitment",
-        "client_seed",
-        "deal",
-        "replay",
-        "score",
-        "result",
-        "rating",
-    ] {
-        assert!(report.checks[check].checked > 0, "{check} was not checked");
-    }
+    assert_checked(&report, &CHECKS);
+    assert_checked(&report, &["opening", "disclosure", "envelope"]);
     // The same game from a ledger that switched to format 2 mid-game: the leaves before
     // are envelopes (leaf format 1), the file is format 2 all the same.
     let legacy = game.leaf_of("table-", 10);
@@ -1116,7 +1104,7 @@ fn a_format_2_export_passes_every_check() {
             .iter()
             .any(|l| matches!(l, Line2::Event(e) if e.leaf_format == LeafFormat::V1))
     );
-    let report = run2(&game, &mixed);
+    let report = run(&game, &mixed);
     assert_clean(&report);
     assert_eq!(report.events as usize, mixed.len() - 1);
 }
@@ -1127,7 +1115,7 @@ fn withheld_and_erased_chat_lines_pass_and_the_erased_are_named() {
     // Chat version 1 is a leaf from before the switch, the rest format 2 leaves.
     for legacy in [game.leaf_of("chat-", 2), 0] {
         let lines = game.export_v2(legacy, ledger_rule(2));
-        let report = run2(&game, &lines);
+        let report = run(&game, &lines);
         assert_clean(&report);
         let erased = find2(&lines, chat_line(2));
         let chat_stream = format!("chat-table-{}", game.table_id);
@@ -1176,7 +1164,7 @@ fn a_body_disclosure_opens_over_the_body() {
         }
     };
     let lines = game.export_v2(0, rule);
-    let report = run2(&game, &lines);
+    let report = run(&game, &lines);
     assert_clean(&report);
     assert_eq!(report.withheld[Disclosure::Body.as_str()], 1);
     // A body with its chain link left in is not a body.
@@ -1185,7 +1173,7 @@ fn a_body_disclosure_opens_over_the_body() {
     let env = game.log.leaves[leaf_index_at(&linked, i)].clone();
     let e = event2_mut(&mut linked, i);
     e.body = Some(encode_bytes(&env.encode_to_vec()));
-    let report = run2(&game, &linked);
+    let report = run(&game, &linked);
     assert_fails(&report, "opening", i + 1);
 }
 
@@ -1250,7 +1238,7 @@ fn a_game_record_line_not_disclosed_in_full_fails() {
         for legacy in [0, first + 1] {
             let lines = game.export_v2(legacy, rule);
             let i = find2(&lines, |e| e.leaf_index == first as u64);
-            let report = run2(&game, &lines);
+            let report = run(&game, &lines);
             assert_fails(&report, "disclosure", i + 1);
             // Its version still counts: the stream stays whole and the chain check passes.
             assert!(!report.failed("chain"), "{what}: {:#?}", report.failures);
@@ -1354,7 +1342,7 @@ fn every_field_of_a_format_2_line_is_bound() {
         }
     };
     let lines = game.export_v2(legacy, rule);
-    assert_clean(&run2(&game, &lines));
+    assert_clean(&run(&game, &lines));
     let disclosed = [
         "kind",
         "leaf_index",
@@ -1422,11 +1410,11 @@ fn every_field_of_a_format_2_line_is_bound() {
     let i = find2(&lines, chat_line(2));
     let mut moved = lines.clone();
     event2_mut(&mut moved, i).stream_id = format!("table-{}", game.table_id);
-    assert_fails(&run2(&game, &moved), "disclosure", i + 1);
+    assert_fails(&run(&game, &moved), "disclosure", i + 1);
     let j = find2(&lines, chat_line(3));
     let mut back = lines.clone();
     event2_mut(&mut back, j).version = 1;
-    assert_fails(&run2(&game, &back), "chain", j + 1);
+    assert_fails(&run(&game, &back), "chain", j + 1);
 }
 
 #[test]
@@ -1442,7 +1430,7 @@ fn a_tampered_full_line_fails_the_right_check() {
     changed.payload.push(0);
     changed.hash = compute_hash(&changed).to_vec();
     event2_mut(&mut payload, i).envelope = Some(encode_bytes(&changed.encode_to_vec()));
-    let report = run2(&game, &payload);
+    let report = run(&game, &payload);
     assert_fails(&report, "opening", i + 1);
     assert!(!report.failed("inclusion"), "{:#?}", report.failures);
     // The same envelope with a field the protobuf does not know appended: it decodes to the
@@ -1452,17 +1440,17 @@ fn a_tampered_full_line_fails_the_right_check() {
     bytes.extend_from_slice(&[0xf8, 0x01, 0x01]); // field 31, varint 1
     assert_eq!(Envelope::decode(bytes.as_slice()).unwrap(), env);
     event2_mut(&mut unknown, i).envelope = Some(encode_bytes(&bytes));
-    assert_fails(&run2(&game, &unknown), "opening", i + 1);
+    assert_fails(&run(&game, &unknown), "opening", i + 1);
     // Another salt: the commitment does not open.
     let mut salt = lines.clone();
     event2_mut(&mut salt, i).chain_salt = Some(encode_bytes(&[0; 32]));
-    assert_fails(&run2(&game, &salt), "opening", i + 1);
+    assert_fails(&run(&game, &salt), "opening", i + 1);
     // A leaf that is not an entry is refused as one, and is not the proven leaf either.
     let mut leaf_line = lines.clone();
     let mut bytes = decode_bytes(event2_mut(&mut leaf_line, i).leaf.as_ref().unwrap()).unwrap();
     bytes[0] = 0x03;
     event2_mut(&mut leaf_line, i).leaf = Some(encode_bytes(&bytes));
-    let report = run2(&game, &leaf_line);
+    let report = run(&game, &leaf_line);
     assert_fails(&report, "opening", i + 1);
     assert_fails(&report, "inclusion", i + 1);
     // The game checks run on format 2 events as on format 1: a changed card, with its
@@ -1499,7 +1487,7 @@ fn a_tampered_full_line_fails_the_right_check() {
         }
     }
     let lines = forged.export_v2(0, all_full);
-    let report = run2(&forged, &lines);
+    let report = run(&forged, &lines);
     assert_fails(
         &report,
         "replay",
@@ -1516,7 +1504,7 @@ fn format_2_chat_streams_need_not_be_whole_and_link_where_they_can() {
     // A chat line left out: not part of the game's record, so not required.
     let mut dropped = game.export_v2(0, ledger_rule(2));
     dropped.remove(find2(&dropped, chat_line(3)));
-    assert_clean(&run2(&game, &dropped));
+    assert_clean(&run(&game, &dropped));
     // A format 1 file keeps the old rule: every stream of the game's own is whole.
     let v1 = game.export(&[]);
     assert_clean(&run(&game, &v1));
@@ -1546,11 +1534,11 @@ fn format_2_chat_streams_need_not_be_whole_and_link_where_they_can() {
         }
     };
     let lines = broken.export_v2(0, erase(2));
-    let report = run2(&broken, &lines);
+    let report = run(&broken, &lines);
     assert_fails(&report, "chain", find2(&lines, chat_line(4)) + 1);
     assert_eq!(report.failures.len(), 1, "{:#?}", report.failures);
     // With version 3 erased, version 4's link cannot be checked and nothing fails.
-    assert_clean(&run2(&broken, &broken.export_v2(0, erase(3))));
+    assert_clean(&run(&broken, &broken.export_v2(0, erase(3))));
 }
 
 #[test]
@@ -1568,7 +1556,7 @@ fn each_format_is_read_as_its_header_says() {
     if let Line2::Header(h) = &mut v2[0] {
         h.format = FORMAT_V1.into();
     }
-    let report = run2(&game, &v2);
+    let report = run(&game, &v2);
     assert_fails(&report, "format", 2);
     assert_eq!(report.events, 0);
     // A format no reader knows.
@@ -1576,7 +1564,7 @@ fn each_format_is_read_as_its_header_says() {
     if let Line2::Header(h) = &mut unknown[0] {
         h.format = "fairdeal-game-export/3".into();
     }
-    assert_fails(&run2(&game, &unknown), "format", 1);
+    assert_fails(&run(&game, &unknown), "format", 1);
 }
 
 /// Audit speed beside the hash-chain bound: one full match's export audited `ROUNDS` times,
@@ -1612,7 +1600,7 @@ fn audit_rate() {
     let bytes: usize = envelopes.iter().map(Vec::len).sum();
     for (format, text) in [
         ("format 1", text(&lines)),
-        ("format 2", text2(&game.export_v2(0, all_full))),
+        ("format 2", text(&game.export_v2(0, all_full))),
     ] {
         let started = Instant::now();
         for _ in 0..ROUNDS {
@@ -1647,7 +1635,7 @@ fn write_sample_export() {
     let chatty = record(true);
     std::fs::write(
         dir.join("game-v2.ndjson"),
-        text2(&chatty.export_v2(0, ledger_rule(2))),
+        text(&chatty.export_v2(0, ledger_rule(2))),
     )
     .unwrap();
 }

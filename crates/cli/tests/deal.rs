@@ -6,7 +6,7 @@ mod common;
 
 use std::process::Command;
 
-use common::{fails, fairdeal, json_lines};
+use common::{fails, fairdeal, json_lines, words};
 use fairdeal_fairness::Deck;
 use fairdeal_fairness::commitment::Commitment;
 use fairdeal_fairness::deal::Deal;
@@ -55,19 +55,9 @@ fn seeded_deals_match_the_library() {
 
 #[test]
 fn counted_deals_use_successive_salts() {
-    let lines = json_lines(&[
-        "deal",
-        "--game",
-        "tarot4",
-        "--server-seed",
-        "s",
-        "--client-seed",
-        "c",
-        "--salt",
-        "9",
-        "--count",
-        "3",
-    ]);
+    let lines = json_lines(&words(
+        "deal --game tarot4 --server-seed s --client-seed c --salt 9 --count 3",
+    ));
     let salts: Vec<&str> = lines.iter().map(|l| l["salt"].as_str().unwrap()).collect();
     assert_eq!(salts, ["9", "10", "11"]);
     for line in &lines {
@@ -77,19 +67,9 @@ fn counted_deals_use_successive_salts() {
     }
     // Up to the last sequence number is fine.
     let max = u64::MAX.to_string();
-    let lines = json_lines(&[
-        "deal",
-        "--game",
-        "dix",
-        "--server-seed",
-        "s",
-        "--client-seed",
-        "c",
-        "--salt",
-        &max,
-        "--count",
-        "1",
-    ]);
+    let lines = json_lines(&words(&format!(
+        "deal --game dix --server-seed s --client-seed c --salt {max} --count 1"
+    )));
     assert_eq!(lines[0]["salt"], json!(max));
 }
 
@@ -151,18 +131,9 @@ fn commit_and_seed() {
 
 #[test]
 fn explain_walks_every_step() {
-    let out = fairdeal(&[
-        "deal",
-        "--game",
-        "bridge",
-        "--server-seed",
-        "s",
-        "--client-seed",
-        "c",
-        "--salt",
-        "3",
-        "--explain",
-    ]);
+    let out = fairdeal(&words(
+        "deal --game bridge --server-seed s --client-seed c --salt 3 --explain",
+    ));
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     let deal = Deal::from_seeds(Deck::Bridge, "s", "c", "3");
@@ -211,34 +182,24 @@ fn demo_verifies_itself() {
 
 #[test]
 fn errors_are_one_line_naming_the_problem() {
-    let seeds = ["--server-seed", "s", "--client-seed", "c"];
-    let with_seeds = |extra: &[&'static str]| -> Vec<&'static str> {
-        let mut args = vec!["deal", "--game", "dix"];
-        args.extend(seeds);
-        args.extend(extra);
-        args
-    };
+    fails(&words("deal --game poker --number 1"), &["--game", "poker"]);
     fails(
-        &["deal", "--game", "poker", "--number", "1"],
-        &["--game", "poker"],
-    );
-    fails(
-        &["number", "--game", "chess", "--deck", "AS"],
+        &words("number --game chess --deck AS"),
         &["--game", "chess"],
     );
 
     // Distribution numbers.
-    let limit = number::factorial(40).to_string();
+    let limit = number::factorial(40);
     fails(
-        &["deal", "--game", "dix", "--number", &limit],
+        &words(&format!("deal --game dix --number {limit}")),
         &["--number", "too large", "40!"],
     );
     fails(
-        &["deal", "--game", "dix", "--number", "-5"],
+        &words("deal --game dix --number -5"),
         &["--number", "negative"],
     );
     fails(
-        &["deal", "--game", "dix", "--number", "12x4"],
+        &words("deal --game dix --number 12x4"),
         &["--number", "not a decimal", "'x'"],
     );
     fails(
@@ -246,48 +207,40 @@ fn errors_are_one_line_naming_the_problem() {
         &["--number", "empty"],
     );
     fails(
-        &["deal", "--game", "dix", "--number", "1e5"],
+        &words("deal --game dix --number 1e5"),
         &["--number", "not a decimal"],
     );
 
     // Source arguments.
     fails(
-        &[
-            "deal",
-            "--game",
-            "dix",
-            "--number",
-            "1",
-            "--server-seed",
-            "s",
-        ],
+        &words("deal --game dix --number 1 --server-seed s"),
         &["--number", "--server-seed"],
     );
-    fails(&["deal", "--game", "dix"], &["--server-seed", "--number"]);
+    fails(&words("deal --game dix"), &["--server-seed", "--number"]);
     fails(
-        &["deal", "--game", "dix", "--server-seed", "s", "--salt", "1"],
+        &words("deal --game dix --server-seed s --salt 1"),
         &["--client-seed"],
     );
 
     // --count.
+    let counted = |salt_and_count: &str| {
+        format!("deal --game dix --server-seed s --client-seed c {salt_and_count}")
+    };
     fails(
-        &with_seeds(&["--salt", "abc", "--count", "2"]),
+        &words(&counted("--salt abc --count 2")),
         &["--salt", "abc", "sequence number"],
     );
     fails(
-        &with_seeds(&["--salt", "01", "--count", "2"]),
+        &words(&counted("--salt 01 --count 2")),
         &["--salt", "leading zeros"],
     );
     fails(
-        &with_seeds(&["--salt", "18446744073709551615", "--count", "2"]),
+        &words(&counted("--salt 18446744073709551615 --count 2")),
         &["--count", "overflow"],
     );
-    fails(&with_seeds(&["--salt", "1", "--count", "0"]), &["--count"]);
-    fails(&with_seeds(&["--salt", "1", "--count", "-1"]), &["--count"]);
-    fails(
-        &with_seeds(&["--salt", "1", "--count", "x"]),
-        &["--count", "'x'"],
-    );
+    fails(&words(&counted("--salt 1 --count 0")), &["--count"]);
+    fails(&words(&counted("--salt 1 --count -1")), &["--count"]);
+    fails(&words(&counted("--salt 1 --count x")), &["--count", "'x'"]);
 
     // Dealt orders.
     let dix = Deck::Dix.codes();
@@ -307,18 +260,12 @@ fn errors_are_one_line_naming_the_problem() {
         &["number", "--game", "dix", "--deck", &dix[1..].join(",")],
         &["--deck", "missing card", "AS"],
     );
-    fails(
-        &["number", "--game", "ruff", "--deck", "6S"],
-        &["--deck", "6S"],
-    );
-    fails(
-        &["number", "--game", "dix", "--deck", ","],
-        &["--deck", "no card"],
-    );
-    fails(&["number", "--game", "dix"], &["--deck"]);
+    fails(&words("number --game ruff --deck 6S"), &["--deck", "6S"]);
+    fails(&words("number --game dix --deck ,"), &["--deck", "no card"]);
+    fails(&words("number --game dix"), &["--deck"]);
 
-    fails(&["deal", "--game"], &["--game"]);
-    fails(&["nonsense"], &["nonsense"]);
+    fails(&words("deal --game"), &["--game"]);
+    fails(&words("nonsense"), &["nonsense"]);
 }
 
 #[test]
@@ -327,19 +274,9 @@ fn closed_stdout_is_not_an_error() {
     use std::process::Stdio;
     // Read one line of a long run, then close the pipe: the binary must stop quietly.
     let mut child = Command::new(env!("CARGO_BIN_EXE_fairdeal"))
-        .args([
-            "deal",
-            "--game",
-            "dix",
-            "--server-seed",
-            "s",
-            "--client-seed",
-            "c",
-            "--salt",
-            "0",
-            "--count",
-            "1000000",
-        ])
+        .args(words(
+            "deal --game dix --server-seed s --client-seed c --salt 0 --count 1000000",
+        ))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -8,17 +8,7 @@ use fairdeal_fairness::Generator;
 use fairdeal_fairness::duplicate::select;
 use fairdeal_fairness::outcome::{Game, Options, Round};
 
-use common::{fairdeal, json_line};
-
-/// Runs a command that must fail with status 2 and one stderr line; returns that line.
-fn error_line(args: &[&str]) -> String {
-    let out = fairdeal(args);
-    assert_eq!(out.status.code(), Some(2), "{args:?}");
-    assert!(out.stdout.is_empty(), "{args:?}");
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    stderr.trim_end().to_owned()
-}
+use common::{fails, fairdeal, json_line, words};
 
 fn raw_hex(server: &str, client: &str, salt: &str, cursors: u64) -> String {
     let g = Generator::new(server, client, salt);
@@ -35,49 +25,38 @@ const SEEDS: [&str; 6] = [
     "42",
 ];
 
+/// The library's options for the CLI's parameter arguments (`--mines 5` and the like).
+fn options(parameters: &[&str]) -> Options {
+    let mut options = Options::default();
+    for pair in parameters.chunks(2) {
+        let value = Some(pair[1].parse().unwrap());
+        match pair[0] {
+            "--mines" => options.mines = value,
+            "--tickets" => options.tickets = value,
+            "--pins" => options.pins = value,
+            "--spins" => options.spins = value,
+            other => panic!("not a game parameter: {other}"),
+        }
+    }
+    options
+}
+
 #[test]
 fn every_game_prints_the_library_result_from_seeds_and_from_bytes() {
-    let cases: [(&str, &[&str], Options); 10] = [
-        ("dice", &[], Options::default()),
-        ("double", &[], Options::default()),
-        ("x50", &[], Options::default()),
-        (
-            "jackpot",
-            &["--tickets", "250"],
-            Options {
-                tickets: Some(250),
-                ..Options::default()
-            },
-        ),
-        ("crash", &[], Options::default()),
-        ("overgo", &[], Options::default()),
-        (
-            "mines",
-            &["--mines", "5"],
-            Options {
-                mines: Some(5),
-                ..Options::default()
-            },
-        ),
-        ("tower", &[], Options::default()),
-        (
-            "slot",
-            &["--spins", "3"],
-            Options {
-                spins: Some(3),
-                ..Options::default()
-            },
-        ),
-        (
-            "plinko",
-            &["--pins", "14"],
-            Options {
-                pins: Some(14),
-                ..Options::default()
-            },
-        ),
+    let cases: [(&str, &[&str]); 10] = [
+        ("dice", &[]),
+        ("double", &[]),
+        ("x50", &[]),
+        ("jackpot", &["--tickets", "250"]),
+        ("crash", &[]),
+        ("overgo", &[]),
+        ("mines", &["--mines", "5"]),
+        ("tower", &[]),
+        ("slot", &["--spins", "3"]),
+        ("plinko", &["--pins", "14"]),
     ];
-    for (game, extra, options) in cases {
+    for (game, extra) in cases {
+        let options = options(extra);
         let round = Round::new(game.parse::<Game>().unwrap(), &options).unwrap();
         let expected =
             serde_json::to_value(round.from_seeds("9f2c41d8", "player-1", "42")).unwrap();
@@ -118,15 +97,9 @@ fn explain_walks_through_every_number() {
     );
     assert!(text.contains("HMAC-SHA512(key, \"player-1:1\")"), "{text}");
     assert!(text.contains("pin 9: floor(U[9] * 2)"), "{text}");
-    let drop = Round::new(
-        Game::Plinko,
-        &Options {
-            pins: Some(10),
-            ..Options::default()
-        },
-    )
-    .unwrap()
-    .from_seeds("9f2c41d8", "player-1", "42");
+    let drop = Round::new(Game::Plinko, &options(&["--pins", "10"]))
+        .unwrap()
+        .from_seeds("9f2c41d8", "player-1", "42");
     assert!(text.ends_with(&format!("result: {drop}\n")), "{text}");
 
     let hex = raw_hex("a", "b", "c", 1);
@@ -139,90 +112,77 @@ fn explain_walks_through_every_number() {
 #[test]
 fn errors_are_one_line_naming_the_problem() {
     let block = "00".repeat(64);
-    let cases: Vec<(Vec<&str>, &str)> = vec![
+    // Each command line (BLOCK stands for one cursor block of bytes) and what its error
+    // names.
+    let cases = [
         (
-            vec!["outcome", "roulette", "--bytes", &block],
+            "outcome roulette --bytes BLOCK",
             "unknown game \"roulette\"",
         ),
-        (vec!["outcome", "dice", "--bytes", "0g"], "--bytes: not hex"),
+        ("outcome dice --bytes 0g", "--bytes: not hex"),
+        ("outcome dice --bytes abc", "--bytes: not hex"),
         (
-            vec!["outcome", "dice", "--bytes", "abc"],
-            "--bytes: not hex",
-        ),
-        (
-            vec!["outcome", "dice", "--bytes", "0000"],
+            "outcome dice --bytes 0000",
             "whole 64-byte cursor blocks, got 2 bytes",
         ),
         (
-            vec!["outcome", "mines", "--mines", "3", "--bytes", &block],
+            "outcome mines --mines 3 --bytes BLOCK",
             "--bytes: mines needs 192 bytes of generator output, got 64",
         ),
         (
-            vec!["outcome", "mines", "--mines", "25", "--bytes", &block],
+            "outcome mines --mines 25 --bytes BLOCK",
             "--mines: 25 is out of range",
         ),
         (
-            vec!["outcome", "mines", "--mines", "0", "--bytes", &block],
+            "outcome mines --mines 0 --bytes BLOCK",
             "--mines: 0 is out of range",
         ),
         (
-            vec!["outcome", "mines", "--mines", "-2", "--bytes", &block],
+            "outcome mines --mines -2 --bytes BLOCK",
             "--mines: \"-2\" is not",
         ),
+        ("outcome mines --bytes BLOCK", "--mines: required by mines"),
         (
-            vec!["outcome", "mines", "--bytes", &block],
-            "--mines: required by mines",
-        ),
-        (
-            vec!["outcome", "jackpot", "--tickets", "0", "--bytes", &block],
+            "outcome jackpot --tickets 0 --bytes BLOCK",
             "--tickets: 0 is out of range",
         ),
         (
-            vec!["outcome", "plinko", "--pins", "7", "--bytes", &block],
+            "outcome plinko --pins 7 --bytes BLOCK",
             "--pins: 7 is out of range",
         ),
         (
-            vec!["outcome", "plinko", "--pins", "17", "--bytes", &block],
+            "outcome plinko --pins 17 --bytes BLOCK",
             "--pins: 17 is out of range",
         ),
         (
-            vec!["outcome", "slot", "--spins", "0", "--bytes", &block],
+            "outcome slot --spins 0 --bytes BLOCK",
             "--spins: 0 is out of range",
         ),
         (
-            vec!["outcome", "slot", "--spins", "1001", "--bytes", &block],
+            "outcome slot --spins 1001 --bytes BLOCK",
             "--spins: 1001 is out of range",
         ),
         (
-            vec!["outcome", "dice", "--pins", "8", "--bytes", &block],
+            "outcome dice --pins 8 --bytes BLOCK",
             "--pins: not a parameter of dice",
         ),
-        (vec!["outcome", "dice"], "give the seeds"),
+        ("outcome dice", "give the seeds"),
         (
-            vec!["outcome", "dice", "--server-seed", "s", "--salt", "1"],
+            "outcome dice --server-seed s --salt 1",
             "--client-seed: required",
         ),
         (
-            vec!["outcome", "dice", "--salt", "1", "--bytes", &block],
+            "outcome dice --salt 1 --bytes BLOCK",
             "--bytes: give either --bytes or the seeds",
         ),
         (
-            vec![
-                "duplicate",
-                "--server-seed",
-                "s",
-                "--client-seed",
-                "c",
-                "--sequence",
-                "x",
-            ],
+            "duplicate --server-seed s --client-seed c --sequence x",
             "--sequence: \"x\" is not a non-negative integer",
         ),
     ];
-    for (args, expected) in cases {
-        let line = error_line(&args);
-        assert!(line.starts_with("error: "), "{line}");
-        assert!(line.contains(expected), "{args:?}: {line}");
+    for (command, expected) in cases {
+        let command = command.replace("BLOCK", &block);
+        fails(&words(&command), &[expected]);
     }
 }
 
@@ -238,16 +198,9 @@ fn duplicate_prints_the_accepted_deal_and_every_rejection() {
         })
         .unwrap();
     let selection = select("table-secret", "players", sequence).unwrap();
-    let q = sequence.to_string();
-    let v = json_line(&[
-        "duplicate",
-        "--server-seed",
-        "table-secret",
-        "--client-seed",
-        "players",
-        "--sequence",
-        &q,
-    ]);
+    let command =
+        format!("duplicate --server-seed table-secret --client-seed players --sequence {sequence}");
+    let v = json_line(&words(&command));
     let accepted = &selection.accepted;
     assert_eq!(v["sequence"], sequence);
     assert_eq!(v["candidate"], accepted.index);
@@ -277,16 +230,7 @@ fn duplicate_prints_the_accepted_deal_and_every_rejection() {
         assert!(r["reason"]["reason"].is_string());
     }
 
-    let out = fairdeal(&[
-        "duplicate",
-        "--server-seed",
-        "table-secret",
-        "--client-seed",
-        "players",
-        "--sequence",
-        &q,
-        "--explain",
-    ]);
+    let out = fairdeal(&words(&format!("{command} --explain")));
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(

@@ -1075,7 +1075,6 @@ async fn audit_export(demo: &mut Demo) -> anyhow::Result<()> {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-
     use super::*;
 
     #[test]

@@ -59,16 +59,24 @@ pub trait Aggregate: Sized + Clone + Send + Sync + 'static {
     type Id: fmt::Display + Send + Sync;
     /// The aggregate's events.
     type Event: Send + Sync;
+    /// Why a stored event does not decode (a foreign type, a payload that does not parse, a
+    /// field that does not map to the domain). Separate from [`Aggregate::FoldError`]: every
+    /// aggregate decodes bytes and folds domain events with different failures (the
+    /// decoding ones name a field, the folding ones an order of events), and one type for
+    /// both would be an enum of the two in every implementation.
+    type DecodeError: std::error::Error + Send + Sync + 'static;
+    /// Why a decoded event cannot follow the state (a corrupt or foreign stream).
+    type FoldError: std::error::Error + Send + Sync + 'static;
 
     /// Encodes `event` of instance `id` for the store (payload, type, correlation id).
     fn encode(id: &Self::Id, event: &Self::Event) -> NewEvent;
 
     /// Decodes a stored event of this aggregate; the error says what does not parse.
-    fn decode(event: &RecordedEvent) -> Result<Self::Event, String>;
+    fn decode(event: &RecordedEvent) -> Result<Self::Event, Self::DecodeError>;
 
     /// Folds one event into the state (`None`: the stream had no event yet); the error says
-    /// why the event cannot follow (a corrupt or foreign stream).
-    fn apply(state: Option<Self>, event: &Self::Event) -> Result<Self, String>;
+    /// why the event cannot follow.
+    fn apply(state: Option<Self>, event: &Self::Event) -> Result<Self, Self::FoldError>;
 }
 
 /// The stream of instance `id` of `A`.
@@ -78,7 +86,7 @@ pub fn stream_of<A: Aggregate>(id: &A::Id) -> Result<StreamId, EventError> {
 
 /// A stored stream that does not fold: decoding or applying an event failed.
 #[derive(Debug, thiserror::Error)]
-#[error("stream {stream} does not fold at version {version} ({event_type}): {reason}")]
+#[error("stream {stream} does not fold at version {version} ({event_type}): {cause}")]
 pub struct CorruptStream {
     /// The stream.
     pub stream: StreamId,
@@ -86,8 +94,27 @@ pub struct CorruptStream {
     pub version: u64,
     /// Its type.
     pub event_type: String,
-    /// What is wrong.
-    pub reason: String,
+    /// What is wrong: the aggregate's [`Aggregate::DecodeError`] or
+    /// [`Aggregate::FoldError`], boxed so `RunError` stays one type for every aggregate.
+    /// The message shows it, so it is not also the error's `source` (a log of the error's
+    /// chain would print it twice).
+    pub cause: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl CorruptStream {
+    /// `cause` found at `recorded` of `stream`.
+    fn at(
+        stream: &StreamId,
+        recorded: &RecordedEvent,
+        cause: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            stream: stream.clone(),
+            version: recorded.version,
+            event_type: recorded.event_type.clone(),
+            cause: Box::new(cause),
+        }
+    }
 }
 
 /// How a command run fails.
@@ -321,7 +348,7 @@ impl<A: Aggregate> Streams<A> {
     /// notifications kept them all (this process's appends, or a watcher's read of another
     /// process's), else as [`Self::read_up`]. For a state known to be behind by a
     /// notification; after the store itself said the state is behind (a conflict), read.
-    async fn catch_up(&self, stream: &StreamId, owned: &mut Owned<A>) -> Result<(), FoldError> {
+    async fn catch_up(&self, stream: &StreamId, owned: &mut Owned<A>) -> Result<(), CatchUpError> {
         let next = owned.snapshot.version + 1;
         let kept = match owned.waiter.as_mut() {
             Some(waiter) if owned.loaded => waiter.appended_from(next),
@@ -340,13 +367,13 @@ impl<A: Aggregate> Streams<A> {
 
     /// Reads the events after `owned`'s version from the store and folds them in; the last
     /// page is left for the stream's other readers ([`AppendSignal::read_from_store`]).
-    async fn read_up(&self, stream: &StreamId, owned: &mut Owned<A>) -> Result<(), FoldError> {
+    async fn read_up(&self, stream: &StreamId, owned: &mut Owned<A>) -> Result<(), CatchUpError> {
         loop {
             let page = self
                 .store
                 .read_stream(stream, owned.snapshot.version + 1, PAGE)
                 .await
-                .map_err(FoldError::Store)?;
+                .map_err(CatchUpError::Store)?;
             let done = page.len() < PAGE;
             for recorded in &page {
                 Self::fold(stream, owned, recorded)?;
@@ -366,16 +393,11 @@ impl<A: Aggregate> Streams<A> {
         stream: &StreamId,
         owned: &mut Owned<A>,
         recorded: &RecordedEvent,
-    ) -> Result<(), FoldError> {
-        let corrupt = |reason: String| CorruptStream {
-            stream: stream.clone(),
-            version: recorded.version,
-            event_type: recorded.event_type.clone(),
-            reason,
-        };
-        let event = A::decode(recorded).map_err(|r| FoldError::Corrupt(corrupt(r)))?;
+    ) -> Result<(), CatchUpError> {
+        let event = A::decode(recorded)
+            .map_err(|e| CatchUpError::Corrupt(CorruptStream::at(stream, recorded, e)))?;
         let state = A::apply(owned.snapshot.state.take(), &event)
-            .map_err(|r| FoldError::Corrupt(corrupt(r)))?;
+            .map_err(|e| CatchUpError::Corrupt(CorruptStream::at(stream, recorded, e)))?;
         owned.snapshot = Snapshot {
             version: recorded.version,
             state: Some(state),
@@ -416,12 +438,8 @@ impl<A: Aggregate> Streams<A> {
             let page = self.store.read_stream(&stream, next, PAGE).await?;
             let done = page.len() < PAGE;
             for recorded in &page {
-                let event = A::decode(recorded).map_err(|reason| CorruptStream {
-                    stream: stream.clone(),
-                    version: recorded.version,
-                    event_type: recorded.event_type.clone(),
-                    reason,
-                })?;
+                let event =
+                    A::decode(recorded).map_err(|e| CorruptStream::at(&stream, recorded, e))?;
                 events.push(event);
                 next = recorded.version + 1;
             }
@@ -516,7 +534,7 @@ impl<A: Aggregate> Streams<A> {
                     for (event, recorded) in decision.events.iter().zip(&appended.events) {
                         match A::apply(state.take(), event) {
                             Ok(next) => state = Some(next),
-                            Err(reason) => {
+                            Err(cause) => {
                                 // The decision produced an event its own fold refuses: the
                                 // stream is now unreadable. Forget the cache; report.
                                 owned.loaded = false;
@@ -524,12 +542,9 @@ impl<A: Aggregate> Streams<A> {
                                     version: 0,
                                     state: None,
                                 };
-                                return Err(RunError::Corrupt(CorruptStream {
-                                    stream,
-                                    version: recorded.version,
-                                    event_type: recorded.event_type.clone(),
-                                    reason,
-                                }));
+                                return Err(RunError::Corrupt(CorruptStream::at(
+                                    &stream, recorded, cause,
+                                )));
                             }
                         }
                     }
@@ -560,18 +575,18 @@ impl<A: Aggregate> Streams<A> {
 
 /// Why a stream could not be brought up to date.
 #[derive(Debug)]
-enum FoldError {
+enum CatchUpError {
     /// It does not fold.
     Corrupt(CorruptStream),
     /// The store failed.
     Store(StoreError),
 }
 
-impl<E> From<FoldError> for RunError<E> {
-    fn from(error: FoldError) -> Self {
+impl<E> From<CatchUpError> for RunError<E> {
+    fn from(error: CatchUpError) -> Self {
         match error {
-            FoldError::Corrupt(e) => RunError::Corrupt(e),
-            FoldError::Store(e) => RunError::Store(e),
+            CatchUpError::Corrupt(e) => RunError::Corrupt(e),
+            CatchUpError::Store(e) => RunError::Store(e),
         }
     }
 }

@@ -18,28 +18,36 @@ struct Counter {
 
 const ADDED: &str = "test.v1.Added";
 
+/// A stored delta that is not one.
+#[derive(Debug, thiserror::Error)]
+#[error("payload is not 8 bytes")]
+struct NotADelta;
+
+/// A delta that takes the counter below zero.
+#[derive(Debug, thiserror::Error)]
+#[error("counter below zero ({0})")]
+struct BelowZero(i64);
+
 impl Aggregate for Counter {
     const CATEGORY: &'static str = "counter";
     type Id = String;
     type Event = i64;
+    type DecodeError = NotADelta;
+    type FoldError = BelowZero;
 
     fn encode(id: &String, delta: &i64) -> NewEvent {
         NewEvent::new(ADDED, delta.to_be_bytes().to_vec()).with_correlation_id(id.clone())
     }
 
-    fn decode(event: &RecordedEvent) -> Result<i64, String> {
-        let bytes: [u8; 8] = event
-            .payload
-            .as_slice()
-            .try_into()
-            .map_err(|_| "payload is not 8 bytes".to_owned())?;
+    fn decode(event: &RecordedEvent) -> Result<i64, NotADelta> {
+        let bytes: [u8; 8] = event.payload.as_slice().try_into().map_err(|_| NotADelta)?;
         Ok(i64::from_be_bytes(bytes))
     }
 
-    fn apply(state: Option<Self>, delta: &i64) -> Result<Self, String> {
+    fn apply(state: Option<Self>, delta: &i64) -> Result<Self, BelowZero> {
         let value = state.map_or(0, |s| s.value) + delta;
         if value < 0 {
-            return Err(format!("counter below zero ({value})"));
+            return Err(BelowZero(value));
         }
         Ok(Counter { value })
     }

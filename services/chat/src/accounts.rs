@@ -20,6 +20,7 @@ use sqlx::Transaction;
 use tokio::sync::Notify;
 use uuid::Uuid;
 
+use crate::events::{StoredEventError, uuid_of};
 use crate::store::ErasureDatabase;
 
 /// The consumer's durable name.
@@ -84,9 +85,9 @@ impl AccountErasure {
 }
 
 /// The deleted account of an `AccountDeleted` event (`Err`: it does not decode).
-fn deleted_account(event: &RecordedEvent) -> Result<Uuid, String> {
-    let m: auth::AccountDeleted = event.decode_payload().map_err(|e| e.to_string())?;
-    Uuid::try_parse(&m.user_id).map_err(|_| "user_id is not a UUID".to_owned())
+fn deleted_account(event: &RecordedEvent) -> Result<Uuid, StoredEventError> {
+    let m: auth::AccountDeleted = event.decode_payload()?;
+    uuid_of("user_id", &m.user_id)
 }
 
 fairdeal_db::for_each_backend! { DB =>
@@ -136,7 +137,7 @@ mod tests {
             user_id: "nobody".into(),
         }));
         assert_eq!(
-            deleted_account(&bad),
+            deleted_account(&bad).map_err(|e| e.to_string()),
             Err("user_id is not a UUID".to_owned())
         );
         let other = recorded(NewEvent::from_message(&auth::EmailConfirmed::default()));

@@ -3,15 +3,66 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use fairdeal_eventstore::{NewEvent, RecordedEvent, is_event_type};
+use fairdeal_eventstore::{EventError, NewEvent, RecordedEvent, is_event_type};
 use fairdeal_proto::fairdeal::chat::v1 as pb;
 use fairdeal_shred::{ShredError, SubjectKey};
 use uuid::Uuid;
 
-use crate::domain::{Channel, MessageText, MuteScope, Reason};
+use crate::domain::{Channel, ChannelError, MessageText, MuteScope, Reason, TextError};
 
 /// The sealed field, first part of the associated data of every message's sealed text.
 pub const SEALED_TEXT_FIELD: &str = "fairdeal.chat.v1.MessagePosted.sealed_text";
+
+/// Why a stored event does not decode into what the chat reads from it: its own events
+/// ([`ChatEvent::from_recorded`]) and the other services' events it projects (membership,
+/// account deletion). Names the field, never a message's text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoredEventError {
+    /// The payload is not a message of its type.
+    #[error(transparent)]
+    Payload(#[from] EventError),
+    /// The type is none of the chat's events.
+    #[error("{0} is not a chat event")]
+    NotAChatEvent(String),
+    /// An id field is not a UUID.
+    #[error("{field} is not a UUID")]
+    NotAUuid {
+        /// The field.
+        field: &'static str,
+    },
+    /// The channel names no channel.
+    #[error("channel {0}")]
+    Channel(#[source] ChannelError),
+    /// A posted message's sealed text is missing or shorter than a seal.
+    #[error("sealed_text is missing or too short")]
+    SealedTextTooShort,
+    /// A moderation reason the domain no longer accepts.
+    #[error("reason {0}")]
+    Reason(#[source] TextError),
+    /// A mute without its end.
+    #[error("until is missing")]
+    UntilMissing,
+    /// A seat past a table's four.
+    #[error("seat {0} is out of range")]
+    SeatOutOfRange(u32),
+}
+
+/// `value` of the id field `field`.
+pub(crate) fn uuid_of(field: &'static str, value: &str) -> Result<Uuid, StoredEventError> {
+    Uuid::try_parse(value).map_err(|_| StoredEventError::NotAUuid { field })
+}
+
+/// Why a message's sealed text does not open into a text ([`open_text`]); never says what
+/// the text is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SealedTextError {
+    /// The bytes do not open under the message's key and context.
+    #[error("sealed_text: {0}")]
+    Open(#[source] ShredError),
+    /// The opened text is not a message's text.
+    #[error("sealed_text {0}")]
+    Text(#[source] TextError),
+}
 
 /// A chat event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,11 +122,15 @@ pub fn seal_text(
 
 /// The text of message `message_id` from its `sealed` bytes and its `key`, re-validated; the
 /// error says what failed, never what the text is.
-pub fn open_text(key: &SubjectKey, message_id: Uuid, sealed: &[u8]) -> Result<MessageText, String> {
+pub fn open_text(
+    key: &SubjectKey,
+    message_id: Uuid,
+    sealed: &[u8],
+) -> Result<MessageText, SealedTextError> {
     let text = key
         .open_text(text_context(message_id).as_bytes(), sealed)
-        .map_err(|e| format!("sealed_text: {e}"))?;
-    MessageText::recorded(&text).map_err(|e| format!("sealed_text {e}"))
+        .map_err(SealedTextError::Open)?;
+    MessageText::recorded(&text).map_err(SealedTextError::Text)
 }
 
 /// `seconds` since the epoch as a protobuf timestamp.
@@ -147,48 +202,49 @@ impl ChatEvent {
     }
 
     /// Decodes a stored chat event; the error says what does not parse.
-    pub fn from_recorded(event: &RecordedEvent) -> Result<Self, String> {
-        let uuid = |field: &str, value: &str| {
-            Uuid::try_parse(value).map_err(|_| format!("{field} is not a UUID"))
-        };
-        let channel = |value: &str| Channel::parse(value).map_err(|e| format!("channel {e}"));
+    pub fn from_recorded(event: &RecordedEvent) -> Result<Self, StoredEventError> {
+        let channel = |value: &str| Channel::parse(value).map_err(StoredEventError::Channel);
+        let reason = |value: &str| Reason::recorded(value).map_err(StoredEventError::Reason);
         let t = event.event_type.as_str();
         if is_event_type::<pb::MessagePosted>(t) {
-            let m: pb::MessagePosted = event.decode_payload().map_err(|e| e.to_string())?;
+            let m: pb::MessagePosted = event.decode_payload()?;
             // Earlier versions' plain `text` is not read: their events precede any
             // subscription's start, the only reader of the log's messages.
             if m.sealed_text.len() < fairdeal_shred::OVERHEAD {
-                return Err("sealed_text is missing or too short".to_owned());
+                return Err(StoredEventError::SealedTextTooShort);
             }
             Ok(ChatEvent::Posted {
                 channel: channel(&m.channel)?,
-                author: uuid("author_id", &m.author_id)?,
+                author: uuid_of("author_id", &m.author_id)?,
                 sealed_text: m.sealed_text,
             })
         } else if is_event_type::<pb::MessageRemoved>(t) {
-            let m: pb::MessageRemoved = event.decode_payload().map_err(|e| e.to_string())?;
+            let m: pb::MessageRemoved = event.decode_payload()?;
             Ok(ChatEvent::Removed {
                 channel: channel(&m.channel)?,
-                message_id: uuid("message_id", &m.message_id)?,
-                moderator: uuid("moderator_id", &m.moderator_id)?,
-                reason: Reason::recorded(&m.reason).map_err(|e| format!("reason {e}"))?,
+                message_id: uuid_of("message_id", &m.message_id)?,
+                moderator: uuid_of("moderator_id", &m.moderator_id)?,
+                reason: reason(&m.reason)?,
             })
         } else if is_event_type::<pb::UserMuted>(t) {
-            let m: pb::UserMuted = event.decode_payload().map_err(|e| e.to_string())?;
+            let m: pb::UserMuted = event.decode_payload()?;
             let scope = if m.channel.is_empty() {
                 MuteScope::Everywhere
             } else {
                 MuteScope::Channel(channel(&m.channel)?)
             };
             Ok(ChatEvent::Muted {
-                user: uuid("user_id", &m.user_id)?,
+                user: uuid_of("user_id", &m.user_id)?,
                 scope,
-                until: m.until.map(|t| t.seconds).ok_or("until is missing")?,
-                moderator: uuid("moderator_id", &m.moderator_id)?,
-                reason: Reason::recorded(&m.reason).map_err(|e| format!("reason {e}"))?,
+                until: m
+                    .until
+                    .map(|t| t.seconds)
+                    .ok_or(StoredEventError::UntilMissing)?,
+                moderator: uuid_of("moderator_id", &m.moderator_id)?,
+                reason: reason(&m.reason)?,
             })
         } else {
-            Err(format!("{t} is not a chat event"))
+            Err(StoredEventError::NotAChatEvent(t.to_owned()))
         }
     }
 }
@@ -277,7 +333,7 @@ mod tests {
         assert!(!new.payload.windows(9).any(|w| w == b"blue door"));
         assert_eq!(open_text(&key, message, &sealed).unwrap(), text);
         // Another message's context, another key: refused, and the error has no text.
-        let wrong = open_text(&key, other, &sealed).unwrap_err();
+        let wrong = open_text(&key, other, &sealed).unwrap_err().to_string();
         assert!(!wrong.contains("blue"), "{wrong}");
         assert!(open_text(&SubjectKey::generate().unwrap(), message, &sealed).is_err());
         // An event of an earlier version (plain text, nothing sealed) is not read.

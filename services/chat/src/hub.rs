@@ -51,7 +51,7 @@ pub async fn deliver(
 ) -> Result<Delivery, sqlx::Error> {
     use pb::subscribe_response::Item;
     let item = match ChatEvent::from_recorded(event) {
-        Err(reason) => Err(reason),
+        Err(reason) => Err(reason.to_string()),
         Ok(ChatEvent::Posted {
             channel,
             author,
@@ -59,7 +59,9 @@ pub async fn deliver(
         }) => {
             let message_id = event.event_id;
             let text = match store.message_key(message_id).await? {
-                Some(key) => open_text(&key, message_id, &sealed_text).map(Some),
+                Some(key) => open_text(&key, message_id, &sealed_text)
+                    .map(Some)
+                    .map_err(|e| e.to_string()),
                 None => Ok(None),
             };
             text.map(|text| {

@@ -11,6 +11,7 @@ use sqlx::Transaction;
 use uuid::Uuid;
 
 use crate::domain::Channel;
+use crate::events::{StoredEventError, uuid_of};
 
 /// The consumer's durable name.
 pub const CONSUMER: &str = "chat-members";
@@ -36,54 +37,49 @@ enum Change {
     Finished { table: Uuid },
 }
 
-fn uuid(field: &str, value: &str) -> Result<Uuid, String> {
-    Uuid::try_parse(value).map_err(|_| format!("{field} is not a UUID"))
-}
-
-fn seat(value: u32) -> Result<i64, String> {
+fn seat(value: u32) -> Result<i64, StoredEventError> {
     if value < 4 {
         Ok(i64::from(value))
     } else {
-        Err(format!("seat {value} is out of range"))
+        Err(StoredEventError::SeatOutOfRange(value))
     }
 }
 
 /// The change `event` makes, if any (`Err`: it does not decode).
-fn change(event: &RecordedEvent) -> Result<Option<Change>, String> {
+fn change(event: &RecordedEvent) -> Result<Option<Change>, StoredEventError> {
     let t = event.event_type.as_str();
-    let decode_error = |e: fairdeal_eventstore::EventError| e.to_string();
     if is_event_type::<tables::SeatTaken>(t) {
-        let m: tables::SeatTaken = event.decode_payload().map_err(decode_error)?;
+        let m: tables::SeatTaken = event.decode_payload()?;
         Ok(Some(Change::Joined {
-            table: uuid("table_id", &m.table_id)?,
-            user: uuid("player_id", &m.player_id)?,
+            table: uuid_of("table_id", &m.table_id)?,
+            user: uuid_of("player_id", &m.player_id)?,
             seat: seat(m.seat)?,
         }))
     } else if is_event_type::<tables::SeatLeft>(t) {
-        let m: tables::SeatLeft = event.decode_payload().map_err(decode_error)?;
+        let m: tables::SeatLeft = event.decode_payload()?;
         Ok(Some(Change::Left {
-            table: uuid("table_id", &m.table_id)?,
-            user: uuid("player_id", &m.player_id)?,
+            table: uuid_of("table_id", &m.table_id)?,
+            user: uuid_of("player_id", &m.player_id)?,
             seat: seat(m.seat)?,
         }))
     } else if is_event_type::<tables::SpectatorJoined>(t) {
-        let m: tables::SpectatorJoined = event.decode_payload().map_err(decode_error)?;
+        let m: tables::SpectatorJoined = event.decode_payload()?;
         Ok(Some(Change::Joined {
-            table: uuid("table_id", &m.table_id)?,
-            user: uuid("user_id", &m.user_id)?,
+            table: uuid_of("table_id", &m.table_id)?,
+            user: uuid_of("user_id", &m.user_id)?,
             seat: SPECTATOR,
         }))
     } else if is_event_type::<tables::SpectatorLeft>(t) {
-        let m: tables::SpectatorLeft = event.decode_payload().map_err(decode_error)?;
+        let m: tables::SpectatorLeft = event.decode_payload()?;
         Ok(Some(Change::Left {
-            table: uuid("table_id", &m.table_id)?,
-            user: uuid("user_id", &m.user_id)?,
+            table: uuid_of("table_id", &m.table_id)?,
+            user: uuid_of("user_id", &m.user_id)?,
             seat: SPECTATOR,
         }))
     } else if is_event_type::<tables::GameFinished>(t) {
-        let m: tables::GameFinished = event.decode_payload().map_err(decode_error)?;
+        let m: tables::GameFinished = event.decode_payload()?;
         Ok(Some(Change::Finished {
-            table: uuid("table_id", &m.table_id)?,
+            table: uuid_of("table_id", &m.table_id)?,
         }))
     } else {
         Ok(None)

@@ -6,8 +6,8 @@
 //! parsers, so a stored stream that no longer parses is reported, not trusted.
 
 use fairdeal_eventstore::{NewEvent, RecordedEvent, is_event_type};
-use fairdeal_fairness::commitment::{Commitment, ServerSeed};
-use fairdeal_fairness::deck::Deck;
+use fairdeal_fairness::commitment::{BadCommitment, Commitment, ServerSeed};
+use fairdeal_fairness::deck::{Deck, UnknownDeck};
 use fairdeal_platform::Aggregate;
 use fairdeal_proto::fairdeal::commitment::v1 as pb;
 use prost::{Message, Name};
@@ -21,25 +21,53 @@ use crate::domain::{DomainError, RevealReason};
 
 /// A stored event that does not decode into its aggregate's events.
 #[derive(Debug, thiserror::Error)]
-#[error("stored event {event_id} ({event_type}) does not decode: {reason}")]
+#[error("stored event {event_id} ({event_type}) does not decode: {cause}")]
 pub struct DecodeError {
     /// The event.
     pub event_id: Uuid,
     /// Its type.
     pub event_type: String,
     /// What is wrong.
-    pub reason: String,
+    #[source]
+    pub cause: DecodeCause,
+}
+
+/// What about a stored event does not decode. Names the field, never a secret: a stored
+/// server seed is taken as it is, never parsed, so never quoted.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeCause {
+    /// The payload is not a message of its type.
+    #[error(transparent)]
+    Payload(#[from] prost::DecodeError),
+    /// An id field is not a UUID.
+    #[error("{field} is not a UUID")]
+    NotAUuid {
+        /// The field.
+        field: &'static str,
+    },
+    /// The commitment is not one.
+    #[error(transparent)]
+    Commitment(#[from] BadCommitment),
+    /// The deck is none this service knows.
+    #[error(transparent)]
+    Deck(#[from] UnknownDeck),
+    /// A field the domain no longer accepts (names it).
+    #[error(transparent)]
+    Field(#[from] DomainError),
+    /// The type is none of the aggregate's events (names the aggregate).
+    #[error("not a {0} event")]
+    Foreign(&'static str),
 }
 
 fn new_event<M: Name>(message: &M, correlation: Uuid) -> NewEvent {
     NewEvent::from_message(message).with_correlation_id(correlation.to_string())
 }
 
-fn bad(event: &RecordedEvent, reason: impl std::fmt::Display) -> DecodeError {
+fn bad(event: &RecordedEvent, cause: impl Into<DecodeCause>) -> DecodeError {
     DecodeError {
         event_id: event.event_id,
         event_type: event.event_type.clone(),
-        reason: reason.to_string(),
+        cause: cause.into(),
     }
 }
 
@@ -47,12 +75,12 @@ fn payload<M: Message + Default>(event: &RecordedEvent) -> Result<M, DecodeError
     M::decode(event.payload.as_slice()).map_err(|e| bad(event, e))
 }
 
-fn uuid(event: &RecordedEvent, field: &str, value: &str) -> Result<Uuid, DecodeError> {
-    Uuid::parse_str(value).map_err(|_| bad(event, format!("{field} is not a UUID")))
+fn uuid(event: &RecordedEvent, field: &'static str, value: &str) -> Result<Uuid, DecodeError> {
+    Uuid::parse_str(value).map_err(|_| bad(event, DecodeCause::NotAUuid { field }))
 }
 
 fn commitment(event: &RecordedEvent, value: &str) -> Result<Commitment, DecodeError> {
-    value.parse().map_err(|e| bad(event, e))
+    value.parse().map_err(|e: BadCommitment| bad(event, e))
 }
 
 fn domain<T>(event: &RecordedEvent, result: Result<T, DomainError>) -> Result<T, DecodeError> {
@@ -73,6 +101,8 @@ fn optional_source(
 impl Aggregate for TableCommitment {
     type Id = Uuid;
     type Event = TableEvent;
+    type DecodeError = DecodeError;
+    type FoldError = DomainError;
     const CATEGORY: &'static str = "commitmenttable";
 
     fn encode(id: &Uuid, event: &TableEvent) -> NewEvent {
@@ -153,12 +183,12 @@ impl Aggregate for TableCommitment {
         }
     }
 
-    fn decode(event: &RecordedEvent) -> Result<TableEvent, String> {
-        decode_table_event(event).map_err(|e| e.to_string())
+    fn decode(event: &RecordedEvent) -> Result<TableEvent, DecodeError> {
+        decode_table_event(event)
     }
 
-    fn apply(state: Option<Self>, event: &TableEvent) -> Result<Self, String> {
-        Self::fold(state, event).map_err(|e| e.to_string())
+    fn apply(state: Option<Self>, event: &TableEvent) -> Result<Self, DomainError> {
+        Self::fold(state, event)
     }
 }
 
@@ -202,13 +232,15 @@ fn decode_table_event(event: &RecordedEvent) -> Result<TableEvent, DecodeError> 
             reason,
         }
     } else {
-        return Err(bad(event, "not a table commitment event"));
+        return Err(bad(event, DecodeCause::Foreign("table commitment")));
     })
 }
 
 impl Aggregate for SeedPairs {
     type Id = Uuid;
     type Event = PairEvent;
+    type DecodeError = DecodeError;
+    type FoldError = DomainError;
     const CATEGORY: &'static str = "seedpair";
 
     fn encode(id: &Uuid, event: &PairEvent) -> NewEvent {
@@ -274,12 +306,12 @@ impl Aggregate for SeedPairs {
         }
     }
 
-    fn decode(event: &RecordedEvent) -> Result<PairEvent, String> {
-        decode_pair_event(event).map_err(|e| e.to_string())
+    fn decode(event: &RecordedEvent) -> Result<PairEvent, DecodeError> {
+        decode_pair_event(event)
     }
 
-    fn apply(state: Option<Self>, event: &PairEvent) -> Result<Self, String> {
-        Self::fold(state, event).map_err(|e| e.to_string())
+    fn apply(state: Option<Self>, event: &PairEvent) -> Result<Self, DomainError> {
+        Self::fold(state, event)
     }
 }
 
@@ -322,13 +354,15 @@ fn decode_pair_event(event: &RecordedEvent) -> Result<PairEvent, DecodeError> {
             bets: m.bets,
         }
     } else {
-        return Err(bad(event, "not a seed pair event"));
+        return Err(bad(event, DecodeCause::Foreign("seed pair")));
     })
 }
 
 impl Aggregate for TournamentSet {
     type Id = Uuid;
     type Event = TournamentEvent;
+    type DecodeError = DecodeError;
+    type FoldError = DomainError;
     const CATEGORY: &'static str = "tournament";
 
     fn encode(id: &Uuid, event: &TournamentEvent) -> NewEvent {
@@ -382,12 +416,12 @@ impl Aggregate for TournamentSet {
         }
     }
 
-    fn decode(event: &RecordedEvent) -> Result<TournamentEvent, String> {
-        decode_tournament_event(event).map_err(|e| e.to_string())
+    fn decode(event: &RecordedEvent) -> Result<TournamentEvent, DecodeError> {
+        decode_tournament_event(event)
     }
 
-    fn apply(state: Option<Self>, event: &TournamentEvent) -> Result<Self, String> {
-        Self::fold(state, event).map_err(|e| e.to_string())
+    fn apply(state: Option<Self>, event: &TournamentEvent) -> Result<Self, DomainError> {
+        Self::fold(state, event)
     }
 }
 
@@ -420,6 +454,6 @@ fn decode_tournament_event(event: &RecordedEvent) -> Result<TournamentEvent, Dec
             secret: ServerSeed::new(m.secret),
         }
     } else {
-        return Err(bad(event, "not a tournament event"));
+        return Err(bad(event, DecodeCause::Foreign("tournament")));
     })
 }

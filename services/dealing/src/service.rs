@@ -431,30 +431,52 @@ struct RecordedHand {
     distribution_number: String,
 }
 
+/// Why a stored event of a deals stream is not a `HandDealt`.
+#[derive(Debug, thiserror::Error)]
+pub enum StoredDealError {
+    /// Its type is another message's.
+    #[error("not a HandDealt event")]
+    NotHandDealt,
+    /// Its payload is not a `HandDealt`.
+    #[error(transparent)]
+    Payload(#[from] prost::DecodeError),
+}
+
+/// A `HandDealt` that does not follow a table's deals: hands are recorded in order, once.
+#[derive(Debug, thiserror::Error)]
+#[error("hand {hand} recorded after {recorded} hands")]
+pub struct HandOutOfOrder {
+    /// The hand the event names.
+    pub hand: u64,
+    /// The hands recorded before it.
+    pub recorded: usize,
+}
+
 impl Aggregate for TableDeals {
     const CATEGORY: &'static str = "deals";
     type Id = Uuid;
     type Event = pb::HandDealt;
+    type DecodeError = StoredDealError;
+    type FoldError = HandOutOfOrder;
 
     fn encode(id: &Uuid, event: &pb::HandDealt) -> NewEvent {
         NewEvent::from_message(event).with_correlation_id(id.to_string())
     }
 
-    fn decode(event: &RecordedEvent) -> Result<pb::HandDealt, String> {
+    fn decode(event: &RecordedEvent) -> Result<pb::HandDealt, StoredDealError> {
         if !event.is::<pb::HandDealt>() {
-            return Err("not a HandDealt event".into());
+            return Err(StoredDealError::NotHandDealt);
         }
-        pb::HandDealt::decode(event.payload.as_slice()).map_err(|e| e.to_string())
+        Ok(pb::HandDealt::decode(event.payload.as_slice())?)
     }
 
-    fn apply(state: Option<Self>, event: &pb::HandDealt) -> Result<Self, String> {
+    fn apply(state: Option<Self>, event: &pb::HandDealt) -> Result<Self, HandOutOfOrder> {
         let mut deals = state.unwrap_or_default();
         if usize::try_from(event.hand).ok() != Some(deals.hands.len()) {
-            return Err(format!(
-                "hand {} recorded after {} hands",
-                event.hand,
-                deals.hands.len()
-            ));
+            return Err(HandOutOfOrder {
+                hand: event.hand,
+                recorded: deals.hands.len(),
+            });
         }
         deals.hands.push(RecordedHand {
             deck: event.deck.clone(),

@@ -7,47 +7,16 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
 use fairdeal_proto::fairdeal::commitment::v1 as cpb;
 use fairdeal_proto::fairdeal::dealing::v1 as dpb;
 use tonic::Code;
-use tracing_subscriber::fmt::MakeWriter;
 use uuid::Uuid;
 
-use common::{Db, TestApp, with};
-
-/// A log sink shared with the test.
-#[derive(Clone, Default)]
-struct Buffer(Arc<Mutex<Vec<u8>>>);
-
-impl Buffer {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-impl Write for Buffer {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> MakeWriter<'a> for Buffer {
-    type Writer = Buffer;
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
+use common::{Db, LogBuffer, TestApp, with};
 
 #[tokio::test]
 async fn caller_mistakes_are_not_logged_as_errors() {
-    let logs = Buffer::default();
+    let logs = LogBuffer::default();
     tracing_subscriber::fmt()
         .with_writer(logs.clone())
         .with_max_level(tracing::Level::TRACE)

@@ -7,42 +7,11 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
 use fairdeal_proto::fairdeal::commitment::v1 as cpb;
 use fairdeal_proto::fairdeal::dealing::v1 as dpb;
-use tracing_subscriber::fmt::MakeWriter;
 use uuid::Uuid;
 
-use common::{Db, TestApp, with};
-
-/// A log sink shared with the test.
-#[derive(Clone, Default)]
-struct Buffer(Arc<Mutex<Vec<u8>>>);
-
-impl Buffer {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-impl Write for Buffer {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> MakeWriter<'a> for Buffer {
-    type Writer = Buffer;
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
+use common::{Db, LogBuffer, TestApp, with};
 
 /// Everything stored in a service's event log, as text (envelope fields and raw payload).
 async fn all_events(app: &TestApp, dealing: bool) -> String {
@@ -89,7 +58,7 @@ fn assert_absent(seed: &str, haystack: &str, what: &str) {
 
 #[tokio::test]
 async fn the_server_seed_never_appears_before_its_reveal() {
-    let logs = Buffer::default();
+    let logs = LogBuffer::default();
     tracing_subscriber::fmt()
         .with_writer(logs.clone())
         .with_max_level(tracing::Level::TRACE)
@@ -101,14 +70,7 @@ async fn the_server_seed_never_appears_before_its_reveal() {
     let tables = app.service_token("tables");
     let t = Uuid::now_v7().to_string();
     let mut errors = Vec::new();
-    app.commitment
-        .create_table_commitment(with(
-            &tables,
-            cpb::CreateTableCommitmentRequest {
-                table_id: t.clone(),
-                delayed_source: "beacon round 77".into(),
-            },
-        ))
+    app.create_table(&tables, &t, "beacon round 77")
         .await
         .unwrap();
     for seat in 0..4u32 {
@@ -136,16 +98,7 @@ async fn the_server_seed_never_appears_before_its_reveal() {
             .await
             .unwrap_err(),
     );
-    app.commitment
-        .bind_table_delayed_value(with(
-            &tables,
-            cpb::BindTableDelayedValueRequest {
-                table_id: t.clone(),
-                value: "0xfeed".into(),
-            },
-        ))
-        .await
-        .unwrap();
+    app.bind_delayed_value(&tables, &t, "0xfeed").await.unwrap();
     for hand in 0..4 {
         app.dealing
             .deal_hand(with(&tables, deal(hand)))
@@ -171,14 +124,7 @@ async fn the_server_seed_never_appears_before_its_reveal() {
             .unwrap_err(),
     );
     errors.push(
-        app.commitment
-            .bind_table_delayed_value(with(
-                &tables,
-                cpb::BindTableDelayedValueRequest {
-                    table_id: t.clone(),
-                    value: "again".into(),
-                },
-            ))
+        app.bind_delayed_value(&tables, &t, "again")
             .await
             .unwrap_err(),
     );
@@ -229,20 +175,7 @@ async fn the_server_seed_never_appears_before_its_reveal() {
     assert!(logs_before.contains("deal_hand"), "spans not captured");
     assert_eq!(errors.len(), 5);
 
-    let table = app
-        .commitment
-        .reveal_table_seed(with(
-            &tables,
-            cpb::RevealTableSeedRequest {
-                table_id: t.clone(),
-                ..Default::default()
-            },
-        ))
-        .await
-        .unwrap()
-        .into_inner()
-        .table
-        .unwrap();
+    let table = app.reveal(&tables, &t, "", "").await.unwrap();
     let pair = app
         .commitment
         .rotate_seed_pair(with(&me, cpb::RotateSeedPairRequest::default()))

@@ -62,7 +62,7 @@ async fn batch_handlers_get_whole_batches_and_failures_are_isolated(h: Arc<dyn H
     let consumer = h.start_consumer(Arc::clone(&recorder), quick_retry(3));
     wait_applied(&*h, "projector", 199).await;
     let letters = wait_for(Duration::from_secs(30), || async {
-        let letters = h.dead_letters("projector").await;
+        let letters = h.tables().dead_letters("projector").await;
         (!letters.is_empty()).then_some(letters)
     })
     .await
@@ -87,14 +87,14 @@ async fn batch_handlers_get_whole_batches_and_failures_are_isolated(h: Arc<dyn H
         letters[0].attempts, 1,
         "permanent: dead-lettered at its first attempt"
     );
-    let processed: HashSet<Uuid> = h.processed("projector").await.into_iter().collect();
+    let processed = h.tables().processed("projector").await;
     assert_eq!(processed, expected.iter().copied().collect());
 }
 
 /// An operator fixes what made an event poison and re-drives its dead letter: the consumer
 /// applies it once, stamps it done, and a second request is refused.
 async fn dead_letters_are_re_driven_once_on_request(h: Arc<dyn Harness>) {
-    let store = h.store();
+    let (store, tables) = (h.store(), h.tables());
     append_round_robin(&*store, 2, 10, 1).await;
     let expected = log_ids(&*store, 10).await;
     let broken = expected[4];
@@ -104,7 +104,7 @@ async fn dead_letters_are_re_driven_once_on_request(h: Arc<dyn Harness>) {
     let consumer = h.start_consumer(Arc::clone(&recorder), quick_retry(3));
     wait_applied(&*h, "redriven", 9).await;
     let letters = wait_for(Duration::from_secs(30), || async {
-        let letters = h.stored_dead_letters("redriven").await;
+        let letters = tables.stored_dead_letters("redriven").await;
         (!letters.is_empty()).then_some(letters)
     })
     .await
@@ -114,17 +114,17 @@ async fn dead_letters_are_re_driven_once_on_request(h: Arc<dyn Harness>) {
     assert_eq!(letters[0].redrive, fairdeal_bus::Redrive::NotRequested);
 
     recorder.heal(broken);
-    assert!(h.request_redrive(letters[0].id).await);
+    assert!(tables.request_redrive(letters[0].id).await);
     wait_applied(&*h, "redriven", 10).await;
     let done = wait_for(Duration::from_secs(30), || async {
-        let letters = h.stored_dead_letters("redriven").await;
+        let letters = tables.stored_dead_letters("redriven").await;
         matches!(letters[0].redrive, fairdeal_bus::Redrive::Done(_)).then_some(letters)
     })
     .await
     .expect("the re-drive is stamped done");
     assert_eq!(done.len(), 1);
-    assert!(!h.request_redrive(letters[0].id).await, "done once");
-    assert!(!h.request_redrive(i64::MAX).await, "no such letter");
+    assert!(!tables.request_redrive(letters[0].id).await, "done once");
+    assert!(!tables.request_redrive(i64::MAX).await, "no such letter");
     consumer.stop().await;
     relay.stop().await;
     let applied = h.applied("redriven").await;
@@ -135,7 +135,7 @@ async fn dead_letters_are_re_driven_once_on_request(h: Arc<dyn Harness>) {
 /// Processed ids older than the retention are forgotten (the table stays bounded); recent
 /// ones still turn a redelivery into a no-op.
 async fn processed_ids_are_pruned_past_their_retention(h: Arc<dyn Harness>) {
-    let store = h.store();
+    let (store, tables) = (h.store(), h.tables());
     append_round_robin(&*store, 2, 20, 1).await;
     let relay = h.start_relay();
     let recorder = Recorder::new("pruned");
@@ -147,14 +147,18 @@ async fn processed_ids_are_pruned_past_their_retention(h: Arc<dyn Harness>) {
     wait_applied(&*h, "pruned", 25).await;
     consumer.stop().await;
 
-    let pruned = h.prune_processed("pruned", Duration::from_secs(3600)).await;
+    let pruned = tables
+        .prune_processed("pruned", Duration::from_secs(3600))
+        .await;
     assert_eq!(pruned, 20);
     let expected = log_ids(&*store, 25).await;
-    let kept: HashSet<Uuid> = h.processed("pruned").await.into_iter().collect();
+    let kept = tables.processed("pruned").await;
     assert_eq!(kept, expected[20..].iter().copied().collect::<HashSet<_>>());
     // Pruning again finds nothing older.
     assert_eq!(
-        h.prune_processed("pruned", Duration::from_secs(3600)).await,
+        tables
+            .prune_processed("pruned", Duration::from_secs(3600))
+            .await,
         0
     );
     relay.stop().await;
@@ -179,7 +183,7 @@ async fn delivers_every_event_in_order_exactly_once(h: Arc<dyn Harness>) {
     c2.stop().await;
     assert_exactly_once_in_order(&h.applied("projector").await, &expected);
     assert_exactly_once_in_order(&h.applied("auditor").await, &expected);
-    let processed: HashSet<Uuid> = h.processed("projector").await.into_iter().collect();
+    let processed = h.tables().processed("projector").await;
     assert_eq!(processed, expected.iter().copied().collect());
     if let Some(published) = h.published().await {
         assert_eq!(published, 60, "one JetStream message per event");
@@ -193,7 +197,7 @@ async fn delivers_every_event_in_order_exactly_once(h: Arc<dyn Harness>) {
     c1.stop().await;
     relay.stop().await;
     assert_exactly_once_in_order(&h.applied("projector").await, &expected);
-    assert!(h.dead_letters("projector").await.is_empty());
+    assert!(h.tables().dead_letters("projector").await.is_empty());
 }
 
 /// A transient failure is retried and then applied once; after every ack is lost (position
@@ -304,7 +308,7 @@ async fn poison_events_are_dead_lettered_after_bounded_retries(h: Arc<dyn Harnes
     let consumer = h.start_consumer(Arc::clone(&recorder), quick_retry(3));
     wait_applied(&*h, "projector", 18).await;
     let letters = wait_for(Duration::from_secs(30), || async {
-        let letters = h.dead_letters("projector").await;
+        let letters = h.tables().dead_letters("projector").await;
         (letters.len() >= 2).then_some(letters)
     })
     .await
@@ -340,7 +344,7 @@ async fn poison_events_are_dead_lettered_after_bounded_retries(h: Arc<dyn Harnes
         );
     }
     assert_eq!(h.announced_dead_letters("projector").await, 2);
-    let processed: HashSet<Uuid> = h.processed("projector").await.into_iter().collect();
+    let processed = h.tables().processed("projector").await;
     assert!(
         processed.contains(&broken) && processed.contains(&flaky),
         "settled"

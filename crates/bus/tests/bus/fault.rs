@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fairdeal_eventstore::{EventStore, ExpectedVersion};
-use uuid::Uuid;
 
 use crate::support::{
     EmbeddedHarness, Harness, JetStreamHarness, Recorder, assert_exactly_once_in_order, event,
@@ -88,7 +87,7 @@ async fn survives_killed_relay_and_consumer(h: Arc<dyn Harness>) {
 
     let applied = h.applied("projector").await;
     assert_exactly_once_in_order(&applied, &expected);
-    let processed: HashSet<Uuid> = h.processed("projector").await.into_iter().collect();
+    let processed = h.tables().processed("projector").await;
     assert_eq!(processed.len(), TOTAL as usize);
     assert_eq!(processed, expected.iter().copied().collect::<HashSet<_>>());
     if let Some(published) = h.published().await {
@@ -98,6 +97,6 @@ async fn survives_killed_relay_and_consumer(h: Arc<dyn Harness>) {
             "each event exactly once in JetStream"
         );
     }
-    assert!(h.dead_letters("projector").await.is_empty());
+    assert!(h.tables().dead_letters("projector").await.is_empty());
     assert!(kills >= 2 * MIN_KILLS);
 }

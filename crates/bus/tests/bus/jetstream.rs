@@ -30,6 +30,19 @@ async fn published_at_least(h: &JetStreamHarness, count: u64) {
     .expect("relay publishes in time");
 }
 
+/// The global position up to which the relay (named `relay`) has checkpointed.
+async fn relay_checkpoint(h: &JetStreamHarness) -> u64 {
+    let position = h.db().relay_checkpoint("relay").await.unwrap();
+    u64::try_from(position).unwrap()
+}
+
+/// Publishes `garbage` on the table's events subject, as no relay would: a foreign message.
+async fn publish_garbage(h: &JetStreamHarness) {
+    let subject = format!("{}.events.table", h.streams().prefix());
+    let ack = h.js().publish(subject, "garbage".into()).await.unwrap();
+    ack.await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn relayed_messages_carry_id_trace_type_and_envelope() {
     run_with(JetStreamHarness::create, |h| async move {
@@ -102,10 +115,7 @@ async fn relayed_messages_carry_id_trace_type_and_envelope() {
         assert!(info.config.deny_delete && info.config.deny_purge);
         assert_eq!(info.config.max_age, Duration::ZERO, "kept forever");
         assert_eq!(info.config.num_replicas, 1);
-        assert_eq!(
-            h.db().relay_checkpoint("relay").await.unwrap(),
-            i64::try_from(recorded[1].position).unwrap()
-        );
+        assert_eq!(relay_checkpoint(&h).await, recorded[1].position);
     })
     .await;
 }
@@ -184,10 +194,7 @@ async fn relay_resumes_from_the_stream_tail_beyond_the_dedup_window() {
         let expected = log_ids(&*store, 25).await;
         assert_eq!(expected.len(), 25);
         let last = log_events(&*store, 25).await[24].position;
-        assert_eq!(
-            h.db().relay_checkpoint("relay").await.unwrap(),
-            i64::try_from(last).unwrap()
-        );
+        assert_eq!(relay_checkpoint(&h).await, last);
     })
     .await;
 }
@@ -197,15 +204,7 @@ async fn relay_resumes_from_the_stream_tail_beyond_the_dedup_window() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn relay_refuses_a_stream_with_foreign_messages() {
     run_with(JetStreamHarness::create, |h| async move {
-        h.js()
-            .publish(
-                format!("{}.events.table", h.streams().prefix()),
-                "garbage".into(),
-            )
-            .await
-            .unwrap()
-            .await
-            .unwrap();
+        publish_garbage(&h).await;
         let result = tokio::time::timeout(
             Duration::from_secs(20),
             h.relay().run(CancellationToken::new()),
@@ -311,7 +310,7 @@ async fn withheld_event_gives_way(h: &JetStreamHarness, big: usize) {
     let applied = wait_applied(h, "projector", 2).await;
     assert_eq!(applied, [recorded[0].event_id, recorded[2].event_id]);
     let letters = wait_for(Duration::from_secs(30), || async {
-        let letters = h.dead_letters("projector").await;
+        let letters = h.tables().dead_letters("projector").await;
         (!letters.is_empty()).then_some(letters)
     })
     .await
@@ -365,10 +364,7 @@ async fn withheld_event_gives_way(h: &JetStreamHarness, big: usize) {
     assert_eq!(applied[2], later[3].event_id);
     relay.stop().await;
     consumer.stop().await;
-    assert_eq!(
-        h.db().relay_checkpoint("relay").await.unwrap(),
-        i64::try_from(later[3].position).unwrap()
-    );
+    assert_eq!(relay_checkpoint(h).await, later[3].position);
 }
 
 /// A server configured with a `max_payload` below an event's size (possible only after the
@@ -416,15 +412,7 @@ async fn an_event_above_the_stream_max_message_size_is_withheld() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn undecodable_messages_are_dead_lettered() {
     run_with(JetStreamHarness::create, |h| async move {
-        h.js()
-            .publish(
-                format!("{}.events.table", h.streams().prefix()),
-                "garbage".into(),
-            )
-            .await
-            .unwrap()
-            .await
-            .unwrap();
+        publish_garbage(&h).await;
         let recorder = Recorder::new("projector");
         let mut config = JetStreamConsumerConfig::new("projector");
         config.retry = quick_retry(2);
@@ -441,7 +429,7 @@ async fn undecodable_messages_are_dead_lettered() {
         let shutdown = CancellationToken::new();
         let task = tokio::spawn(consumer.run(shutdown.clone()));
         let letters = wait_for(Duration::from_secs(30), || async {
-            let letters = h.dead_letters("projector").await;
+            let letters = h.tables().dead_letters("projector").await;
             (!letters.is_empty()).then_some(letters)
         })
         .await
@@ -505,10 +493,7 @@ async fn a_standby_relay_takes_over_when_the_holder_stops() {
         second.stop().await;
         assert_eq!(h.published().await, Some(20));
         let last = log_events(&*store, 20).await[19].position;
-        assert_eq!(
-            h.db().relay_checkpoint("relay").await.unwrap(),
-            i64::try_from(last).unwrap()
-        );
+        assert_eq!(relay_checkpoint(&h).await, last);
     })
     .await;
 }
@@ -609,7 +594,7 @@ async fn in_store_consumers_of_one_name_take_turns_on_postgres() {
         assert!(h.db().try_lease("consumer.own").await.unwrap().is_none());
         second.stop().await;
         assert_exactly_once_in_order(&h.applied("own").await, &log_ids(&*store, 90).await);
-        assert!(h.dead_letters("own").await.is_empty());
+        assert!(h.tables().dead_letters("own").await.is_empty());
     })
     .await;
 }

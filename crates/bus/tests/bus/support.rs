@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 use async_nats::jetstream;
 use async_trait::async_trait;
 use fairdeal_bus::{
-    AppendSignal, BusDb, BusError, DeadLetter, EmbeddedBus, EmbeddedConsumerConfig, Handler,
-    HandlerError, JetStreamConfig, JetStreamConsumer, JetStreamConsumerConfig, NotifyingEventStore,
-    Relay, RelayConfig, RetryPolicy, ensure_streams,
+    AppendSignal, BusDatabase, BusDb, BusError, DeadLetter, EmbeddedBus, EmbeddedConsumerConfig,
+    Handler, HandlerError, JetStreamConfig, JetStreamConsumer, JetStreamConsumerConfig,
+    NotifyingEventStore, Relay, RelayConfig, RetryPolicy, ensure_streams,
 };
 use fairdeal_eventstore::conformance::{Backend, PgBackend, SqliteBackend};
 use fairdeal_eventstore::{
@@ -292,18 +292,10 @@ pub(crate) trait Harness: Send + Sync + 'static {
     fn start_consumer(&self, recorder: Arc<Recorder>, retry: RetryPolicy) -> Running;
     /// Event ids the handler applied for `consumer`, in application order.
     async fn applied(&self, consumer: &str) -> Vec<Uuid>;
-    /// Event ids `consumer` recorded as settled.
-    async fn processed(&self, consumer: &str) -> Vec<Uuid>;
+    /// The bus tables, read and asked through the bus's own API.
+    fn tables(&self) -> &dyn BusTables;
     /// Moves the time `consumer`'s processed ids were recorded back by `secs` seconds.
     async fn age_processed(&self, consumer: &str, secs: i64);
-    /// Forgets `consumer`'s processed ids older than `retention`; returns how many.
-    async fn prune_processed(&self, consumer: &str, retention: Duration) -> u64;
-    /// `consumer`'s dead-letter table rows.
-    async fn dead_letters(&self, consumer: &str) -> Vec<DeadLetter>;
-    /// `consumer`'s dead letters as operators see them (ids, re-drive state).
-    async fn stored_dead_letters(&self, consumer: &str) -> Vec<fairdeal_bus::StoredDeadLetter>;
-    /// Asks for dead letter `id` to be re-driven (`fairdeal-admin dead-letters redrive`).
-    async fn request_redrive(&self, id: i64) -> bool;
     /// Dead letters announced outside the table (JetStream subject / in-process channel).
     async fn announced_dead_letters(&self, consumer: &str) -> usize;
     /// As if every ack of `consumer` had been lost: its position goes back to 0 and (on
@@ -315,6 +307,50 @@ pub(crate) trait Harness: Send + Sync + 'static {
     async fn published(&self) -> Option<u64>;
     /// Drops the database and the streams.
     async fn cleanup(&self);
+}
+
+/// What the cases read and ask of the bus tables: the same calls of [`BusDb`] over either
+/// database.
+#[async_trait]
+pub(crate) trait BusTables: Send + Sync {
+    /// Event ids `consumer` recorded as settled.
+    async fn processed(&self, consumer: &str) -> HashSet<Uuid>;
+    /// Forgets `consumer`'s processed ids older than `retention`; returns how many.
+    async fn prune_processed(&self, consumer: &str, retention: Duration) -> u64;
+    /// `consumer`'s dead-letter table rows.
+    async fn dead_letters(&self, consumer: &str) -> Vec<DeadLetter>;
+    /// `consumer`'s dead letters as operators see them (ids, re-drive state).
+    async fn stored_dead_letters(&self, consumer: &str) -> Vec<fairdeal_bus::StoredDeadLetter>;
+    /// Asks for dead letter `id` to be re-driven (`fairdeal-admin dead-letters redrive`).
+    async fn request_redrive(&self, id: i64) -> bool;
+}
+
+#[async_trait]
+impl<DB: BusDatabase> BusTables for BusDb<DB> {
+    async fn processed(&self, consumer: &str) -> HashSet<Uuid> {
+        let ids = self.processed_event_ids(consumer).await.unwrap();
+        ids.into_iter().collect()
+    }
+
+    async fn prune_processed(&self, consumer: &str, retention: Duration) -> u64 {
+        BusDb::prune_processed(self, consumer, retention)
+            .await
+            .unwrap()
+    }
+
+    async fn dead_letters(&self, consumer: &str) -> Vec<DeadLetter> {
+        BusDb::dead_letters(self, consumer).await.unwrap()
+    }
+
+    async fn stored_dead_letters(&self, consumer: &str) -> Vec<fairdeal_bus::StoredDeadLetter> {
+        BusDb::stored_dead_letters(self, Some(consumer))
+            .await
+            .unwrap()
+    }
+
+    async fn request_redrive(&self, id: i64) -> bool {
+        BusDb::request_redrive(self, id).await.unwrap()
+    }
 }
 
 /// Installs, once per test binary, a global subscriber with an OpenTelemetry layer (spans
@@ -525,8 +561,8 @@ impl Harness for JetStreamHarness {
             .unwrap()
     }
 
-    async fn processed(&self, consumer: &str) -> Vec<Uuid> {
-        self.db.processed_event_ids(consumer).await.unwrap()
+    fn tables(&self) -> &dyn BusTables {
+        &self.db
     }
 
     async fn age_processed(&self, consumer: &str, secs: i64) {
@@ -539,22 +575,6 @@ impl Harness for JetStreamHarness {
         .execute(self.db.pool())
         .await
         .unwrap();
-    }
-
-    async fn prune_processed(&self, consumer: &str, retention: Duration) -> u64 {
-        self.db.prune_processed(consumer, retention).await.unwrap()
-    }
-
-    async fn stored_dead_letters(&self, consumer: &str) -> Vec<fairdeal_bus::StoredDeadLetter> {
-        self.db.stored_dead_letters(Some(consumer)).await.unwrap()
-    }
-
-    async fn request_redrive(&self, id: i64) -> bool {
-        self.db.request_redrive(id).await.unwrap()
-    }
-
-    async fn dead_letters(&self, consumer: &str) -> Vec<DeadLetter> {
-        self.db.dead_letters(consumer).await.unwrap()
     }
 
     async fn announced_dead_letters(&self, consumer: &str) -> usize {
@@ -688,8 +708,8 @@ impl Harness for EmbeddedHarness {
         rows.iter().map(|id| Uuid::parse_str(id).unwrap()).collect()
     }
 
-    async fn processed(&self, consumer: &str) -> Vec<Uuid> {
-        self.db.processed_event_ids(consumer).await.unwrap()
+    fn tables(&self) -> &dyn BusTables {
+        &self.db
     }
 
     async fn age_processed(&self, consumer: &str, secs: i64) {
@@ -703,22 +723,6 @@ impl Harness for EmbeddedHarness {
         .execute(self.db.pool())
         .await
         .unwrap();
-    }
-
-    async fn prune_processed(&self, consumer: &str, retention: Duration) -> u64 {
-        self.db.prune_processed(consumer, retention).await.unwrap()
-    }
-
-    async fn stored_dead_letters(&self, consumer: &str) -> Vec<fairdeal_bus::StoredDeadLetter> {
-        self.db.stored_dead_letters(Some(consumer)).await.unwrap()
-    }
-
-    async fn request_redrive(&self, id: i64) -> bool {
-        self.db.request_redrive(id).await.unwrap()
-    }
-
-    async fn dead_letters(&self, consumer: &str) -> Vec<DeadLetter> {
-        self.db.dead_letters(consumer).await.unwrap()
     }
 
     async fn announced_dead_letters(&self, consumer: &str) -> usize {

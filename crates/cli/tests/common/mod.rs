@@ -17,6 +17,12 @@ pub(crate) fn fairdeal(args: &[&str]) -> Output {
         .expect("the fairdeal binary runs")
 }
 
+/// The arguments of `command_line`, split at white space (for commands none of whose
+/// arguments holds a space).
+pub(crate) fn words(command_line: &str) -> Vec<&str> {
+    command_line.split_whitespace().collect()
+}
+
 /// Runs a command that must succeed with nothing on stderr; returns its JSON lines.
 pub(crate) fn json_lines(args: &[&str]) -> Vec<Value> {
     let out = fairdeal(args);

@@ -3,10 +3,16 @@
 
 use fairdeal_proto::fairdeal::commitment::v1 as cpb;
 use fairdeal_proto::fairdeal::dealing::v1 as dpb;
-use tonic::Code;
+use tonic::{Code, Status};
 use uuid::Uuid;
 
 use crate::common::{Db, TestApp, with};
+
+/// The code of a call that must have been refused.
+#[track_caller]
+fn refusal<T: std::fmt::Debug>(result: Result<T, Status>) -> Code {
+    result.unwrap_err().code()
+}
 
 #[tokio::test]
 async fn players_cannot_read_seeds_or_deal() {
@@ -19,132 +25,138 @@ async fn players_cannot_read_seeds_or_deal() {
     let seeds = || cpb::GetTableDealingSeedsRequest {
         table_id: t.clone(),
     };
-    // A player token: refused.
-    let e = app
-        .commitment
-        .get_table_dealing_seeds(with(&me, seeds()))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::PermissionDenied);
-    // Another internal service: refused too (only dealing reads seeds).
-    let e = app
-        .commitment
-        .get_table_dealing_seeds(with(&tables, seeds()))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::PermissionDenied);
-    // No token at all.
-    let e = app
-        .commitment
-        .get_table_dealing_seeds(seeds())
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::Unauthenticated);
-    // A player cannot reserve bets (and so read a pair's seed) either.
-    let e = app
-        .commitment
-        .reserve_bet(with(
-            &me,
-            cpb::ReserveBetRequest {
-                user_id: player.to_string(),
-                bet: "dice".into(),
-                ..Default::default()
-            },
-        ))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::PermissionDenied);
-
-    // Dealing: internal only.
     let deal = || dpb::DealHandRequest {
         table_id: t.clone(),
         deck: "dix".into(),
         hand: 0,
     };
-    let e = app.dealing.deal_hand(with(&me, deal())).await.unwrap_err();
-    assert_eq!(e.code(), Code::PermissionDenied);
-    let e = app.dealing.deal_hand(deal()).await.unwrap_err();
-    assert_eq!(e.code(), Code::Unauthenticated);
-    let e = app
-        .dealing
-        .deal_duplicate(with(
-            &me,
-            dpb::DealDuplicateRequest {
-                table_id: t.clone(),
-                hand: 0,
-            },
-        ))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::PermissionDenied);
-    // Players cannot contribute for others, reveal, or create tables directly.
-    let e = app
-        .commitment
-        .contribute_seed(with(
-            &me,
-            cpb::ContributeSeedRequest {
-                table_id: t.clone(),
-                seat: 0,
-                player_id: player.to_string(),
-                contribution: "x".into(),
-            },
-        ))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::PermissionDenied);
-    let e = app
-        .commitment
-        .reveal_table_seed(with(
-            &me,
-            cpb::RevealTableSeedRequest {
-                table_id: t.clone(),
-                operator: "me".into(),
-                justification: "curious".into(),
-            },
-        ))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::PermissionDenied);
-    // A player cannot act on another player's seed pair.
-    let e = app
-        .commitment
-        .rotate_seed_pair(with(
-            &me,
-            cpb::RotateSeedPairRequest {
-                user_id: Uuid::now_v7().to_string(),
-            },
-        ))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::PermissionDenied);
-    // A service cannot place a bet (bets are a player's own).
-    let e = app
-        .dealing
-        .place_bet(with(
-            &tables,
-            dpb::PlaceBetRequest {
-                options: Some(dpb::GameOptions {
-                    game: "dice".into(),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            },
-        ))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::PermissionDenied);
+    let (c, d) = (&mut app.commitment, &mut app.dealing);
+    // Each refused call: who tries what, and the code it is refused with.
+    let refused = [
+        (
+            "a player reads seeds",
+            refusal(c.get_table_dealing_seeds(with(&me, seeds())).await),
+            Code::PermissionDenied,
+        ),
+        (
+            "another internal service reads seeds (only dealing does)",
+            refusal(c.get_table_dealing_seeds(with(&tables, seeds())).await),
+            Code::PermissionDenied,
+        ),
+        (
+            "no token reads seeds",
+            refusal(c.get_table_dealing_seeds(seeds()).await),
+            Code::Unauthenticated,
+        ),
+        (
+            "a player reserves a bet (and so reads a pair's seed)",
+            refusal(
+                c.reserve_bet(with(
+                    &me,
+                    cpb::ReserveBetRequest {
+                        user_id: player.to_string(),
+                        bet: "dice".into(),
+                        ..Default::default()
+                    },
+                ))
+                .await,
+            ),
+            Code::PermissionDenied,
+        ),
+        // Dealing: internal only.
+        (
+            "a player deals a hand",
+            refusal(d.deal_hand(with(&me, deal())).await),
+            Code::PermissionDenied,
+        ),
+        (
+            "no token deals a hand",
+            refusal(d.deal_hand(deal()).await),
+            Code::Unauthenticated,
+        ),
+        (
+            "a player deals a duplicate hand",
+            refusal(
+                d.deal_duplicate(with(
+                    &me,
+                    dpb::DealDuplicateRequest {
+                        table_id: t.clone(),
+                        hand: 0,
+                    },
+                ))
+                .await,
+            ),
+            Code::PermissionDenied,
+        ),
+        // Players cannot contribute for others, reveal, or create tables directly.
+        (
+            "a player contributes a seed",
+            refusal(
+                c.contribute_seed(with(
+                    &me,
+                    cpb::ContributeSeedRequest {
+                        table_id: t.clone(),
+                        seat: 0,
+                        player_id: player.to_string(),
+                        contribution: "x".into(),
+                    },
+                ))
+                .await,
+            ),
+            Code::PermissionDenied,
+        ),
+        (
+            "a player reveals a table's seed",
+            refusal(
+                c.reveal_table_seed(with(
+                    &me,
+                    cpb::RevealTableSeedRequest {
+                        table_id: t.clone(),
+                        operator: "me".into(),
+                        justification: "curious".into(),
+                    },
+                ))
+                .await,
+            ),
+            Code::PermissionDenied,
+        ),
+        (
+            "a player rotates another player's seed pair",
+            refusal(
+                c.rotate_seed_pair(with(
+                    &me,
+                    cpb::RotateSeedPairRequest {
+                        user_id: Uuid::now_v7().to_string(),
+                    },
+                ))
+                .await,
+            ),
+            Code::PermissionDenied,
+        ),
+        (
+            "a service places a bet (bets are a player's own)",
+            refusal(
+                d.place_bet(with(
+                    &tables,
+                    dpb::PlaceBetRequest {
+                        options: Some(dpb::GameOptions {
+                            game: "dice".into(),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    },
+                ))
+                .await,
+            ),
+            Code::PermissionDenied,
+        ),
+    ];
+    for (what, code, expected) in refused {
+        assert_eq!(code, expected, "{what}");
+    }
 
     // Public reads need no token and show no seed before the reveal.
-    let public = app
-        .commitment
-        .get_table_commitment(cpb::GetTableCommitmentRequest {
-            table_id: t.clone(),
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .table
-        .unwrap();
+    let public = app.table(&t).await;
     assert!(public.server_seed.is_empty());
     app.dealing
         .deal_from_number(dpb::DealFromNumberRequest {
@@ -156,43 +168,17 @@ async fn players_cannot_read_seeds_or_deal() {
 
     // Reveal before the game started: refused with no state change; an operator reveal
     // (audited, with a justification) works.
-    let e = app
-        .commitment
-        .reveal_table_seed(with(
-            &tables,
-            cpb::RevealTableSeedRequest {
-                table_id: t.clone(),
-                ..Default::default()
-            },
-        ))
-        .await
-        .unwrap_err();
+    let e = app.reveal(&tables, &t, "", "").await.unwrap_err();
     assert_eq!(e.code(), Code::FailedPrecondition);
-    let unchanged = app
-        .commitment
-        .get_table_commitment(cpb::GetTableCommitmentRequest {
-            table_id: t.clone(),
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .table
-        .unwrap();
-    assert_eq!(unchanged, public);
+    assert_eq!(app.table(&t).await, public);
     let revealed = app
-        .commitment
-        .reveal_table_seed(with(
+        .reveal(
             &tables,
-            cpb::RevealTableSeedRequest {
-                table_id: t.clone(),
-                operator: "ops@example".into(),
-                justification: "table abandoned before the first deal".into(),
-            },
-        ))
+            &t,
+            "ops@example",
+            "table abandoned before the first deal",
+        )
         .await
-        .unwrap()
-        .into_inner()
-        .table
         .unwrap();
     assert_eq!(revealed.reveal_reason, "operator");
     assert_eq!(revealed.server_seed.len(), 64);

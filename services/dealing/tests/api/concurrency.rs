@@ -7,7 +7,6 @@ use std::collections::BTreeSet;
 
 use fairdeal_commitment::seeds::seed_store;
 use fairdeal_eventstore::StreamId;
-use fairdeal_proto::fairdeal::commitment::v1 as cpb;
 use fairdeal_proto::fairdeal::dealing::v1 as dpb;
 use tokio::task::JoinSet;
 use tonic::Code;
@@ -56,14 +55,7 @@ async fn concurrent_bets(db: Db) {
         .await
         .unwrap();
     assert_eq!(recorded.len() as u64, CONCURRENT);
-    let pair = app
-        .commitment
-        .get_seed_pair(with(&me, cpb::GetSeedPairRequest::default()))
-        .await
-        .unwrap()
-        .into_inner()
-        .pair
-        .unwrap();
+    let pair = app.seed_pair(&me).await;
     assert_eq!(pair.next_nonce, CONCURRENT);
     // The burst opened one pair and sealed one seed for it (no orphan seeds).
     let sealed = seed_store(app.commitment_storage.db())

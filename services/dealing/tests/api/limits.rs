@@ -30,7 +30,7 @@ fn assert_refused<T: std::fmt::Debug>(result: Result<T, Status>, field: &str, bo
 }
 
 async fn bounded_fields(db: Db) {
-    let app = TestApp::spawn(db).await;
+    let mut app = TestApp::spawn(db).await;
     let tables = app.service_token("tables");
     let dealing = app.service_token("dealing");
     let t = Uuid::now_v7().to_string();
@@ -53,20 +53,13 @@ async fn bounded_fields(db: Db) {
         .len();
 
     // The audited reveal that blocked the relay: 1 MB of operator or justification.
-    let reveal = |operator: String, justification: String| cpb::RevealTableSeedRequest {
-        table_id: t.clone(),
-        operator,
-        justification,
-    };
     assert_refused(
-        c.reveal_table_seed(with(&tables, reveal("ops".into(), huge())))
-            .await,
+        app.reveal(&tables, &t, "ops", &huge()).await,
         "justification",
         "500",
     );
     assert_refused(
-        c.reveal_table_seed(with(&tables, reveal(huge(), "abandoned".into())))
-            .await,
+        app.reveal(&tables, &t, &huge(), "abandoned").await,
         "operator",
         "64",
     );
@@ -309,12 +302,9 @@ async fn bounded_fields(db: Db) {
     assert!(d.verify_deal(verify(seed)).await.is_ok());
 
     // At the bounds, an audited reveal goes through and is recorded.
-    let revealed = c
-        .reveal_table_seed(with(&tables, reveal("o".repeat(64), "j".repeat(500))))
+    let revealed = app
+        .reveal(&tables, &t, &"o".repeat(64), &"j".repeat(500))
         .await
-        .unwrap()
-        .into_inner()
-        .table
         .unwrap();
     assert_eq!(revealed.reveal_reason, "operator");
     app.stop().await;

@@ -42,14 +42,7 @@ async fn pair_flow(db: Db) {
     let mut app = TestApp::spawn(db).await;
     let user = Uuid::now_v7();
     let me = app.player_token(user);
-    let pair = app
-        .commitment
-        .get_seed_pair(with(&me, cpb::GetSeedPairRequest::default()))
-        .await
-        .unwrap()
-        .into_inner()
-        .pair
-        .unwrap();
+    let pair = app.seed_pair(&me).await;
     assert_eq!((pair.index, pair.next_nonce), (0, 0));
     app.commitment
         .set_client_seed(with(

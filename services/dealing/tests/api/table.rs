@@ -18,34 +18,14 @@ async fn table_flow(db: Db) {
     let t = table_id.to_string();
 
     let created = app
-        .commitment
-        .create_table_commitment(with(
-            &tables,
-            cpb::CreateTableCommitmentRequest {
-                table_id: t.clone(),
-                delayed_source: "drand quicknet round 9000001".into(),
-            },
-        ))
+        .create_table(&tables, &t, "drand quicknet round 9000001")
         .await
-        .unwrap()
-        .into_inner()
-        .table
         .unwrap();
     assert_eq!(created.commitment.len(), 64);
     assert_eq!(created.short_code, created.commitment[..5]);
     assert!(created.server_seed.is_empty());
     // A second create is refused.
-    let again = app
-        .commitment
-        .create_table_commitment(with(
-            &tables,
-            cpb::CreateTableCommitmentRequest {
-                table_id: t.clone(),
-                delayed_source: String::new(),
-            },
-        ))
-        .await
-        .unwrap_err();
+    let again = app.create_table(&tables, &t, "").await.unwrap_err();
     assert_eq!(again.code(), Code::AlreadyExists);
 
     let players: Vec<Uuid> = (0..4).map(|_| Uuid::now_v7()).collect();
@@ -75,14 +55,7 @@ async fn table_flow(db: Db) {
         .await
         .unwrap_err();
     assert_eq!(early.code(), Code::FailedPrecondition, "{early:?}");
-    app.commitment
-        .bind_table_delayed_value(with(
-            &tables,
-            cpb::BindTableDelayedValueRequest {
-                table_id: t.clone(),
-                value: "a1b2c3d4e5".into(),
-            },
-        ))
+    app.bind_delayed_value(&tables, &t, "a1b2c3d4e5")
         .await
         .unwrap();
 
@@ -128,36 +101,14 @@ async fn table_flow(db: Db) {
         .unwrap_err();
     assert_eq!(late.code(), Code::FailedPrecondition);
 
-    let before = app
-        .commitment
-        .get_table_commitment(cpb::GetTableCommitmentRequest {
-            table_id: t.clone(),
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .table
-        .unwrap();
+    let before = app.table(&t).await;
     assert!(before.server_seed.is_empty());
     assert_eq!(before.contributions.len(), 4);
     let client_seed = before.client_seed.clone();
     assert!(client_seed.ends_with(":a1b2c3d4e5"));
     assert_eq!(client_seed, dealt[0].client_seed);
 
-    let revealed = app
-        .commitment
-        .reveal_table_seed(with(
-            &tables,
-            cpb::RevealTableSeedRequest {
-                table_id: t.clone(),
-                ..Default::default()
-            },
-        ))
-        .await
-        .unwrap()
-        .into_inner()
-        .table
-        .unwrap();
+    let revealed = app.reveal(&tables, &t, "", "").await.unwrap();
     assert_eq!(revealed.reveal_reason, "finished");
     let seed = revealed.server_seed.clone();
     assert!(Commitment::of(&seed).to_hex() == created.commitment);
@@ -251,20 +202,7 @@ async fn duplicate_deal_with_candidate_log() {
                 .into_inner(),
         );
     }
-    let table = app
-        .commitment
-        .reveal_table_seed(with(
-            &tables,
-            cpb::RevealTableSeedRequest {
-                table_id: t.clone(),
-                ..Default::default()
-            },
-        ))
-        .await
-        .unwrap()
-        .into_inner()
-        .table
-        .unwrap();
+    let table = app.reveal(&tables, &t, "", "").await.unwrap();
     for (hand, ours) in deals.iter().enumerate() {
         let lines = cli_json(&[
             "duplicate",

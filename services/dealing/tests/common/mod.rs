@@ -2,9 +2,10 @@
 //! or temporary SQLite files), signed test tokens, gRPC clients, and the `fairdeal` CLI.
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use fairdeal_authn::{AccessToken, KeySet, SigningKey, StaticToken};
 use fairdeal_commitment::vault::KeyRing;
@@ -12,9 +13,12 @@ use fairdeal_harness::{authenticator, common, lazy, serving, url};
 use fairdeal_kit::CommonConfig;
 use fairdeal_kit::StartError;
 use fairdeal_platform::Storage;
+use fairdeal_proto::fairdeal::commitment::v1 as cpb;
 use fairdeal_proto::fairdeal::commitment::v1::commitment_service_client::CommitmentServiceClient;
 use fairdeal_proto::fairdeal::dealing::v1::dealing_service_client::DealingServiceClient;
+use tonic::Status;
 use tonic::transport::Channel;
+use tracing_subscriber::fmt::MakeWriter;
 use uuid::Uuid;
 
 pub use fairdeal_harness::with;
@@ -156,17 +160,81 @@ impl TestApp {
     /// source); its id.
     pub async fn new_table(&mut self, tables: &AccessToken) -> String {
         let table_id = Uuid::now_v7().to_string();
-        self.commitment
-            .create_table_commitment(with(
-                tables,
-                fairdeal_proto::fairdeal::commitment::v1::CreateTableCommitmentRequest {
-                    table_id: table_id.clone(),
-                    delayed_source: String::new(),
-                },
-            ))
-            .await
-            .unwrap();
+        self.create_table(tables, &table_id, "").await.unwrap();
         table_id
+    }
+
+    /// Commits to table `table_id` as `token`, naming `delayed_source`; the table as created.
+    pub async fn create_table(
+        &mut self,
+        token: &AccessToken,
+        table_id: &str,
+        delayed_source: &str,
+    ) -> Result<cpb::TableCommitment, Status> {
+        let request = cpb::CreateTableCommitmentRequest {
+            table_id: table_id.into(),
+            delayed_source: delayed_source.into(),
+        };
+        let response = self
+            .commitment
+            .create_table_commitment(with(token, request))
+            .await?;
+        Ok(response.into_inner().table.unwrap())
+    }
+
+    /// Binds table `table_id`'s delayed value as `token`.
+    pub async fn bind_delayed_value(
+        &mut self,
+        token: &AccessToken,
+        table_id: &str,
+        value: &str,
+    ) -> Result<(), Status> {
+        let request = cpb::BindTableDelayedValueRequest {
+            table_id: table_id.into(),
+            value: value.into(),
+        };
+        self.commitment
+            .bind_table_delayed_value(with(token, request))
+            .await?;
+        Ok(())
+    }
+
+    /// Table `table_id` as anyone sees it (the public read, no token).
+    pub async fn table(&mut self, table_id: &str) -> cpb::TableCommitment {
+        let request = cpb::GetTableCommitmentRequest {
+            table_id: table_id.into(),
+        };
+        let response = self.commitment.get_table_commitment(request).await.unwrap();
+        response.into_inner().table.unwrap()
+    }
+
+    /// Reveals table `table_id`'s server seed as `token`: at the end of its game when
+    /// `operator` and `justification` are empty, else an operator's audited reveal; the
+    /// revealed table.
+    pub async fn reveal(
+        &mut self,
+        token: &AccessToken,
+        table_id: &str,
+        operator: &str,
+        justification: &str,
+    ) -> Result<cpb::TableCommitment, Status> {
+        let request = cpb::RevealTableSeedRequest {
+            table_id: table_id.into(),
+            operator: operator.into(),
+            justification: justification.into(),
+        };
+        let response = self
+            .commitment
+            .reveal_table_seed(with(token, request))
+            .await?;
+        Ok(response.into_inner().table.unwrap())
+    }
+
+    /// The seed pair of the player whose token is `player`.
+    pub async fn seed_pair(&mut self, player: &AccessToken) -> cpb::SeedPair {
+        let request = with(player, cpb::GetSeedPairRequest::default());
+        let response = self.commitment.get_seed_pair(request).await.unwrap();
+        response.into_inner().pair.unwrap()
     }
 
     /// With NATS: waits until each service's JetStream events stream holds exactly the
@@ -224,6 +292,33 @@ impl TestApp {
             self.dealing_storage.db().close().await;
             database.drop().await.unwrap();
         }
+    }
+}
+
+/// A log sink shared with the test: the subscriber writes to it, the test reads `text()`.
+#[derive(Clone, Default)]
+pub struct LogBuffer(Arc<Mutex<Vec<u8>>>);
+
+impl LogBuffer {
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+impl Write for LogBuffer {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> MakeWriter<'a> for LogBuffer {
+    type Writer = LogBuffer;
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
     }
 }
 

@@ -17,8 +17,8 @@
 //! - `event`: the events ([`TableEvent`] and what they carry), who may see each, and what
 //!   each says about who acts next.
 //! - `error`: why a request is refused ([`TableError`]).
-//! - `table`: the state ([`Table`]), its fold ([`Table::apply`]) and queries, and the
-//!   engine's log of a stream ([`engine_log`]).
+//! - `table`: the state ([`Table`]), its fold ([`Table::apply`], [`FoldError`]) and
+//!   queries, and the engine's log of a stream ([`engine_log`]).
 //! - `decide`: the decisions (sit, leave, spectate, contribute, act, deal, bots, timeouts,
 //!   reveal), what the table needs next ([`Table::next`]), and the parsing of a new table's
 //!   fields.
@@ -39,7 +39,7 @@ pub use decide::{
 };
 pub use error::TableError;
 pub use event::{CommandRef, Created, Due, FinishReason, Finished, TableEvent, Viewer, visible};
-pub use table::{Table, engine_log};
+pub use table::{FoldError, Table, engine_log};
 
 /// Seconds per move when the creator asks for none.
 pub const DEFAULT_MOVE_SECONDS: u32 = 30;

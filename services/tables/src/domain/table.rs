@@ -1,5 +1,6 @@
-//! The state of a table, [`Table`]: the fold of its stream ([`Table::apply`]), the queries on
-//! it, and the rules engine's log of a stream ([`engine_log`]).
+//! The state of a table, [`Table`]: the fold of its stream ([`Table::apply`], refusing what
+//! cannot follow with a [`FoldError`]), the queries on it, and the rules engine's log of a
+//! stream ([`engine_log`]).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -58,10 +59,34 @@ pub struct Table {
     pub version: u64,
 }
 
+/// Why an event cannot follow a table's state ([`Table::apply`]): a corrupt or foreign
+/// stream, never a caller's fault.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FoldError {
+    /// The stream's first event is not the table's creation.
+    #[error("a table stream must begin with TableCreated")]
+    NotCreatedFirst,
+    /// A second creation.
+    #[error("TableCreated twice")]
+    CreatedTwice,
+    /// Cards of a hand that was not started (or not the one being dealt).
+    #[error("cards of hand {hand} without its HandStarted")]
+    CardsBeforeHand {
+        /// The hand the cards name.
+        hand: u32,
+    },
+    /// Cards at a dealing position past the last seat.
+    #[error("dealing position {position} out of range")]
+    DealingPosition {
+        /// The position the cards name.
+        position: u8,
+    },
+}
+
 impl Table {
     /// Folds `event` into `state` (`None`: the empty stream); the error says why the event
     /// cannot follow.
-    pub fn apply(state: Option<Table>, event: &TableEvent) -> Result<Table, String> {
+    pub fn apply(state: Option<Table>, event: &TableEvent) -> Result<Table, FoldError> {
         let mut table = match (state, event) {
             (None, TableEvent::Created(created)) => {
                 return Ok(Table {
@@ -82,8 +107,8 @@ impl Table {
                     version: 1,
                 });
             }
-            (None, _) => return Err("a table stream must begin with TableCreated".into()),
-            (Some(_), TableEvent::Created(_)) => return Err("TableCreated twice".into()),
+            (None, _) => return Err(FoldError::NotCreatedFirst),
+            (Some(_), TableEvent::Created(_)) => return Err(FoldError::CreatedTwice),
             (Some(table), _) => table,
         };
         table.version += 1;
@@ -144,11 +169,12 @@ impl Table {
                     .pending
                     .as_mut()
                     .filter(|p| p.hand == *hand)
-                    .ok_or_else(|| format!("cards of hand {hand} without its HandStarted"))?;
-                let slot = pending
-                    .hands
-                    .get_mut(usize::from(*position))
-                    .ok_or_else(|| format!("dealing position {position} out of range"))?;
+                    .ok_or(FoldError::CardsBeforeHand { hand: *hand })?;
+                let slot = pending.hands.get_mut(usize::from(*position)).ok_or(
+                    FoldError::DealingPosition {
+                        position: *position,
+                    },
+                )?;
                 *slot = Some(cards.clone());
                 if pending.hands.iter().all(Option::is_some) {
                     let hands = pending.hands.iter().flatten().cloned().collect();

@@ -19,7 +19,7 @@ use fairdeal_eventstore::{NewEvent, RecordedEvent};
 use fairdeal_platform::Aggregate;
 use uuid::Uuid;
 
-use crate::domain::{Table, TableEvent};
+use crate::domain::{FoldError, Table, TableEvent};
 
 mod decode;
 mod encode;
@@ -32,6 +32,8 @@ impl Aggregate for Table {
     const CATEGORY: &'static str = "table";
     type Id = Uuid;
     type Event = TableEvent;
+    type DecodeError = StoredEventError;
+    type FoldError = FoldError;
 
     fn encode(id: &Uuid, event: &TableEvent) -> NewEvent {
         let table_id = id.to_string();
@@ -62,11 +64,11 @@ impl Aggregate for Table {
         new.with_correlation_id(table_id)
     }
 
-    fn decode(event: &RecordedEvent) -> Result<TableEvent, String> {
-        from_recorded(event).map_err(|e| e.to_string())
+    fn decode(event: &RecordedEvent) -> Result<TableEvent, StoredEventError> {
+        from_recorded(event)
     }
 
-    fn apply(state: Option<Self>, event: &TableEvent) -> Result<Self, String> {
+    fn apply(state: Option<Self>, event: &TableEvent) -> Result<Self, FoldError> {
         Table::apply(state, event)
     }
 }
