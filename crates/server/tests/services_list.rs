@@ -78,6 +78,10 @@ fn the_compose_stack_runs_every_service() {
             format!("\n  {name}:\n"),
             format!("FAIRDEAL_SERVICE_NAME: {name}\n"),
             format!("secrets: [{name}.toml]"),
+            // ... and declared at the top level, from the secrets directory.
+            format!(
+                "\n  {name}.toml:\n    file: ${{FAIRDEAL_SECRETS_DIR:-./deploy/secrets}}/{name}.toml\n"
+            ),
         ] {
             assert!(
                 compose.contains(&needle),

@@ -247,6 +247,39 @@ impl Accounts {
             .map_err(|e| AuthError::Internal(Box::new(e)))
     }
 
+    /// A signed-in user's current password, asked again before a change that needs it
+    /// (changing the password, deleting the account): limited like a login, a wrong one
+    /// counting as a failed login of the account's username (and of `client`'s address).
+    async fn recheck_password(
+        &self,
+        account: &crate::store::Account,
+        password: Password,
+        client: Option<IpAddr>,
+        now: i64,
+    ) -> Result<(), AuthError> {
+        let mut subjects = vec![Subject::Username(account.username_key.clone())];
+        subjects.extend(client.map(Subject::address));
+        let attempt = Uuid::now_v7();
+        self.admit(&subjects, attempt, now).await?;
+        match self
+            .verify(password, Some(account.password_hash.clone()))
+            .await
+        {
+            Ok(true) => {
+                self.release(&subjects, attempt).await;
+                Ok(())
+            }
+            Ok(false) => {
+                self.failed(&subjects, attempt, now).await?;
+                Err(AuthError::AccessDenied)
+            }
+            Err(e) => {
+                self.release(&subjects, attempt).await;
+                Err(e)
+            }
+        }
+    }
+
     fn new_password(
         field: &'static str,
         raw: &[u8],
@@ -691,25 +724,9 @@ impl Accounts {
             .await?
             .ok_or(AuthError::AccessDenied)?;
         let new = Self::new_password("new_password", new, &account.username, &account.email)?;
-        let mut subjects = vec![Subject::Username(account.username_key.clone())];
-        subjects.extend(client.map(Subject::address));
         let now = self.now();
-        let attempt = Uuid::now_v7();
-        self.admit(&subjects, attempt, now).await?;
-        match self
-            .verify(current, Some(account.password_hash.clone()))
-            .await
-        {
-            Ok(true) => self.release(&subjects, attempt).await,
-            Ok(false) => {
-                self.failed(&subjects, attempt, now).await?;
-                return Err(AuthError::AccessDenied);
-            }
-            Err(e) => {
-                self.release(&subjects, attempt).await;
-                return Err(e);
-            }
-        }
+        self.recheck_password(&account, current, client, now)
+            .await?;
         let hash = self.hash(new).await?;
         self.store.change_password(user_id, hash, now).await?;
         Ok(())
@@ -752,25 +769,9 @@ impl Accounts {
             ));
         }
         let username = Subject::Username(account.username_key.clone());
-        let mut subjects = vec![username.clone()];
-        subjects.extend(client.map(Subject::address));
         let now = self.now();
-        let attempt = Uuid::now_v7();
-        self.admit(&subjects, attempt, now).await?;
-        match self
-            .verify(password, Some(account.password_hash.clone()))
-            .await
-        {
-            Ok(true) => self.release(&subjects, attempt).await,
-            Ok(false) => {
-                self.failed(&subjects, attempt, now).await?;
-                return Err(AuthError::AccessDenied);
-            }
-            Err(e) => {
-                self.release(&subjects, attempt).await;
-                return Err(e);
-            }
-        }
+        self.recheck_password(&account, password, client, now)
+            .await?;
         // `None`: deleted by a concurrent call since the read above.
         let mails = self
             .store
