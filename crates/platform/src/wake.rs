@@ -3,7 +3,7 @@
 //! appended to with their new versions, payload `<schema> <stream id> <new version>
 //! [<stream id> <new version>]...` (a group commit names many streams in one; the older
 //! payloads, `<schema>` alone and one stream per notification, are still understood).
-//! [`spawn_listener`] forwards the ones of this service's schema to the storage's
+//! `spawn_listener` forwards the ones of this service's schema to the storage's
 //! [`AppendSignal`]: the log-wide waiters (relay, consumers) and that stream's waiters (a
 //! table's watchers) of a replica see another replica's appends at once instead of polling
 //! for them. A notification of this process's own append finds its stream's waiters told of

@@ -489,7 +489,7 @@ impl Tables {
 
     /// Does what the table needs until a player must act (see the module docs). A failure
     /// (a peer or the database down) is retried here until a step succeeds
-    /// ([`Tables::retry_later`]): the command that triggered the advance has succeeded
+    /// (`Tables::retry_later`): the command that triggered the advance has succeeded
     /// regardless, and nobody may ever ask again.
     pub async fn advance(&self, table_id: Uuid) {
         if let Err(error) = self.try_advance(table_id).await {

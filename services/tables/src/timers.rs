@@ -63,7 +63,7 @@ impl Timers {
 
 /// A way into this replica's timers for the deadlines projection: a step the service owes,
 /// recorded by the projection, is taken at once rather than at the timer's next reload of the
-/// projection (up to [`DEADLINES_RELOAD`] later), which matters when the replica that owed it
+/// projection (up to `DEADLINES_RELOAD` later), which matters when the replica that owed it
 /// stopped before the projection caught up.
 #[derive(Clone, Debug)]
 pub struct OwedSteps(Arc<Timers>);
@@ -87,7 +87,7 @@ impl Tables {
     /// that table (the step plays for the seat if its player has not acted by then); until
     /// `stop`. Another replica firing the same deadline appends nothing more: the step is
     /// decided on the table's current state. At start, and then every
-    /// [`DEADLINES_RELOAD`] as a safety net, it also takes the deadlines the projection holds,
+    /// `DEADLINES_RELOAD` as a safety net, it also takes the deadlines the projection holds,
     /// so a restarted replica waits for the tables nobody has touched since.
     ///
     /// Each reload also samples `fairdeal.tables.active`: the tables started and not
