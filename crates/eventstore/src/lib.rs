@@ -58,7 +58,7 @@ pub static MIGRATIONS: fairdeal_db::Migrations = fairdeal_db::Migrations {
 pub use error::StoreError;
 pub use fairdeal_event::{
     ChainVerifier, Envelope, EventError, GENESIS_PREV_HASH, Hash, MAX_EVENT_BYTES, NewEvent,
-    RecordedEvent, StreamId, is_event_type,
+    RecordedEvent, StreamId, is_event_type, seal,
 };
 pub use postgres::PgEventStore;
 pub use sqlite::SqliteEventStore;

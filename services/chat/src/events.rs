@@ -254,21 +254,14 @@ impl ChatEvent {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 pub(crate) fn recorded(new: NewEvent, stream: &str) -> RecordedEvent {
-    use fairdeal_eventstore::{GENESIS_PREV_HASH, StreamId};
-    RecordedEvent {
-        position: 1,
-        event_id: new.event_id,
-        stream_id: StreamId::parse(stream).unwrap(),
-        version: 1,
-        event_type: new.event_type,
-        occurred_at: new.occurred_at,
-        correlation_id: new.correlation_id,
-        causation_id: new.causation_id,
-        trace_context: new.trace_context,
-        payload: new.payload,
-        prev_hash: GENESIS_PREV_HASH,
-        hash: GENESIS_PREV_HASH,
-    }
+    use fairdeal_eventstore::{GENESIS_PREV_HASH, StreamId, seal};
+    seal(
+        &StreamId::parse(stream).unwrap(),
+        1,
+        &GENESIS_PREV_HASH,
+        new,
+    )
+    .unwrap()
 }
 
 #[cfg(test)]

@@ -149,24 +149,18 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-    use fairdeal_eventstore::{NewEvent, StreamId};
+    use fairdeal_eventstore::{GENESIS_PREV_HASH, NewEvent, StreamId, seal};
 
+    /// `message` as the tables' service records it first in `stream`.
     pub(crate) fn recorded(stream: &str, message: &tpb::GameFinished) -> RecordedEvent {
-        let new = NewEvent::from_message(message);
-        RecordedEvent {
-            position: 1,
-            event_id: new.event_id,
-            stream_id: StreamId::parse(stream).unwrap(),
-            version: 1,
-            event_type: new.event_type,
-            occurred_at: new.occurred_at,
-            correlation_id: message.table_id.clone(),
-            causation_id: String::new(),
-            trace_context: Default::default(),
-            payload: new.payload,
-            prev_hash: [0; 32],
-            hash: [0; 32],
-        }
+        let new = NewEvent::from_message(message).with_correlation_id(message.table_id.clone());
+        seal(
+            &StreamId::parse(stream).unwrap(),
+            1,
+            &GENESIS_PREV_HASH,
+            new,
+        )
+        .unwrap()
     }
 
     fn finished(table: Uuid) -> tpb::GameFinished {

@@ -77,7 +77,7 @@ impl Aggregate for Table {
 pub(crate) mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-    use fairdeal_eventstore::StreamId;
+    use fairdeal_eventstore::{GENESIS_PREV_HASH, StreamId, seal};
     use fairdeal_fairness::Deck;
     use fairdeal_games::{Bid, Event, MatchEnd, Purchase, Seat, TableOptions, Team};
 
@@ -188,22 +188,10 @@ pub(crate) mod tests {
         }
     }
 
-    /// `new` as table `id`'s stream would hold it at `version` (unhashed: decoding does not
-    /// look at the chain).
+    /// `new` sealed as version `version` of table `id`'s stream (linked to the genesis hash
+    /// whatever the version: decoding does not look at the chain).
     pub(crate) fn stored(id: Uuid, version: u64, new: &NewEvent) -> RecordedEvent {
-        RecordedEvent {
-            position: version,
-            event_id: new.event_id,
-            stream_id: StreamId::of("table", id).unwrap(),
-            version,
-            event_type: new.event_type.clone(),
-            occurred_at: new.occurred_at,
-            correlation_id: new.correlation_id.clone(),
-            causation_id: new.causation_id.clone(),
-            trace_context: new.trace_context.clone(),
-            payload: new.payload.clone(),
-            prev_hash: Default::default(),
-            hash: Default::default(),
-        }
+        let stream = StreamId::of("table", id).unwrap();
+        seal(&stream, version, &GENESIS_PREV_HASH, new.clone()).unwrap()
     }
 }
