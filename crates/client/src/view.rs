@@ -44,29 +44,15 @@ pub fn choose(view: &pb::TableView, seed: u64) -> Result<Option<Action>, ViewErr
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use fairdeal_games::sim::{MatchSetup, play_match};
-    use fairdeal_games::{Event, Game, RandomBot, Seat, TableOptions};
+    use fairdeal_games::TableOptions;
+    use fairdeal_games::sim;
     use fairdeal_games_wire::jeu_du_10::{legal_action, options_message, seat_game_view};
 
     use super::*;
 
     /// The view of the seat to act at the first turn of a match, as the service writes it.
     fn first_turn() -> (pb::TableView, Vec<pb::LegalAction>) {
-        let setup = MatchSetup {
-            options: TableOptions::default(),
-            first_dealer: Seat::ALL[0],
-            server_seed: "server".into(),
-            client_seed: "client".into(),
-            max_hands: 1,
-        };
-        let bot = RandomBot::new(1);
-        let played = play_match(&setup, [&bot, &bot, &bot, &bot]).unwrap();
-        let dealt = played
-            .events
-            .iter()
-            .position(|e| matches!(e, Event::HandStarted { .. }))
-            .unwrap();
-        let game = Game::replay(&played.events[..=dealt]);
+        let game = sim::first_turn(TableOptions::default()).unwrap();
         let seen = game.seat_view(game.turn().unwrap());
         let legal = seen.legal.iter().filter_map(legal_action).collect();
         let view = pb::TableView {

@@ -7,12 +7,14 @@
 
 use fairdeal_fairness::deal::Deal;
 
-use crate::bot::Bot;
+use fairdeal_fairness::Deck;
+
+use crate::bot::{Bot, HeuristicBot, RandomBot};
 use crate::command::{Actor, Command};
 use crate::error::{Phase, RuleError};
 use crate::event::Event;
 use crate::game::Game;
-use crate::options::TableOptions;
+use crate::options::{Purchase, TableOptions};
 use crate::seat::Seat;
 
 /// How to run a simulated match.
@@ -125,4 +127,64 @@ pub fn play_match(setup: &MatchSetup, bots: [&dyn Bot; 4]) -> Result<PlayedMatch
         }
     }
     Ok(PlayedMatch { game, events })
+}
+
+/// Every valid combination of options: 2 decks x penalised aces or not x 4 scoring modes,
+/// and the budget mode once more with a budget of its own (3): the variants tests and
+/// benches play through.
+pub fn variants() -> Vec<TableOptions> {
+    let mut out = Vec::new();
+    for deck in [Deck::Dix, Deck::Ruff] {
+        for penalised_aces in [false, true] {
+            for (made_or_nothing, purchase, budget) in [
+                (false, None, None),
+                (true, None, None),
+                (false, Some(Purchase::Points), None),
+                (false, Some(Purchase::Budget), None),
+                (false, Some(Purchase::Budget), Some(3)),
+            ] {
+                out.push(TableOptions {
+                    deck,
+                    penalised_aces,
+                    made_or_nothing,
+                    purchase,
+                    budget,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// A match of `setup` between bots drawn from `seed`: by `mix % 3`, random bots, heuristic
+/// bots, or a heuristic team against a random one.
+pub fn play_mixed(setup: &MatchSetup, seed: u64, mix: u8) -> Result<PlayedMatch, SimError> {
+    let (r0, r1) = (RandomBot::new(seed), RandomBot::new(seed ^ 1));
+    let (h0, h1) = (HeuristicBot::new(seed), HeuristicBot::new(seed ^ 1));
+    let bots: [&dyn Bot; 4] = match mix % 3 {
+        0 => [&r0, &r1, &r0, &r1],
+        1 => [&h0, &h1, &h0, &h1],
+        _ => [&h0, &r1, &h0, &r1],
+    };
+    play_match(setup, bots)
+}
+
+/// The game of `options` at its first turn: the first hand dealt (seat 0 dealing, seeds
+/// `server` and `client`), nobody having acted yet.
+pub fn first_turn(options: TableOptions) -> Result<Game, SimError> {
+    let setup = MatchSetup {
+        options,
+        first_dealer: Seat::ALL[0],
+        server_seed: "server".into(),
+        client_seed: "client".into(),
+        max_hands: 1,
+    };
+    let bot = RandomBot::new(1);
+    let played = play_match(&setup, [&bot, &bot, &bot, &bot])?;
+    let dealt = played
+        .events
+        .iter()
+        .position(|e| matches!(e, Event::HandStarted { .. }))
+        .map_or(played.events.len(), |i| i + 1);
+    Ok(Game::replay(&played.events[..dealt]))
 }

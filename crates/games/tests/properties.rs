@@ -10,55 +10,26 @@
 // Helpers outside #[test] functions unwrap too: a failure there is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use fairdeal_fairness::Deck;
-use fairdeal_games::sim::{MatchSetup, PlayedMatch, play_match};
+use fairdeal_games::sim::{MatchSetup, PlayedMatch, play_mixed, variants};
 use fairdeal_games::{
-    Actor, Bid, Bot, Card, CardSet, Command, Event, Game, HeuristicBot, MatchEnd, Purchase,
-    RandomBot, Rank, Rules, Seat, Suit, TableOptions, Team,
+    Actor, Bid, Card, CardSet, Command, Event, Game, MatchEnd, Purchase, Rank, Rules, Seat, Suit,
+    Team,
 };
 use proptest::prelude::*;
 
-/// Every valid combination: 2 decks x aces or not x 4 scoring modes.
-fn variants() -> Vec<TableOptions> {
-    let mut out = Vec::new();
-    for deck in [Deck::Dix, Deck::Ruff] {
-        for penalised_aces in [false, true] {
-            for (made_or_nothing, purchase) in [
-                (false, None),
-                (true, None),
-                (false, Some(Purchase::Points)),
-                (false, Some(Purchase::Budget)),
-            ] {
-                out.push(TableOptions {
-                    deck,
-                    penalised_aces,
-                    made_or_nothing,
-                    purchase,
-                    budget: None,
-                });
-            }
-        }
-    }
-    out
-}
+/// How many variants [`variants`] lists.
+const VARIANTS: usize = 20;
 
 fn play(variant: usize, seed: u64, mix: u8, dealer: u8, max_hands: u32) -> PlayedMatch {
-    let options = variants()[variant % 16].clone();
+    let variants = variants();
     let setup = MatchSetup {
-        options,
+        options: variants[variant % variants.len()].clone(),
         first_dealer: Seat::new(dealer % 4).unwrap(),
         server_seed: format!("server-{seed}"),
         client_seed: format!("client-{mix}"),
         max_hands,
     };
-    let (r0, r1) = (RandomBot::new(seed), RandomBot::new(seed ^ 1));
-    let (h0, h1) = (HeuristicBot::new(seed), HeuristicBot::new(seed ^ 1));
-    let bots: [&dyn Bot; 4] = match mix % 3 {
-        0 => [&r0, &r1, &r0, &r1],
-        1 => [&h0, &h1, &h0, &h1],
-        _ => [&h0, &r1, &h0, &r1],
-    };
-    match play_match(&setup, bots) {
+    match play_mixed(&setup, seed, mix) {
         Ok(played) => played,
         Err(e) => panic!("a bot move was refused: {e}"),
     }
@@ -372,7 +343,7 @@ proptest! {
     /// Thousands of matches (their first 4 hands): the log's invariants and replay.
     #[test]
     fn bot_matches_keep_every_invariant(
-        variant in 0usize..16,
+        variant in 0usize..VARIANTS,
         seed in any::<u64>(),
         mix in 0u8..3,
         dealer in 0u8..4,
@@ -389,7 +360,7 @@ proptest! {
     /// Views at every state of hundreds of matches.
     #[test]
     fn views_never_show_another_seats_cards(
-        variant in 0usize..16,
+        variant in 0usize..VARIANTS,
         seed in any::<u64>(),
         mix in 0u8..3,
         dealer in 0u8..4,
@@ -405,7 +376,7 @@ proptest! {
     /// Exhaustive legality at every state of a few matches.
     #[test]
     fn only_legal_moves_are_accepted(
-        variant in 0usize..16,
+        variant in 0usize..VARIANTS,
         seed in any::<u64>(),
         mix in 0u8..3,
         dealer in 0u8..4,
@@ -419,7 +390,8 @@ proptest! {
 /// passes every check.
 #[test]
 fn full_heuristic_matches_finish_in_every_variant() {
-    for variant in 0..16 {
+    assert_eq!(variants().len(), VARIANTS);
+    for variant in 0..VARIANTS {
         for seed in 0..3 {
             let played = play(variant, seed, 1, seed as u8, 200);
             assert!(
@@ -449,7 +421,7 @@ fn bot_matches_are_deterministic() {
 fn heuristic_bots_beat_random_bots() {
     let wins = (0..24)
         .filter(|&seed| {
-            let played = play((seed % 16) as usize, seed, 2, 0, 300);
+            let played = play(seed as usize % VARIANTS, seed, 2, 0, 300);
             played.game.result().map(|(t, _)| t) == Some(Team::ALL[0])
         })
         .count();

@@ -5,43 +5,16 @@
 // Helpers outside #[test] functions unwrap too: a failure there is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use fairdeal_fairness::Deck;
-use fairdeal_games::sim::{MatchSetup, play_match};
+use fairdeal_games::sim::{MatchSetup, first_turn, play_mixed, variants};
 use fairdeal_games::{
-    Actor, Bid, Bot, Card, Command, Event, Game, HeuristicBot, MatchEnd, Phase, Purchase,
-    RandomBot, RuleError, Seat, Suit, TableOptions, Team,
+    Actor, Bid, Card, Command, Event, Game, MatchEnd, Phase, RuleError, Seat, Suit, TableOptions,
+    Team,
 };
 use fairdeal_proto::fairdeal::tables::v1 as pb;
 use proptest::prelude::*;
 
 use super::*;
 use crate::error::Reason;
-
-/// Every valid combination of options: 2 decks x aces or not x 4 scoring modes (a budget
-/// of its own with one of them).
-fn variants() -> Vec<TableOptions> {
-    let mut out = Vec::new();
-    for deck in [Deck::Dix, Deck::Ruff] {
-        for penalised_aces in [false, true] {
-            for (made_or_nothing, purchase, budget) in [
-                (false, None, None),
-                (true, None, None),
-                (false, Some(Purchase::Points), None),
-                (false, Some(Purchase::Budget), None),
-                (false, Some(Purchase::Budget), Some(3)),
-            ] {
-                out.push(TableOptions {
-                    deck,
-                    penalised_aces,
-                    made_or_nothing,
-                    purchase,
-                    budget,
-                });
-            }
-        }
-    }
-    out
-}
 
 fn field_of<T: std::fmt::Debug>(result: Result<T, WireError>) -> String {
     result.expect_err("refused").field
@@ -247,21 +220,7 @@ fn a_zero_point_bid_reads_and_the_engine_refuses_it_as_a_bid() {
 
     // At the first turn of an auction, in every variant, the engine refuses it.
     for options in variants() {
-        let setup = MatchSetup {
-            options,
-            first_dealer: Seat::ALL[0],
-            server_seed: "server".into(),
-            client_seed: "client".into(),
-            max_hands: 1,
-        };
-        let bot = RandomBot::new(1);
-        let played = play_match(&setup, [&bot, &bot, &bot, &bot]).unwrap();
-        let dealt = played
-            .events
-            .iter()
-            .position(|e| matches!(e, Event::HandStarted { .. }))
-            .unwrap();
-        let game = Game::replay(&played.events[..=dealt]);
+        let game = first_turn(options).unwrap();
         let turn = game.turn().unwrap();
         let refused = game.decide(
             Actor::Seat(turn),
@@ -286,14 +245,7 @@ fn check_match(options: TableOptions, seed: u64, mix: u8, dealer: u8, max_hands:
         client_seed: format!("client-{mix}"),
         max_hands,
     };
-    let (r0, r1) = (RandomBot::new(seed), RandomBot::new(seed ^ 1));
-    let (h0, h1) = (HeuristicBot::new(seed), HeuristicBot::new(seed ^ 1));
-    let bots: [&dyn Bot; 4] = match mix % 3 {
-        0 => [&r0, &r1, &r0, &r1],
-        1 => [&h0, &h1, &h0, &h1],
-        _ => [&h0, &r1, &h0, &r1],
-    };
-    let played = play_match(&setup, bots).unwrap();
+    let played = play_mixed(&setup, seed, mix).unwrap();
     let mut game = Game::new();
     for event in &played.events {
         let command = command_message("c".into(), 7, Some((Seat::ALL[1], 5)));
