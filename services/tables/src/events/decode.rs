@@ -59,92 +59,66 @@ fn decode<M: Message + Default>(event: &RecordedEvent) -> Result<M, StoredEventE
 }
 
 /// A stored message of the engine's events, with the command it answers if it carries one.
-fn engine<M: Message + Default + EventMessage>(
-    event: &RecordedEvent,
-) -> Result<TableEvent, StoredEventError> {
-    let m: M = decode(event)?;
+fn engine<M: EventMessage>(m: M) -> Result<TableEvent, StoredEventError> {
     Ok(TableEvent::Engine {
         event: m.event()?,
         command: m.command().map(command_of).transpose()?,
     })
 }
 
-/// A stored event back into the domain, re-validated.
+/// A stored event back into the domain, re-validated: its message as stored ([`wire_of`]),
+/// then every field mapped.
 pub fn from_recorded(event: &RecordedEvent) -> Result<TableEvent, StoredEventError> {
-    let t = event.event_type.as_str();
-    if is_event_type::<pb::MatchStarted>(t) {
-        return engine::<pb::MatchStarted>(event);
-    }
-    if is_event_type::<pb::BidPlaced>(t) {
-        return engine::<pb::BidPlaced>(event);
-    }
-    if is_event_type::<pb::PlayerPassed>(t) {
-        return engine::<pb::PlayerPassed>(event);
-    }
-    if is_event_type::<pb::AuctionWon>(t) {
-        return engine::<pb::AuctionWon>(event);
-    }
-    if is_event_type::<pb::TrumpNamed>(t) {
-        return engine::<pb::TrumpNamed>(event);
-    }
-    if is_event_type::<pb::CardPlayed>(t) {
-        return engine::<pb::CardPlayed>(event);
-    }
-    if is_event_type::<pb::TrickWon>(t) {
-        return engine::<pb::TrickWon>(event);
-    }
-    if is_event_type::<pb::HandScored>(t) {
-        return engine::<pb::HandScored>(event);
-    }
-    if is_event_type::<pb::MatchWon>(t) {
-        return engine::<pb::MatchWon>(event);
-    }
-    let event = if is_event_type::<pb::TableCreated>(t) {
-        let m: pb::TableCreated = decode(event)?;
-        let mut bots = [false; 4];
-        for &n in &m.bot_seats {
-            bots[wire::seat_of("bot_seats", n)?.index()] = true;
+    use pb::table_event::Event as W;
+    let Some(message) = wire_of(event)?.event else {
+        return Err(StoredEventError::NotATableEvent(event.event_type.clone()));
+    };
+    let event = match message {
+        W::MatchStarted(m) => engine(m)?,
+        W::BidPlaced(m) => engine(m)?,
+        W::PlayerPassed(m) => engine(m)?,
+        W::AuctionWon(m) => engine(m)?,
+        W::TrumpNamed(m) => engine(m)?,
+        W::CardPlayed(m) => engine(m)?,
+        W::TrickWon(m) => engine(m)?,
+        W::HandScored(m) => engine(m)?,
+        W::MatchWon(m) => engine(m)?,
+        W::TableCreated(m) => {
+            let mut bots = [false; 4];
+            for &n in &m.bot_seats {
+                bots[wire::seat_of("bot_seats", n)?.index()] = true;
+            }
+            TableEvent::Created(Created {
+                table_id: uuid_of("table_id", &m.table_id)?,
+                creator: uuid_of("creator_id", &m.creator_id)?,
+                options: wire::options_of("options", m.options.as_ref())?,
+                bots,
+                move_seconds: m.move_seconds,
+                commitment: m.commitment,
+                short_code: m.short_code,
+                first_dealer: wire::seat_of("first_dealer", m.first_dealer)?,
+            })
         }
-        TableEvent::Created(Created {
-            table_id: uuid_of("table_id", &m.table_id)?,
-            creator: uuid_of("creator_id", &m.creator_id)?,
-            options: wire::options_of("options", m.options.as_ref())?,
-            bots,
-            move_seconds: m.move_seconds,
-            commitment: m.commitment,
-            short_code: m.short_code,
-            first_dealer: wire::seat_of("first_dealer", m.first_dealer)?,
-        })
-    } else if is_event_type::<pb::SeatTaken>(t) {
-        let m: pb::SeatTaken = decode(event)?;
-        TableEvent::SeatTaken {
+        W::SeatTaken(m) => TableEvent::SeatTaken {
             seat: wire::seat_of("seat", m.seat)?,
             player: uuid_of("player_id", &m.player_id)?,
-        }
-    } else if is_event_type::<pb::SeatLeft>(t) {
-        let m: pb::SeatLeft = decode(event)?;
-        TableEvent::SeatLeft {
+        },
+        W::SeatLeft(m) => TableEvent::SeatLeft {
             seat: wire::seat_of("seat", m.seat)?,
             player: uuid_of("player_id", &m.player_id)?,
-        }
-    } else if is_event_type::<pb::SeedContributed>(t) {
-        let m: pb::SeedContributed = decode(event)?;
-        TableEvent::SeedContributed {
+        },
+        W::SeedContributed(m) => TableEvent::SeedContributed {
             seat: wire::seat_of("seat", m.seat)?,
             player: uuid_of("player_id", &m.player_id)?,
             contribution: m.contribution,
-        }
-    } else if is_event_type::<pb::HandStarted>(t) {
-        let m: pb::HandStarted = decode(event)?;
-        TableEvent::HandStarted {
+        },
+        W::HandStarted(m) => TableEvent::HandStarted {
             hand: m.hand,
             dealer: wire::seat_of("dealer", m.dealer)?,
             commitment: m.commitment,
             client_seed: m.client_seed,
-        }
-    } else if is_event_type::<pb::CardsDealt>(t) {
-        let m: pb::CardsDealt = decode(event)?;
-        TableEvent::CardsDealt {
+        },
+        W::CardsDealt(m) => TableEvent::CardsDealt {
             hand: m.hand,
             seat: wire::seat_of("seat", m.seat)?,
             position: u8::try_from(m.position)
@@ -160,83 +134,72 @@ pub fn from_recorded(event: &RecordedEvent) -> Result<TableEvent, StoredEventErr
                     )
                 })?,
             cards: wire::cards_of("cards", &m.cards)?,
-        }
-    } else if is_event_type::<pb::GameFinished>(t) {
-        let m: pb::GameFinished = decode(event)?;
-        let mut players = [None; 4];
-        let mut abandoned = [false; 4];
-        for p in &m.players {
-            let seat = wire::seat_of("players.seat", p.seat)?;
-            if !p.bot {
-                players[seat.index()] = Some(uuid_of("players.player_id", &p.player_id)?);
-            }
-            abandoned[seat.index()] = p.abandoned;
-        }
-        TableEvent::GameFinished(Finished {
-            players,
-            abandoned,
-            scores: wire::per_team("final_scores", &m.final_scores)?,
-            winner: wire::team_of("winner", m.winner)?,
-            options: wire::options_of("variant", m.variant.as_ref())?,
-            hands_played: m.hands_played,
-            reason: match pb::FinishReason::try_from(m.reason) {
-                Ok(pb::FinishReason::Completed) => FinishReason::Completed,
-                Ok(pb::FinishReason::Abandoned) => FinishReason::Abandoned,
-                Ok(pb::FinishReason::Unspecified) | Err(_) => {
-                    return Err(WireError::new(
-                        "reason",
-                        Reason::OutOfRange {
-                            value: m.reason.into(),
-                            range: "1..=2",
-                        },
-                    )
-                    .into());
+        },
+        W::GameFinished(m) => {
+            let mut players = [None; 4];
+            let mut abandoned = [false; 4];
+            for p in &m.players {
+                let seat = wire::seat_of("players.seat", p.seat)?;
+                if !p.bot {
+                    players[seat.index()] = Some(uuid_of("players.player_id", &p.player_id)?);
                 }
-            },
-        })
-    } else if is_event_type::<pb::TableSeedRevealed>(t) {
-        let m: pb::TableSeedRevealed = decode(event)?;
-        TableEvent::SeedRevealed {
+                abandoned[seat.index()] = p.abandoned;
+            }
+            TableEvent::GameFinished(Finished {
+                players,
+                abandoned,
+                scores: wire::per_team("final_scores", &m.final_scores)?,
+                winner: wire::team_of("winner", m.winner)?,
+                options: wire::options_of("variant", m.variant.as_ref())?,
+                hands_played: m.hands_played,
+                reason: match pb::FinishReason::try_from(m.reason) {
+                    Ok(pb::FinishReason::Completed) => FinishReason::Completed,
+                    Ok(pb::FinishReason::Abandoned) => FinishReason::Abandoned,
+                    Ok(pb::FinishReason::Unspecified) | Err(_) => {
+                        return Err(WireError::new(
+                            "reason",
+                            Reason::OutOfRange {
+                                value: m.reason.into(),
+                                range: "1..=2",
+                            },
+                        )
+                        .into());
+                    }
+                },
+            })
+        }
+        W::TableSeedRevealed(m) => TableEvent::SeedRevealed {
             commitment: m.commitment,
             server_seed: m.server_seed,
             client_seed: m.client_seed,
-        }
-    } else if is_event_type::<pb::TurnClock>(t) {
-        let m: pb::TurnClock = decode(event)?;
-        TableEvent::TurnClock {
+        },
+        W::TurnClock(m) => TableEvent::TurnClock {
             seat: wire::seat_of("seat", m.seat)?,
             deadline_ms: m.deadline_ms,
-        }
-    } else if is_event_type::<pb::TurnTimedOut>(t) {
-        let m: pb::TurnTimedOut = decode(event)?;
-        TableEvent::TurnTimedOut {
+        },
+        W::TurnTimedOut(m) => TableEvent::TurnTimedOut {
             seat: wire::seat_of("seat", m.seat)?,
             consecutive: m.consecutive,
-        }
-    } else if is_event_type::<pb::SeatAbandoned>(t) {
-        let m: pb::SeatAbandoned = decode(event)?;
-        TableEvent::SeatAbandoned {
+        },
+        W::SeatAbandoned(m) => TableEvent::SeatAbandoned {
             seat: wire::seat_of("seat", m.seat)?,
             player: uuid_of("player_id", &m.player_id)?,
-        }
-    } else if is_event_type::<pb::SpectatorJoined>(t) {
-        let m: pb::SpectatorJoined = decode(event)?;
-        TableEvent::SpectatorJoined {
+        },
+        W::SpectatorJoined(m) => TableEvent::SpectatorJoined {
             user: uuid_of("user_id", &m.user_id)?,
-        }
-    } else if is_event_type::<pb::SpectatorLeft>(t) {
-        let m: pb::SpectatorLeft = decode(event)?;
-        TableEvent::SpectatorLeft {
+        },
+        W::SpectatorLeft(m) => TableEvent::SpectatorLeft {
             user: uuid_of("user_id", &m.user_id)?,
+        },
+        W::Placeholder(_) => {
+            return Err(StoredEventError::NotATableEvent(event.event_type.clone()));
         }
-    } else {
-        return Err(StoredEventError::NotATableEvent(t.to_owned()));
     };
     Ok(event)
 }
 
 /// A stored event as the wire's `TableEvent`, as it is stored: one decode of its payload,
-/// into the message its type names (chosen as [`from_recorded`] chooses). The store holds
+/// into the message its type names ([`from_recorded`] starts from it). The store holds
 /// each event as [`to_message`](super::to_message) wrote it, so this is the message
 /// `to_message(from_recorded(event))` gives, without the trip through the domain: what a
 /// watcher sends. Its fields are not validated: the caller checks those it decides on.
