@@ -310,7 +310,9 @@ mod tests {
             _ => {}
         }
         if event.visible_to(watching.viewer, watching.finished) {
-            to_message(table_id, &event).into_wire()
+            pb::TableEvent {
+                event: Some(to_message(table_id, &event)),
+            }
         } else {
             placeholder()
         }

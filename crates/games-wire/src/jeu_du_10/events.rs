@@ -36,6 +36,25 @@ pub enum EngineMessage {
     MatchWon(pb::MatchWon),
 }
 
+impl EngineMessage {
+    /// The message as the variant of the wire's `TableEvent` that carries it.
+    pub fn into_wire(self) -> pb::table_event::Event {
+        use pb::table_event::Event as W;
+        match self {
+            EngineMessage::MatchStarted(m) => W::MatchStarted(m),
+            EngineMessage::HandStarted(m) => W::HandStarted(m),
+            EngineMessage::BidPlaced(m) => W::BidPlaced(m),
+            EngineMessage::PlayerPassed(m) => W::PlayerPassed(m),
+            EngineMessage::AuctionWon(m) => W::AuctionWon(m),
+            EngineMessage::TrumpNamed(m) => W::TrumpNamed(m),
+            EngineMessage::CardPlayed(m) => W::CardPlayed(m),
+            EngineMessage::TrickWon(m) => W::TrickWon(m),
+            EngineMessage::HandScored(m) => W::HandScored(m),
+            EngineMessage::MatchWon(m) => W::MatchWon(m),
+        }
+    }
+}
+
 /// `event` of table `table_id` as its message. `command` refers to the command that caused
 /// it: the messages of a seat's moves carry it (`BidPlaced`, `PlayerPassed`, `TrumpNamed`,
 /// `CardPlayed`), the others have no such field.

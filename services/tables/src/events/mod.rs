@@ -11,12 +11,13 @@
 //! envelope: which message each event is stored as.
 //!
 //! Layout: `encode` maps a [`TableEvent`] to its message ([`to_message`]) and a message to the
-//! wire's `TableEvent` ([`TableMessage::into_wire`]); `decode` maps a stored event back, into
+//! wire's `TableEvent` variant ([`to_message`]); `decode` maps a stored event back, into
 //! the domain ([`from_recorded`], re-validated) or as it is stored into the wire's
 //! `TableEvent` ([`wire_of`], what watchers send).
 
 use fairdeal_eventstore::{NewEvent, RecordedEvent};
 use fairdeal_platform::Aggregate;
+use fairdeal_proto::fairdeal::tables::v1 as pb;
 use uuid::Uuid;
 
 use crate::domain::{FoldError, Table, TableEvent};
@@ -26,7 +27,7 @@ mod encode;
 
 pub(crate) use decode::uuid_of;
 pub use decode::{StoredEventError, from_recorded, wire_of};
-pub use encode::{TableMessage, placeholder, to_message};
+pub use encode::{placeholder, to_message};
 
 impl Aggregate for Table {
     const CATEGORY: &'static str = "table";
@@ -37,29 +38,32 @@ impl Aggregate for Table {
 
     fn encode(id: &Uuid, event: &TableEvent) -> NewEvent {
         let table_id = id.to_string();
+        use pb::table_event::Event as W;
         let new = match to_message(&table_id, event) {
-            TableMessage::Created(m) => NewEvent::from_message(&m),
-            TableMessage::SeatTaken(m) => NewEvent::from_message(&m),
-            TableMessage::SeatLeft(m) => NewEvent::from_message(&m),
-            TableMessage::SeedContributed(m) => NewEvent::from_message(&m),
-            TableMessage::MatchStarted(m) => NewEvent::from_message(&m),
-            TableMessage::HandStarted(m) => NewEvent::from_message(&m),
-            TableMessage::CardsDealt(m) => NewEvent::from_message(&m),
-            TableMessage::BidPlaced(m) => NewEvent::from_message(&m),
-            TableMessage::PlayerPassed(m) => NewEvent::from_message(&m),
-            TableMessage::AuctionWon(m) => NewEvent::from_message(&m),
-            TableMessage::TrumpNamed(m) => NewEvent::from_message(&m),
-            TableMessage::CardPlayed(m) => NewEvent::from_message(&m),
-            TableMessage::TrickWon(m) => NewEvent::from_message(&m),
-            TableMessage::HandScored(m) => NewEvent::from_message(&m),
-            TableMessage::MatchWon(m) => NewEvent::from_message(&m),
-            TableMessage::GameFinished(m) => NewEvent::from_message(&m),
-            TableMessage::SeedRevealed(m) => NewEvent::from_message(&m),
-            TableMessage::TurnClock(m) => NewEvent::from_message(&m),
-            TableMessage::TurnTimedOut(m) => NewEvent::from_message(&m),
-            TableMessage::SeatAbandoned(m) => NewEvent::from_message(&m),
-            TableMessage::SpectatorJoined(m) => NewEvent::from_message(&m),
-            TableMessage::SpectatorLeft(m) => NewEvent::from_message(&m),
+            W::TableCreated(m) => NewEvent::from_message(&m),
+            W::SeatTaken(m) => NewEvent::from_message(&m),
+            W::SeatLeft(m) => NewEvent::from_message(&m),
+            W::SeedContributed(m) => NewEvent::from_message(&m),
+            W::MatchStarted(m) => NewEvent::from_message(&m),
+            W::HandStarted(m) => NewEvent::from_message(&m),
+            W::CardsDealt(m) => NewEvent::from_message(&m),
+            W::BidPlaced(m) => NewEvent::from_message(&m),
+            W::PlayerPassed(m) => NewEvent::from_message(&m),
+            W::AuctionWon(m) => NewEvent::from_message(&m),
+            W::TrumpNamed(m) => NewEvent::from_message(&m),
+            W::CardPlayed(m) => NewEvent::from_message(&m),
+            W::TrickWon(m) => NewEvent::from_message(&m),
+            W::HandScored(m) => NewEvent::from_message(&m),
+            W::MatchWon(m) => NewEvent::from_message(&m),
+            W::GameFinished(m) => NewEvent::from_message(&m),
+            W::TableSeedRevealed(m) => NewEvent::from_message(&m),
+            W::TurnClock(m) => NewEvent::from_message(&m),
+            W::TurnTimedOut(m) => NewEvent::from_message(&m),
+            W::SeatAbandoned(m) => NewEvent::from_message(&m),
+            W::SpectatorJoined(m) => NewEvent::from_message(&m),
+            W::SpectatorLeft(m) => NewEvent::from_message(&m),
+            // Only what a viewer may not see is sent as a placeholder; nothing is one.
+            W::Placeholder(m) => NewEvent::from_message(&m),
         };
         new.with_correlation_id(table_id)
     }
