@@ -66,6 +66,19 @@ async fn terminate_all(database: &TestDatabase) {
     panic!("the terminated sessions never ended");
 }
 
+/// A pool of `builder` on `database` holding `IDLE` connections, all of them then ended by
+/// the server.
+async fn broken(builder: PgPoolOptions, database: &TestDatabase) -> PgPool {
+    let pool = builder
+        .max_connections(IDLE)
+        .connect_with(options(database))
+        .await
+        .unwrap();
+    warm(&pool).await;
+    terminate_all(database).await;
+    pool
+}
+
 /// Requests that fail out of `2 * IDLE` in a row on `pool`; with `note`, each failure is
 /// noted as the event store notes its own (its error type does, on conversion), without it
 /// the pool must notice by itself.
@@ -99,13 +112,7 @@ async fn a_broken_connection_takes_its_idle_siblings_with_it() {
         ("shared", postgres_pool_options(), false),
         ("readers", postgres_reader_pool_options(), true),
     ] {
-        let pool = builder
-            .max_connections(IDLE)
-            .connect_with(options(&database))
-            .await
-            .unwrap();
-        warm(&pool).await;
-        terminate_all(&database).await;
+        let pool = broken(builder, &database).await;
         // Before: each of the six idle connections failed one request. Now at most the
         // first (which notes the break) fails; the others are pinged, found dead, dropped.
         let failed = failures(&pool, note).await;
@@ -121,13 +128,7 @@ async fn a_broken_connection_takes_its_idle_siblings_with_it() {
 #[tokio::test]
 async fn a_break_someone_else_saw_first_fails_no_request() {
     let database = TestDatabase::create().await.unwrap();
-    let pool = postgres_pool_options()
-        .max_connections(IDLE)
-        .connect_with(options(&database))
-        .await
-        .unwrap();
-    warm(&pool).await;
-    terminate_all(&database).await;
+    let pool = broken(postgres_pool_options(), &database).await;
     // The notification listener (always reading) is the first session to see a restart,
     // and notes it.
     health::note_lost_connection();
@@ -141,14 +142,7 @@ async fn without_the_check_every_idle_connection_fails_once() {
     // What the pools did before (and what this test file guards against): sqlx's pool
     // with no test before acquire hands out each dead connection once.
     let database = TestDatabase::create().await.unwrap();
-    let pool = PgPoolOptions::new()
-        .max_connections(IDLE)
-        .test_before_acquire(false)
-        .connect_with(options(&database))
-        .await
-        .unwrap();
-    warm(&pool).await;
-    terminate_all(&database).await;
+    let pool = broken(PgPoolOptions::new().test_before_acquire(false), &database).await;
     assert!(failures(&pool, true).await >= 2);
     pool.close().await;
     database.drop().await.unwrap();
