@@ -54,17 +54,17 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use fairdeal_event::{Envelope, GENESIS_PREV_HASH, body_bytes, compute_hash};
-use fairdeal_fairness::Deck;
 use fairdeal_fairness::client_seed::{contributions_hash, table_client_seed};
 use fairdeal_fairness::commitment::Commitment;
 use fairdeal_fairness::deal::Deal;
-use fairdeal_games::{Card, Command, Event, Game, Seat, VerifyError};
-use fairdeal_games_wire::jeu_du_10::{self, EventMessage};
+use fairdeal_games_wire::table::seat_of;
+use fairdeal_games_wire::{WireEvent, WireGame};
 use fairdeal_proto::fairdeal::commitment::v1 as cpb;
 use fairdeal_proto::fairdeal::dealing::v1 as dpb;
 use fairdeal_proto::fairdeal::rating::v1 as rpb;
 use fairdeal_proto::fairdeal::tables::v1 as tpb;
 use fairdeal_rating::{Exactness, KFactor, Opponents, Rating, RecordedChange, Score};
+use fairdeal_table_game::{Actor, Dealt, Layout, MAX_SEATS, Seat, TableGame, VerifyError};
 use fairdeal_tlog::entry::Salt;
 use fairdeal_tlog::export::{
     Consistency, Content, Disclosure, EventLine, FORMAT, FORMAT_V1, Header, Line, decode_bytes,
@@ -73,6 +73,10 @@ use fairdeal_tlog::export::{
 use fairdeal_tlog::{Checkpoint, Entry, Hash, Note, NoteVerifier};
 use prost::{Message, Name};
 use serde::Serialize;
+
+/// The game the auditor replays: Jeu du 10, through its contract (`TableGame`) and its
+/// messages (`WireGame`), as the tables service plays it.
+type Audited = fairdeal_games::Game;
 
 /// The checks, in the order the summary lists them.
 pub const CHECKS: [&str; 16] = [
@@ -823,34 +827,27 @@ fn check_chains(
     }
 }
 
-/// The engine's event a table event records, if it records one (`HandStarted` and
-/// `CardsDealt` are folded separately), read through the tables' own wire mapping.
-fn engine_event(ev: &Ev) -> Option<Result<Event, String>> {
-    fn from<M: Message + Name + Default + EventMessage>(ev: &Ev) -> Option<Result<Event, String>> {
-        ev.payload::<M>()
-            .map(|m| m.and_then(|m| m.event().map_err(|e| e.within(M::NAME).to_string())))
-    }
-    from::<tpb::MatchStarted>(ev)
-        .or_else(|| from::<tpb::BidPlaced>(ev))
-        .or_else(|| from::<tpb::PlayerPassed>(ev))
-        .or_else(|| from::<tpb::AuctionWon>(ev))
-        .or_else(|| from::<tpb::TrumpNamed>(ev))
-        .or_else(|| from::<tpb::CardPlayed>(ev))
-        .or_else(|| from::<tpb::TrickWon>(ev))
-        .or_else(|| from::<tpb::HandScored>(ev))
-        .or_else(|| from::<tpb::MatchWon>(ev))
+/// The game's event a table event records, if it records one (`HandStarted`,
+/// `CardsDealt` and `TalonDealt` are put back together separately), read through the
+/// game's wire mapping, as the tables service reads it.
+fn engine_event<G: WireGame>(ev: &Ev) -> Option<Result<G::Event, String>> {
+    let name = ev.env.event_type.rsplit('.').next().unwrap_or_default();
+    let decoded = G::stored_event(&ev.env.event_type, &ev.env.payload)?;
+    Some(
+        decoded
+            .map_err(|e| format!("{name} does not decode: {e}"))
+            .and_then(|message: WireEvent| match G::event_of(&message) {
+                Some(read) => read
+                    .map(|(event, _)| event)
+                    .map_err(|e| e.within(name).to_string()),
+                None => Err(format!("{name} is none of the game's events")),
+            }),
+    )
 }
 
 /// The dealer of a recorded hand.
 fn dealer(started: &tpb::HandStarted) -> Result<Seat, String> {
-    jeu_du_10::seat_of("dealer", started.dealer)
-        .map_err(|e| e.within(tpb::HandStarted::NAME).to_string())
-}
-
-/// The cards of a recorded seat's deal.
-fn dealt_cards(dealt: &tpb::CardsDealt) -> Result<Vec<Card>, String> {
-    jeu_du_10::cards_of("cards", &dealt.cards)
-        .map_err(|e| e.within(tpb::CardsDealt::NAME).to_string())
+    seat_of("dealer", started.dealer).map_err(|e| e.within(tpb::HandStarted::NAME).to_string())
 }
 
 /// A hand as the table stream records it.
@@ -859,7 +856,37 @@ struct HandRecord {
     line: usize,
     started: tpb::HandStarted,
     /// By dealing position: the line and the message.
-    dealt: [Option<(usize, tpb::CardsDealt)>; 4],
+    dealt: [Option<(usize, tpb::CardsDealt)>; MAX_SEATS],
+    /// The talon, when the game deals one: the line and the message.
+    talon: Option<(usize, tpb::TalonDealt)>,
+}
+
+impl HandRecord {
+    /// The hand put back together in the game's cards: the dealer, each seat's cards by
+    /// dealing position (the table's `seats` of them) and the talon.
+    fn dealt<G: WireGame>(&self, seats: usize) -> Result<Dealt<G::Card>, String> {
+        let mut hands = Vec::with_capacity(seats);
+        for (position, slot) in self.dealt.iter().take(seats).enumerate() {
+            let (_, d) = slot
+                .as_ref()
+                .ok_or_else(|| format!("no CardsDealt at position {position}"))?;
+            hands.push(
+                G::cards_of("cards", &d.cards)
+                    .map_err(|e| e.within(tpb::CardsDealt::NAME).to_string())?,
+            );
+        }
+        let talon = match &self.talon {
+            Some((_, t)) => G::cards_of("cards", &t.cards)
+                .map_err(|e| e.within(tpb::TalonDealt::NAME).to_string())?,
+            None => Vec::new(),
+        };
+        Ok(Dealt {
+            hand: self.started.hand,
+            dealer: dealer(&self.started)?,
+            hands,
+            talon,
+        })
+    }
 }
 
 /// The game-level checks over the decoded events.
@@ -1003,15 +1030,23 @@ impl<'a> GameAudit<'a> {
         let client_seed = self.client_seed(report, &published, &hands, &dealt, &reveals_t);
 
         // Deals.
-        let deck = jeu_du_10::options_of("options", created.options.as_ref())
-            .map_or(Deck::Dix, |o| o.deck);
+        let layout = Audited::options_of("options", created.options.as_ref())
+            .map_err(|e| e.within(tpb::TableCreated::NAME).to_string())
+            .and_then(|options| Audited::layout(&options).map_err(|e| e.to_string()));
+        let layout = match layout {
+            Ok(layout) => layout,
+            Err(e) => {
+                report.fail("deal", created_line, e);
+                return;
+            }
+        };
         for h in &hands {
             report.hands += 1;
-            self.deal(report, deck, seed, &client_seed, h, &dealt);
+            self.deal(report, layout, seed, &client_seed, h, &dealt);
         }
 
         // Replay, scores, result.
-        self.replay(report, &hands);
+        self.replay::<Audited>(report, layout, &hands);
     }
 
     /// The table's hands: each `HandStarted` with the `CardsDealt` that follow it.
@@ -1024,6 +1059,7 @@ impl<'a> GameAudit<'a> {
                         line: ev.line,
                         started,
                         dealt: Default::default(),
+                        talon: None,
                     }),
                     Err(e) => report.fail("deal", ev.line, e),
                 }
@@ -1043,6 +1079,18 @@ impl<'a> GameAudit<'a> {
                         "deal",
                         ev.line,
                         format!("CardsDealt of hand {} outside its hand", d.hand),
+                    ),
+                    (Err(e), _) => report.fail("deal", ev.line, e),
+                }
+            } else if let Some(m) = ev.payload::<tpb::TalonDealt>() {
+                match (m, hands.last_mut()) {
+                    (Ok(t), Some(h)) if t.hand == h.started.hand && h.talon.is_none() => {
+                        h.talon = Some((ev.line, t));
+                    }
+                    (Ok(t), _) => report.fail(
+                        "deal",
+                        ev.line,
+                        format!("TalonDealt of hand {} outside its hand, or twice", t.hand),
                     ),
                     (Err(e), _) => report.fail("deal", ev.line, e),
                 }
@@ -1177,7 +1225,7 @@ impl<'a> GameAudit<'a> {
     fn deal(
         &self,
         report: &mut Report,
-        deck: Deck,
+        layout: Layout,
         seed: &str,
         client_seed: &str,
         h: &HandRecord,
@@ -1196,55 +1244,72 @@ impl<'a> GameAudit<'a> {
                 ))
             },
         );
-        let deal = Deal::from_seeds(deck, seed, client_seed, &salt);
-        let hands = match Command::start_hand(&deal) {
-            Ok(Command::StartHand { hands }) => hands,
-            _ => {
-                report.fail("deal", h.line, "the seeds' deal is not a Jeu du 10 deal");
-                return;
-            }
-        };
+        let deal = Deal::from_seeds(layout.deck, seed, client_seed, &salt);
+        let shown = |cards: &[u8]| deal.codes(cards).join(" ");
         for (position, slot) in h.dealt.iter().enumerate() {
             let Some((line, d)) = slot else {
+                if position < layout.seats {
+                    report.fail(
+                        "deal",
+                        h.line,
+                        format!(
+                            "hand {}: no CardsDealt at position {position}",
+                            h.started.hand
+                        ),
+                    );
+                }
+                continue;
+            };
+            let Some(wanted) = deal.hands.get(position).filter(|_| position < layout.seats) else {
                 report.fail(
                     "deal",
-                    h.line,
-                    format!(
-                        "hand {}: no CardsDealt at position {position}",
-                        h.started.hand
-                    ),
+                    *line,
+                    format!("position {position}: the table has {} seats", layout.seats),
                 );
                 continue;
             };
-            let recorded = dealt_cards(d);
-            let wanted = hands.get(position).cloned().unwrap_or_default();
-            let to_seat = dealer(&h.started).map(|dealer| dealer.offset(1 + position));
-            let result = match (recorded, to_seat) {
-                (Err(e), _) | (_, Err(e)) => Err(e),
-                (Ok(r), Ok(s)) => {
-                    if u32::from(s.number()) != d.seat {
-                        Err(format!(
-                            "position {position} goes to seat {}, recorded seat {}",
-                            s.number(),
-                            d.seat
-                        ))
-                    } else if r != wanted {
-                        Err(format!(
-                            "seat {} was dealt [{}], the seeds deal [{}]",
-                            d.seat,
-                            d.cards.join(" "),
-                            wanted
-                                .iter()
-                                .map(ToString::to_string)
-                                .collect::<Vec<_>>()
-                                .join(" ")
-                        ))
-                    } else {
-                        Ok(())
-                    }
-                }
+            let to_seat =
+                dealer(&h.started).map(|dealer| dealer.offset(1 + position, layout.seats));
+            let result = match to_seat {
+                Err(e) => Err(e),
+                Ok(s) if u32::from(s.number()) != d.seat => Err(format!(
+                    "position {position} goes to seat {}, recorded seat {}",
+                    s.number(),
+                    d.seat
+                )),
+                Ok(_) if d.cards != deal.codes(wanted) => Err(format!(
+                    "seat {} was dealt [{}], the seeds deal [{}]",
+                    d.seat,
+                    d.cards.join(" "),
+                    shown(wanted)
+                )),
+                Ok(_) => Ok(()),
             };
             report.check("deal", *line, result);
+        }
+        match (&h.talon, deal.chien.is_empty()) {
+            (None, true) => {}
+            (None, false) => report.fail(
+                "deal",
+                h.line,
+                format!("hand {}: no TalonDealt", h.started.hand),
+            ),
+            (Some((line, _)), true) => {
+                report.fail("deal", *line, "a talon, where the deck deals none");
+            }
+            (Some((line, t)), false) => report.check(
+                "deal",
+                *line,
+                if t.cards == deal.codes(&deal.chien) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "the talon is [{}], the seeds deal [{}]",
+                        t.cards.join(" "),
+                        shown(&deal.chien)
+                    ))
+                },
+            ),
         }
         let number = deal.distribution_number().to_string();
         match dealt
@@ -1274,44 +1339,26 @@ impl<'a> GameAudit<'a> {
     }
 
     /// Every move through the rules engine, then the result and the ratings.
-    fn replay(&self, report: &mut Report, hands: &[HandRecord]) {
-        let mut log: Vec<Event> = Vec::new();
+    fn replay<G: WireGame>(&self, report: &mut Report, layout: Layout, hands: &[HandRecord]) {
+        let mut log: Vec<G::Event> = Vec::new();
         let mut lines: Vec<usize> = Vec::new();
         let mut hand_iter = hands.iter();
         for ev in &self.table {
             if ev.payload::<tpb::HandStarted>().is_some() {
                 let Some(h) = hand_iter.next() else { continue };
-                let mut dealt = Vec::with_capacity(4);
-                for slot in &h.dealt {
-                    match slot.as_ref().map(|(_, d)| dealt_cards(d)) {
-                        Some(Ok(c)) => dealt.push(c),
-                        Some(Err(e)) => report.fail("replay", h.line, e),
-                        None => {}
-                    }
-                }
-                match dealer(&h.started) {
-                    Ok(dealer) => {
-                        log.push(Event::HandStarted {
-                            hand: h.started.hand,
-                            dealer,
-                            hands: dealt,
-                        });
+                match h.dealt::<G>(layout.seats) {
+                    Ok(dealt) => {
+                        log.push(G::deal_event(dealt));
                         lines.push(h.line);
                     }
                     Err(e) => report.fail("replay", h.line, e),
                 }
                 continue;
             }
-            match engine_event(ev) {
+            match engine_event::<G>(ev) {
                 None => {}
                 Some(Ok(event)) => {
-                    if matches!(
-                        event,
-                        Event::BidPlaced { .. }
-                            | Event::PlayerPassed { .. }
-                            | Event::TrumpNamed { .. }
-                            | Event::CardPlayed { .. }
-                    ) {
+                    if matches!(G::command_of(&event), Some((Actor::Seat(_), _))) {
                         report.moves += 1;
                     }
                     log.push(event);
@@ -1321,7 +1368,7 @@ impl<'a> GameAudit<'a> {
             }
         }
         let line_of = |i: usize| lines.get(i).copied().unwrap_or(0);
-        let game = match Game::verify(&log) {
+        let game = match G::verify(&log) {
             Ok(game) => {
                 report.check("replay", lines.first().copied().unwrap_or(0), Ok(()));
                 report.check("score", 0, Ok(()));
@@ -1350,9 +1397,10 @@ impl<'a> GameAudit<'a> {
                 let index = index + offset;
                 let expected = expected.get(offset..).unwrap_or_default();
                 let recorded = log.get(index);
-                let check = match recorded {
-                    Some(Event::HandScored(_)) => "score",
-                    Some(Event::MatchWon { .. }) => "result",
+                // A game names its scoring `hand_scored` and its end `match_won`.
+                let check = match recorded.map(G::kind) {
+                    Some("hand_scored") => "score",
+                    Some("match_won") => "result",
                     _ => "replay",
                 };
                 report.fail(
@@ -1373,12 +1421,16 @@ impl<'a> GameAudit<'a> {
             return;
         };
         if let Some(game) = &game {
-            let scores = game.scores();
-            let winner = game.result().map(|(t, _)| jeu_du_10::team_number(t));
-            let hands_played = log
-                .iter()
-                .filter(|e| matches!(e, Event::HandScored(_)))
-                .count();
+            let outcome = game.outcome();
+            let scores = outcome
+                .as_ref()
+                .map(|o| o.scores.clone())
+                .unwrap_or_default();
+            let winner = outcome
+                .as_ref()
+                .and_then(|o| o.winners().next())
+                .and_then(|side| u32::try_from(side).ok());
+            let hands_played = game.hands_dealt() as usize;
             let mut problems = Vec::new();
             if finished.final_scores != scores {
                 problems.push(format!(

@@ -1,19 +1,19 @@
-//! A seat's `GetTable` view (the wire) read as the rules engine's [`SeatView`], and the
-//! engine's bot choosing the seat's move from it, as a wire action: what a client needs to
-//! let the engine play its seat.
+//! A seat's `GetTable` view (the wire) read as the game's seat view, and the game's bot
+//! choosing the seat's move from it, as a wire action: what a client needs to let the game
+//! play its seat.
 //!
-//! The view is read through the tables' one wire mapping (`fairdeal_games_wire::jeu_du_10`),
-//! the one the service writes it with. Everything here reads only what the server sent to
-//! this seat; a malformed view (a card code the engine does not know, a seat out of range)
-//! is a [`ViewError`] naming the field, never a panic.
-//!
-//! [`SeatView`]: fairdeal_games::SeatView
+//! The view is read through the game's contract and wire mapping
+//! (`fairdeal_table_game::TableGame`, `fairdeal_games_wire::WireGame`), the ones the service
+//! writes it with. Everything here reads only what the server sent to this seat; a
+//! malformed view (a card code the game does not know, a seat out of range) is a
+//! [`ViewError`] naming the field, never a panic.
 
-use fairdeal_games::{Bot, HeuristicBot};
-use fairdeal_games_wire::WireError;
-use fairdeal_games_wire::jeu_du_10::{act_action, seat_view_of};
+use fairdeal_games_wire::{WireError, WireGame};
 use fairdeal_proto::fairdeal::tables::v1 as pb;
 use pb::act_request::Action;
+
+/// The game the client's bot plays: Jeu du 10.
+type Played = fairdeal_games::Game;
 
 /// A view the engine cannot read: the server sent something this client does not
 /// understand (a newer protocol, or a bug); the field is named, with why.
@@ -28,16 +28,20 @@ impl ViewError {
     }
 }
 
-/// The move the engine's heuristic bot (seeded with `seed`) makes from the caller's view,
-/// as a wire action; `None` when the caller has nothing to do (or holds no seat).
+/// The move the game's bot (seeded with `seed`) makes from the caller's view, as a wire
+/// action; `None` when the caller has nothing to do (or holds no seat).
 pub fn choose(view: &pb::TableView, seed: u64) -> Result<Option<Action>, ViewError> {
-    let Some(seat_view) = seat_view_of(view)? else {
+    choose_for::<Played>(view, seed)
+}
+
+/// [`choose`] for game `G`.
+fn choose_for<G: WireGame>(view: &pb::TableView, seed: u64) -> Result<Option<Action>, ViewError> {
+    let Some(seat_view) = G::seat_view_of(view)? else {
         return Ok(None);
     };
-    Ok(HeuristicBot::new(seed)
-        .choose(&seat_view)
+    Ok(G::bot_command(&seat_view, seed)
         .as_ref()
-        .and_then(act_action))
+        .and_then(G::act_action))
 }
 
 #[cfg(test)]

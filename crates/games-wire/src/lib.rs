@@ -8,9 +8,14 @@
 //! same way: a seat, a suit or a bid cannot mean one thing to the service and another to
 //! the auditor.
 //!
-//! Layout, one module per game, sharing the error type:
+//! Layout, one module per game, sharing the error type and the trait each game's mapping
+//! implements:
+//! - [`game`]: [`WireGame`], a game's messages as the tables service, the auditor and the
+//!   client take them (beside the game's contract, `fairdeal_table_game::TableGame`).
 //! - [`error`]: [`WireError`], a message field that does not map to the engine's types,
 //!   named by its path in the message, with the [`Reason`].
+//! - [`table`]: the table's own values, the same for every game (seats, a move's command
+//!   reference and next turn, a hand's public start).
 //! - [`jeu_du_10`]: Jeu du 10 (`fairdeal.tables.v1`): seats, teams, cards, suits, bids,
 //!   options, hand scores, the engine's events, views and actions.
 //!
@@ -21,6 +26,9 @@
 #![forbid(unsafe_code)]
 
 pub mod error;
+pub mod game;
 pub mod jeu_du_10;
+pub mod table;
 
 pub use error::{Reason, WireError};
+pub use game::{WireEvent, WireGame};

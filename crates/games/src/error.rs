@@ -101,6 +101,12 @@ pub enum RuleError {
     /// The hands dealt are invalid.
     #[error("invalid deal: {0}")]
     BadDeal(#[from] DealError),
+    /// A seat the game does not have (Jeu du 10 has seats 0..=3).
+    #[error("seat {seat} does not exist (seats are 0, 1, 2, 3)")]
+    NoSuchSeat {
+        /// The seat number.
+        seat: u8,
+    },
     /// A seat sent a command only the table may send.
     #[error("only the table may {command}")]
     TableOnly {

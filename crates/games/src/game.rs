@@ -10,6 +10,7 @@
 //! but is total: an inconsistent event never panics, it is applied as far as it makes
 //! sense.
 
+use fairdeal_table_game::TableGame;
 use serde::{Deserialize, Serialize};
 
 use crate::card::{Card, CardSet, Suit};
@@ -128,46 +129,17 @@ impl Game {
         Game::default()
     }
 
-    /// The fold of `events` from the empty state.
+    /// The fold of `events` from the empty state ([`TableGame::replay`]).
     pub fn replay<'a>(events: impl IntoIterator<Item = &'a Event>) -> Game {
-        let mut game = Game::new();
-        for event in events {
-            game.apply(event);
-        }
-        game
+        <Game as TableGame>::replay(events)
     }
 
-    /// Re-decides a whole log: every event must be exactly what `decide` produces for the
-    /// command it records (a bid for `bid_placed`, a deal for `hand_started`, ...), so a
-    /// log with a forged score, an illegal card or a missing trick is rejected with the
-    /// position of the first bad event. Returns the final state.
+    /// Re-decides a whole log ([`TableGame::verify`]): every event must be exactly what
+    /// `decide` produces for the command it records (a bid for `bid_placed`, a deal for
+    /// `hand_started`, ...), so a log with a forged score, an illegal card or a missing
+    /// trick is rejected with the position of the first bad event. Returns the final state.
     pub fn verify(events: &[Event]) -> Result<Game, VerifyError> {
-        let mut game = Game::new();
-        let mut index = 0;
-        while let Some(event) = events.get(index) {
-            let (actor, command) = command_of(event).ok_or(VerifyError::Unexpected {
-                index,
-                kind: event.kind(),
-            })?;
-            let produced = game
-                .decide(actor, &command)
-                .map_err(|error| VerifyError::Refused { index, error })?;
-            let end = index + produced.len();
-            match events.get(index..end) {
-                Some(logged) if logged == produced.as_slice() => {}
-                _ => {
-                    return Err(VerifyError::Mismatch {
-                        index,
-                        expected: produced,
-                    });
-                }
-            }
-            for e in &produced {
-                game.apply(e);
-            }
-            index = end;
-        }
-        Ok(game)
+        <Game as TableGame>::verify(events)
     }
 
     /// Number of events applied.
@@ -769,30 +741,4 @@ pub fn command_of(event: &Event) -> Option<(Actor, Command)> {
 }
 
 /// Why a log failed [`Game::verify`].
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum VerifyError {
-    /// An event that only follows another appears where a command's event was expected.
-    #[error("event {index} ({kind}) does not follow from the events before it")]
-    Unexpected {
-        /// Position in the log.
-        index: usize,
-        /// Its type.
-        kind: &'static str,
-    },
-    /// The command the event records is illegal at that point.
-    #[error("event {index} records an illegal move: {error}")]
-    Refused {
-        /// Position in the log.
-        index: usize,
-        /// Why the rules refuse it.
-        error: RuleError,
-    },
-    /// The events from `index` on differ from what the rules produce.
-    #[error("events from {index} differ from what the rules produce")]
-    Mismatch {
-        /// Position in the log.
-        index: usize,
-        /// What the rules produce there.
-        expected: Vec<Event>,
-    },
-}
+pub type VerifyError = fairdeal_table_game::VerifyError<RuleError, Event>;

@@ -16,6 +16,8 @@
 //! - [`Game::apply`]`(&mut game, &event)` is the only mutation; [`Game::replay`] folds a
 //!   log, and [`Game::verify`] re-decides a log event by event (what an auditor runs).
 //! - [`Game::seat_view`] and [`Game::public_view`] are what a seat and a spectator may see.
+//! - [`table_game`]: the match as a table runs it, through the contract every game gives
+//!   the tables service, the auditor and the client ([`TableGame`]).
 //! - [`bot`] holds deterministic bots choosing from a [`SeatView`]; [`sim`] plays whole
 //!   matches with them, dealt by the fairness crate.
 //!
@@ -65,6 +67,7 @@ pub mod options;
 pub mod scoring;
 pub mod seat;
 pub mod sim;
+pub mod table_game;
 pub mod view;
 
 pub use bot::{Bot, HeuristicBot, RandomBot};
@@ -75,4 +78,8 @@ pub use event::{Event, HandScore, MatchEnd};
 pub use game::{Game, VerifyError};
 pub use options::{OptionsError, Purchase, Rules, TableOptions};
 pub use seat::{Seat, Team};
+pub use table_game::engine_seat;
 pub use view::{PublicView, SeatView};
+
+/// The contract a table runs a game through, implemented for [`Game`] in [`table_game`].
+pub use fairdeal_table_game::TableGame;

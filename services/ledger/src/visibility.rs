@@ -108,13 +108,14 @@ const UNKNOWN: Rule = Rule {
 };
 
 /// The rule table: every event type of every service, by its full protobuf name.
-fn rules() -> [(String, Rule); 47] {
+fn rules() -> [(String, Rule); 48] {
     use SubjectOf::{ChatAuthor, ChatModerator, GameStream, MutedUser, Nothing, PersonStream};
     let in_game = public(GameStream);
     let erasable_account = personal(true, PersonStream);
     let retained_person = personal(false, PersonStream);
     [
-        // The tables service: one stream per table; only the dealt cards are private.
+        // The tables service: one stream per table; only the dealt cards (a seat's, the
+        // talon) are private.
         (tpb::TableCreated::full_name(), in_game),
         (tpb::SeatTaken::full_name(), in_game),
         (tpb::SeatLeft::full_name(), in_game),
@@ -124,6 +125,7 @@ fn rules() -> [(String, Rule); 47] {
         (tpb::MatchStarted::full_name(), in_game),
         (tpb::HandStarted::full_name(), in_game),
         (tpb::CardsDealt::full_name(), GAME),
+        (tpb::TalonDealt::full_name(), GAME),
         (tpb::BidPlaced::full_name(), in_game),
         (tpb::PlayerPassed::full_name(), in_game),
         (tpb::AuctionWon::full_name(), in_game),
@@ -398,6 +400,7 @@ mod tests {
         let played = tpb::CardPlayed::full_name();
         for private in [
             dealt.clone(),
+            tpb::TalonDealt::full_name(),
             dpb::HandDealt::full_name(),
             cpb::TableSeedRevealed::full_name(),
         ] {

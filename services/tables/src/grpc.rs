@@ -16,11 +16,12 @@ use tonic::metadata::MetadataValue;
 use tonic::{Request, Response, Status};
 use uuid::Uuid;
 
-use crate::domain::{self, TableError};
+use crate::domain;
 use crate::lobby::LobbyQuery;
 use crate::service::{Failure, Tables, TablesError};
-use fairdeal_games::Command;
-use fairdeal_games_wire::jeu_du_10::{bid_of, options_of, suit_of};
+use crate::{Game, TableError};
+use fairdeal_games_wire::WireGame;
+use fairdeal_table_game::MAX_SEATS;
 
 /// Metadata key of the table's current version on an ABORTED (stale version) answer.
 pub const VERSION_METADATA: &str = "fairdeal-table-version";
@@ -79,32 +80,6 @@ pub fn status(failure: Failure) -> Status {
 
 fn domain_invalid(error: TableError) -> Status {
     Status::from(ServiceError::from(TablesError::Table(error)))
-}
-
-/// The command of an `Act` request.
-fn command(r: &pb::ActRequest) -> Result<Command, Status> {
-    use pb::act_request::Action;
-    match &r.action {
-        Some(Action::Bid(bid)) => Ok(Command::Bid {
-            bid: bid_of("bid", Some(bid)).map_err(wire_invalid)?,
-        }),
-        Some(Action::Pass(_)) => Ok(Command::Pass),
-        Some(Action::NameTrump(suit)) => Ok(Command::NameTrump {
-            suit: suit_of("name_trump", *suit).map_err(wire_invalid)?,
-        }),
-        Some(Action::PlayCard(code)) => Ok(Command::PlayCard {
-            card: code.parse().map_err(|_| {
-                invalid(
-                    "play_card",
-                    format!("\"{}\" is not a card code (e.g. \"TH\")", shown(code)),
-                )
-            })?,
-        }),
-        None => Err(invalid(
-            "action",
-            "one of bid, pass, name_trump, play_card is required",
-        )),
-    }
 }
 
 fn lobby_query(r: &pb::ListTablesRequest) -> Result<LobbyQuery, Status> {
@@ -175,7 +150,7 @@ impl TablesService for TablesApi {
     ) -> Result<Response<pb::CreateTableResponse>, Status> {
         let creator = player(&request)?;
         let r = request.into_inner();
-        let options = options_of("options", r.options.as_ref()).map_err(wire_invalid)?;
+        let options = Game::options_of("options", r.options.as_ref()).map_err(wire_invalid)?;
         let created = self
             .tables
             .create(creator, options, &r.bot_seats, r.move_seconds)
@@ -205,7 +180,8 @@ impl TablesService for TablesApi {
     ) -> Result<Response<pb::SitResponse>, Status> {
         let me = player(&request)?;
         let id = table_id(&request.get_ref().table_id)?;
-        let seat = domain::seat_number("seat", request.get_ref().seat).map_err(domain_invalid)?;
+        let seat = domain::seat_number("seat", request.get_ref().seat, MAX_SEATS)
+            .map_err(domain_invalid)?;
         let (version, commitment, short_code) =
             self.tables.sit(me, id, seat).await.map_err(status)?;
         Ok(Response::new(pb::SitResponse {
@@ -276,7 +252,7 @@ impl TablesService for TablesApi {
         let r = request.get_ref();
         let id = table_id(&r.table_id)?;
         let command_id = domain::parse_command_id(&r.command_id).map_err(domain_invalid)?;
-        let command = command(r)?;
+        let command = Game::act_command(r).map_err(wire_invalid)?;
         let version = self
             .tables
             .act(me, id, r.expected_version, &command_id, &command)

@@ -1,12 +1,17 @@
 //! # fairdeal tables service
 //!
-//! Live Jeu du 10 tables: create (variant, time per move, bot seats), the lobby, sit and
-//! leave before the start, seed contributions, moves, and each caller's view as a snapshot
-//! (`GetTable`) or as a versioned stream (`Watch`). The rules engine (crates/games) is the
-//! only rules authority; this service maps commands and events between the wire, the
-//! engine and the store, and drives the fairness flow: a table's server seed is committed
-//! by the commitment service before any seat is taken, every hand is dealt by the dealing
-//! service (salt = hand number), and the seed is revealed when the game finishes.
+//! Live tables: create (variant, time per move, bot seats), the lobby, sit and leave before
+//! the start, seed contributions, moves, and each caller's view as a snapshot (`GetTable`)
+//! or as a versioned stream (`Watch`). The game is the only rules authority; this service
+//! maps commands and events between the wire, the game and the store, and drives the
+//! fairness flow: a table's server seed is committed by the commitment service before any
+//! seat is taken, every hand is dealt by the dealing service (salt = hand number), and the
+//! seed is revealed when the game finishes.
+//!
+//! The game is [`Game`], its one registration: the table ([`domain`]) is generic over the
+//! contract every game gives (`fairdeal_table_game::TableGame`), and the service reads and
+//! writes the game's messages through its mapping (`fairdeal_games_wire::WireGame`), so it
+//! names no rule, card or message of the game itself.
 //!
 //! Layout:
 //! - [`clock`]: injected time for turn deadlines.
@@ -35,3 +40,14 @@ pub mod view;
 pub mod watch;
 
 pub use startup::{Application, TablesService, TablesSettings};
+
+/// The game this service's tables play: Jeu du 10 (crates/games).
+pub type Game = fairdeal_games::Game;
+/// A table of [`Game`].
+pub type Table = domain::Table<Game>;
+/// An event of a table of [`Game`].
+pub type TableEvent = domain::TableEvent<Game>;
+/// Why a request to a table of [`Game`] is refused.
+pub type TableError = domain::TableError<<Game as fairdeal_table_game::TableGame>::Error>;
+/// A decision's events at a table of [`Game`].
+pub type Decided = domain::Decided<Game>;

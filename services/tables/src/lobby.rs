@@ -14,13 +14,15 @@
 use fairdeal_bus::{Handler, HandlerError};
 use fairdeal_db::Db;
 use fairdeal_eventstore::RecordedEvent;
-use fairdeal_games::{Purchase, Seat, TableOptions};
+use fairdeal_games::{Purchase, TableOptions};
+use fairdeal_table_game::Seat;
 use sqlx::{QueryBuilder, Transaction};
 use std::collections::HashMap;
 
-use crate::domain::{Due, TableEvent};
+use crate::domain::Due;
 use crate::events::from_recorded;
 use crate::timers::OwedSteps;
+use crate::{Game, TableEvent};
 use fairdeal_proto::fairdeal::tables::v1 as pb;
 use uuid::Uuid;
 
@@ -96,7 +98,7 @@ fairdeal_db::for_each_backend! { DB =>
             tx: &mut Transaction<'_, DB>,
         ) -> Result<(), HandlerError> {
             let table_id = event.correlation_id.clone();
-            let decoded = from_recorded(event).map_err(|e| permanent(e.to_string()))?;
+            let decoded: TableEvent = from_recorded::<Game>(event).map_err(|e| permanent(e.to_string()))?;
             match deadline_of(event, decoded.due()) {
                 Some(Some(deadline_ms)) => {
                     sqlx::query(
@@ -121,10 +123,8 @@ fairdeal_db::for_each_backend! { DB =>
             }
             match decoded {
                 TableEvent::Created(c) => {
-                    let seats: String = Seat::ALL
-                        .iter()
-                        .map(|s| if c.bots[s.index()] { 'b' } else { 'o' })
-                        .collect();
+                    let seats: String =
+                        c.bots.iter().map(|bot| if *bot { 'b' } else { 'o' }).collect();
                     let open = seats.chars().filter(|c| *c == 'o').count() as i64;
                     sqlx::query(
                         "INSERT INTO lobby (table_id, position, deck, penalised_aces, \
@@ -199,7 +199,7 @@ fairdeal_db::for_each_backend! { DB =>
                     || event.is::<pb::GameFinished>()
                     || event.is::<pb::TableSeedRevealed>()
                 {
-                    let decoded = from_recorded(event).map_err(|e| permanent(e.to_string()))?;
+                    let decoded: TableEvent = from_recorded::<Game>(event).map_err(|e| permanent(e.to_string()))?;
                     if let Some(deadline) = deadline_of(event, decoded.due()) {
                         last.insert(event.correlation_id.clone(), deadline);
                     }

@@ -15,7 +15,6 @@ use fairdeal_authn::{TokenProvider, TokenUnavailable, attach_bearer};
 use fairdeal_bus::AppendSignal;
 use fairdeal_db::Db;
 use fairdeal_eventstore::EventStore;
-use fairdeal_games::{Card, Command};
 use fairdeal_kit::propagation::{TraceContextInterceptor, traced as traced_channel};
 use fairdeal_kit::{ServiceError, Shutdown};
 use fairdeal_platform::{Decision, RunError, Snapshot, Streams};
@@ -24,19 +23,19 @@ use fairdeal_proto::fairdeal::commitment::v1::commitment_service_client::Commitm
 use fairdeal_proto::fairdeal::dealing::v1 as dpb;
 use fairdeal_proto::fairdeal::dealing::v1::dealing_service_client::DealingServiceClient;
 use fairdeal_proto::fairdeal::tables::v1 as pb;
+use fairdeal_table_game::{Deal, Seat, TableGame};
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 use tonic::{Code, Request, Status};
 use uuid::Uuid;
 
 use crate::clock::TableClock;
-use crate::domain::{
-    self, Created, DealtHand, Decided, FIRST_DEALER, Next, Table, TableError, TableEvent,
-};
+use crate::domain::{self, DealtHand, FIRST_DEALER, Next, Setup};
 use crate::lobby::{self, LobbyQuery};
 pub use crate::timers::OwedSteps;
 use crate::timers::Timers;
 use crate::view;
+use crate::{Decided, Game, Table, TableError, TableEvent};
 
 /// Most steps one advance takes (a whole match is a few thousand events; this only stops a
 /// runaway loop).
@@ -253,12 +252,16 @@ impl Tables {
     pub async fn create(
         &self,
         creator: Uuid,
-        options: fairdeal_games::TableOptions,
+        options: <Game as TableGame>::Options,
         bot_seats: &[u32],
         move_seconds: u32,
     ) -> Result<NewTable, Failure> {
-        let (options, bots, move_seconds) =
-            domain::parse_setup(options, bot_seats, move_seconds).map_err(refused)?;
+        let Setup {
+            options,
+            layout,
+            bots,
+            move_seconds,
+        } = domain::parse_setup::<Game>(options, bot_seats, move_seconds).map_err(refused)?;
         let table_id = Uuid::now_v7();
         let message = cpb::CreateTableCommitmentRequest {
             table_id: table_id.to_string(),
@@ -278,10 +281,11 @@ impl Tables {
                     what: "commitment (none)".into(),
                 })
             })?;
-        let created = Created {
+        let created = domain::Created {
             table_id,
             creator,
             options,
+            layout,
             bots,
             move_seconds,
             commitment: committed.commitment.clone(),
@@ -317,7 +321,7 @@ impl Tables {
         &self,
         player: Uuid,
         table_id: Uuid,
-        seat: fairdeal_games::Seat,
+        seat: Seat,
     ) -> Result<(u64, String, String), Failure> {
         let executed = self
             .streams
@@ -415,14 +419,14 @@ impl Tables {
     }
 
     /// A player's move (see the retry contract in tables.proto).
-    #[tracing::instrument(skip(self, command), fields(table_id = %table_id, player = %player, command = command.name()))]
+    #[tracing::instrument(skip(self, command), fields(table_id = %table_id, player = %player))]
     pub async fn act(
         &self,
         player: Uuid,
         table_id: Uuid,
         expected_version: u64,
         command_id: &str,
-        command: &Command,
+        command: &<Game as TableGame>::Command,
     ) -> Result<u64, Failure> {
         let executed = self
             .streams
@@ -568,7 +572,7 @@ impl Tables {
                     snapshot
                         .state
                         .as_ref()
-                        .map(|t| (t.next(now), t.created.options.deck))
+                        .map(|t| (t.next(now), t.created.layout.deck))
                 },
                 |needs| async move {
                     match needs {
@@ -633,19 +637,24 @@ impl Tables {
         if deal.deck != deck.name() || r.hand != u64::from(hand) {
             return Err(bad("deal (another deck or hand)"));
         }
-        let hands = deal
-            .hands
-            .iter()
-            .map(|h| {
-                h.cards
-                    .iter()
-                    .map(|c| c.parse::<Card>().map_err(|_| bad("card code")))
-                    .collect::<Result<Vec<_>, _>>()
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        // The order is the deal; its hands and talon must be those the answer lists.
+        let parsed = Deal::from_codes(deck, deal.order.iter().map(String::as_str))
+            .map_err(|e| bad(&format!("deal order ({e})")))?;
+        let codes = |cards: &[u8]| -> Vec<String> {
+            parsed.codes(cards).into_iter().map(str::to_owned).collect()
+        };
+        let hands_match = parsed.hands.len() == deal.hands.len()
+            && parsed
+                .hands
+                .iter()
+                .zip(&deal.hands)
+                .all(|(cards, listed)| codes(cards) == listed.cards);
+        if !hands_match || codes(&parsed.chien) != deal.chien {
+            return Err(bad("deal (hands or chien not those of its order)"));
+        }
         Ok(DealtHand {
             hand,
-            hands,
+            deal: parsed,
             commitment: r.commitment,
             client_seed: r.client_seed,
         })

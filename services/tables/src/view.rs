@@ -1,20 +1,28 @@
-//! A table as one caller sees it (`GetTable`): the engine's seat view for a seated player
+//! A table as one caller sees it (`GetTable`): the game's seat view for a seated player
 //! (its own hand and legal moves), its public view for anyone else. Never another seat's
-//! hand: the engine's views hold none. The game's part is the engine's view through the one
-//! wire mapping (`fairdeal_games_wire::jeu_du_10`, which the client reads it back with);
-//! the table's (status, seats, seeds) is added here.
+//! hand: the game's views hold none. The game's part is its view through its wire mapping
+//! (`fairdeal_games_wire::WireGame`, which the client reads it back with); the table's
+//! (status, seats, seeds) is added here.
 
-use fairdeal_games::Seat;
-use fairdeal_games_wire::jeu_du_10::{game_view, options_message, seat_game_view, seat_number};
+use fairdeal_games_wire::WireGame;
+use fairdeal_games_wire::table::seat_number;
 use fairdeal_proto::fairdeal::tables::v1 as pb;
 
 use crate::domain::{Table, Viewer};
 
 /// The view of `table` for `viewer`, who `spectating` or not.
-pub fn table_view(table: &Table, viewer: Viewer, spectating: bool) -> pb::TableView {
-    let game = match viewer {
-        Viewer::Seat(seat) => seat_game_view(&table.game.seat_view(seat)),
-        Viewer::Spectator => game_view(&table.game.public_view()),
+pub fn table_view<G: WireGame>(
+    table: &Table<G>,
+    viewer: Viewer,
+    spectating: bool,
+) -> pb::TableView {
+    let seat_view = match viewer {
+        Viewer::Seat(seat) => table.game.seat_view(seat),
+        Viewer::Spectator => None,
+    };
+    let game = match seat_view {
+        Some(seen) => G::seat_game_view(&seen),
+        None => G::game_view(&table.game.public_view()),
     };
     let status = if table.finished.is_some() {
         pb::TableStatus::Finished
@@ -27,19 +35,20 @@ pub fn table_view(table: &Table, viewer: Viewer, spectating: bool) -> pb::TableV
         table_id: table.id().to_string(),
         version: table.version,
         status: status.into(),
-        options: Some(options_message(&table.created.options)),
+        options: Some(G::options_message(&table.created.options)),
         move_seconds: table.created.move_seconds,
-        seats: Seat::ALL
-            .into_iter()
+        seats: table
+            .seats()
             .map(|s| pb::SeatInfo {
                 seat: seat_number(s),
-                player_id: table.players[s.index()]
+                player_id: table
+                    .player_at(s)
                     .map(|p| p.to_string())
                     .unwrap_or_default(),
-                bot: table.created.bots[s.index()],
-                contributed: table.contributed[s.index()],
-                timeouts: table.timeouts[s.index()],
-                abandoned: table.abandoned[s.index()],
+                bot: table.is_bot(s),
+                contributed: table.contributed.get(s.index()).copied().unwrap_or(false),
+                timeouts: table.timeouts.get(s.index()).copied().unwrap_or(0),
+                abandoned: table.abandoned.get(s.index()).copied().unwrap_or(false),
             })
             .collect(),
         commitment: table.created.commitment.clone(),

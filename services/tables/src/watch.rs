@@ -14,20 +14,21 @@
 use std::sync::Arc;
 
 use fairdeal_eventstore::RecordedEvent;
-use fairdeal_games::Seat;
 use fairdeal_games_wire::WireError;
-use fairdeal_games_wire::jeu_du_10 as wire;
+use fairdeal_games_wire::table::seat_of;
 use fairdeal_kit::ServiceError;
 use fairdeal_platform::{RunError, stream_of};
 use fairdeal_proto::fairdeal::tables::v1 as pb;
+use fairdeal_table_game::TableGame;
 use tokio::sync::mpsc;
 use tonic::Status;
 use uuid::Uuid;
 
-use crate::domain::{self, Table, Viewer};
+use crate::domain::{self, Privacy, Viewer};
 use crate::events::{StoredEventError, placeholder, uuid_of, wire_of};
 use crate::service::{Failure, Tables, infallible, table};
 use crate::view;
+use crate::{Game, Table};
 
 /// Events read per page by a watcher.
 const WATCH_PAGE: usize = 256;
@@ -144,7 +145,7 @@ impl Tables {
             let mut last: Option<pb::WatchResponse> = None;
             let events = pages.iter().flat_map(|page| page.iter());
             for recorded in events.filter(|e| e.version >= from) {
-                let shown = wire_of(recorded)
+                let shown = wire_of::<Game>(recorded)
                     .and_then(|event| watching.show(event))
                     .map_err(|e| internal(e.into()))?;
                 let message = pb::WatchResponse {
@@ -198,7 +199,7 @@ impl Tables {
                 };
                 let stands = snapshot.version == version
                     && t.finished.is_none()
-                    && t.game.turn() == Some(seat)
+                    && TableGame::turn(&t.game) == Some(seat)
                     && !self.needs_step(snapshot);
                 stands.then(|| view::table_view(t, viewer, false))
             })
@@ -240,7 +241,7 @@ impl Watching {
         use pb::table_event::Event as W;
         match &event.event {
             Some(W::SeatTaken(m)) => {
-                let seat = wire::seat_of("seat", m.seat)?;
+                let seat = seat_of("seat", m.seat)?;
                 if uuid_of("player_id", &m.player_id)? == self.player {
                     self.viewer = Viewer::Seat(seat);
                 }
@@ -252,7 +253,7 @@ impl Watching {
             _ => {}
         }
         Ok(
-            if domain::visible(private_to(&event)?, self.viewer, self.finished) {
+            if domain::visible(privacy(&event)?, self.viewer, self.finished) {
                 event
             } else {
                 placeholder()
@@ -261,14 +262,16 @@ impl Watching {
     }
 }
 
-/// The seat a stored event, as the wire's message, is private to: a `CardsDealt`'s (as
-/// [`domain::TableEvent::private_to`] says of the domain's event). A seat out of range is
-/// an error, never a public event.
-fn private_to(event: &pb::TableEvent) -> Result<Option<Seat>, WireError> {
-    match &event.event {
-        Some(pb::table_event::Event::CardsDealt(m)) => wire::seat_of("seat", m.seat).map(Some),
-        _ => Ok(None),
-    }
+/// Who may see a stored event, as the wire's message, before the game is over: a
+/// `CardsDealt`'s seat, nobody for a `TalonDealt` (as [`domain::TableEvent::privacy`] says
+/// of the domain's event). A seat out of range is an error, never a public event.
+fn privacy(event: &pb::TableEvent) -> Result<Privacy, WireError> {
+    use pb::table_event::Event as W;
+    Ok(match &event.event {
+        Some(W::CardsDealt(m)) => Privacy::Seat(seat_of("seat", m.seat)?),
+        Some(W::TalonDealt(_)) => Privacy::Hidden,
+        _ => Privacy::Public,
+    })
 }
 
 /// A watcher's internal failure, logged; the client gets the fixed text.
@@ -285,7 +288,7 @@ mod tests {
     use prost::Message;
 
     use super::*;
-    use crate::domain::TableEvent;
+    use crate::TableEvent;
     use crate::domain::testing::played;
     use crate::events::tests::stored;
     use crate::events::{from_recorded, to_message};
@@ -298,7 +301,7 @@ mod tests {
         table_id: &str,
         recorded: &RecordedEvent,
     ) -> pb::TableEvent {
-        let event = from_recorded(recorded).unwrap();
+        let event: TableEvent = from_recorded::<Game>(recorded).unwrap();
         match &event {
             TableEvent::SeatTaken { seat, player } if *player == watching.player => {
                 watching.viewer = Viewer::Seat(*seat);
@@ -339,7 +342,7 @@ mod tests {
         assert_eq!(kinds.len(), 22, "every kind of table event: {kinds:?}");
         let viewers = [Viewer::Spectator]
             .into_iter()
-            .chain(Seat::ALL.map(Viewer::Seat));
+            .chain(fairdeal_table_game::Seat::all(4).map(Viewer::Seat));
         let players = [
             played.abandoning,
             played.playing,
@@ -358,7 +361,7 @@ mod tests {
                     };
                     let (mut now, mut before) = (start, start);
                     for r in &recorded {
-                        let sent = wire_of(r).and_then(|e| now.show(e)).unwrap();
+                        let sent = wire_of::<Game>(r).and_then(|e| now.show(e)).unwrap();
                         let expected = through_the_domain(&mut before, &table_id, r);
                         assert_eq!(sent, expected, "version {}, {start:?}", r.version);
                         assert_eq!(sent.encode_to_vec(), expected.encode_to_vec());
@@ -384,7 +387,7 @@ mod tests {
             NewEvent::from_message(&pb::CardsDealt {
                 table_id: id.to_string(),
                 hand: 0,
-                seat: 4,
+                seat: 5,
                 position: 0,
                 cards: vec!["AS".into()],
             })
@@ -396,7 +399,10 @@ mod tests {
                 player_id: player.to_string(),
             })
         });
-        for viewer in [Viewer::Spectator, Viewer::Seat(Seat::ALL[0])] {
+        for viewer in [
+            Viewer::Spectator,
+            Viewer::Seat(fairdeal_table_game::Seat::FIRST),
+        ] {
             for finished in [false, true] {
                 let mut watching = Watching {
                     player,
@@ -404,11 +410,11 @@ mod tests {
                     finished,
                 };
                 for recorded in [&cards, &sat] {
-                    let error = wire_of(recorded)
+                    let error = wire_of::<Game>(recorded)
                         .and_then(|e| watching.show(e))
                         .unwrap_err();
                     assert!(
-                        error.to_string().ends_with("is out of range (0..=3)"),
+                        error.to_string().ends_with("is out of range (0..=4)"),
                         "{error}"
                     );
                 }

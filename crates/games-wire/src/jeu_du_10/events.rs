@@ -1,7 +1,7 @@
 //! The engine's events <-> the `fairdeal.tables.v1` messages that record them, with the
 //! hand scores and command references they carry.
 
-use fairdeal_games::{Event, HandScore, Seat};
+use fairdeal_games::{Event, HandScore};
 use fairdeal_proto::fairdeal::tables::v1 as pb;
 
 use super::{
@@ -77,9 +77,15 @@ pub fn engine_message(
             options: Some(options_message(options)),
             first_dealer: seat_number(*first_dealer),
         }),
-        Event::HandStarted { hand, dealer, .. } => EngineMessage::HandStarted(
-            hand_started_message(table_id, *hand, *dealer, String::new(), String::new()),
-        ),
+        Event::HandStarted { hand, dealer, .. } => {
+            EngineMessage::HandStarted(crate::table::hand_started_message(
+                table_id,
+                *hand,
+                (*dealer).into(),
+                String::new(),
+                String::new(),
+            ))
+        }
         Event::BidPlaced { seat, bid } => EngineMessage::BidPlaced(pb::BidPlaced {
             table_id: id(),
             seat: seat_number(*seat),
@@ -132,25 +138,6 @@ pub fn engine_message(
     }
 }
 
-/// Hand `hand` of table `table_id`, dealt by `dealer` from `commitment`'s seed and
-/// `client_seed` (the salt is the hand number, SPEC section 4).
-pub fn hand_started_message(
-    table_id: &str,
-    hand: u32,
-    dealer: Seat,
-    commitment: String,
-    client_seed: String,
-) -> pb::HandStarted {
-    pb::HandStarted {
-        table_id: table_id.to_owned(),
-        hand,
-        dealer: seat_number(dealer),
-        salt: hand.to_string(),
-        commitment,
-        client_seed,
-    }
-}
-
 /// A hand's scoring in table `table_id` (empty in a view) as its message.
 pub fn hand_score_message(table_id: &str, score: &HandScore) -> pb::HandScored {
     pb::HandScored {
@@ -178,34 +165,6 @@ pub fn hand_score_of(m: &pb::HandScored) -> Result<HandScore, WireError> {
         deltas: per_team("deltas", &m.deltas)?,
         scores: per_team("scores", &m.scores)?,
     })
-}
-
-/// The reference to a seat's command that an event answers: its id, the table's version
-/// after everything it caused, and the turn it leaves the table in (the seat to act and
-/// its deadline, Unix milliseconds).
-pub fn command_message(
-    command_id: String,
-    version_after: u64,
-    next_turn: Option<(Seat, i64)>,
-) -> pb::CommandRef {
-    pb::CommandRef {
-        command_id,
-        version_after,
-        next_turn: next_turn.map(|(seat, deadline_ms)| pb::Turn {
-            seat: seat_number(seat),
-            deadline_ms,
-        }),
-    }
-}
-
-/// The turn a command left the table in, from its reference (fields named relative to it:
-/// `next_turn.seat`).
-pub fn next_turn_of(command: &pb::CommandRef) -> Result<Option<(Seat, i64)>, WireError> {
-    command
-        .next_turn
-        .as_ref()
-        .map(|turn| Ok((seat_of("next_turn.seat", turn.seat)?, turn.deadline_ms)))
-        .transpose()
 }
 
 /// A message that records one engine event, read back as that event.

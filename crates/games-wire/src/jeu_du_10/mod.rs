@@ -22,14 +22,12 @@ use crate::error::{Reason, WireError};
 
 mod events;
 mod views;
+mod wire_game;
 
 #[cfg(test)]
 mod tests;
 
-pub use events::{
-    EngineMessage, EventMessage, command_message, engine_message, hand_score_message,
-    hand_score_of, hand_started_message, next_turn_of,
-};
+pub use events::{EngineMessage, EventMessage, engine_message, hand_score_message, hand_score_of};
 pub use views::{act_action, game_view, legal_action, legal_command, seat_game_view, seat_view_of};
 
 fn out_of_range(field: &str, value: impl Into<i64>, range: &'static str) -> WireError {

@@ -15,6 +15,8 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::error::Reason;
+use crate::game::WireGame;
+use fairdeal_games::TableGame;
 
 fn field_of<T: std::fmt::Debug>(result: Result<T, WireError>) -> String {
     result.expect_err("refused").field
@@ -155,33 +157,6 @@ fn what_does_not_map_is_refused_with_its_field() {
     );
 }
 
-/// A command whose next turn names no seat is refused, the seat's path named.
-#[test]
-fn a_command_whose_next_turn_names_no_seat_is_refused() {
-    let command = pb::CommandRef {
-        command_id: "c-1".into(),
-        version_after: 9,
-        next_turn: Some(pb::Turn {
-            seat: 4,
-            deadline_ms: 1,
-        }),
-    };
-    assert_eq!(
-        next_turn_of(&command)
-            .map_err(|e| e.within("command"))
-            .unwrap_err()
-            .to_string(),
-        "command.next_turn.seat: 4 is out of range (0..=3)"
-    );
-    let s2 = Seat::new(2).unwrap();
-    let written = command_message("c-1".into(), 9, Some((s2, 1_700_000_030_000)));
-    assert_eq!(next_turn_of(&written), Ok(Some((s2, 1_700_000_030_000))));
-    assert_eq!(
-        next_turn_of(&command_message("c".into(), 1, None)),
-        Ok(None)
-    );
-}
-
 /// A bid of 0 points reads as what it is: the price of trump taken for nothing where the
 /// engine records one (`AuctionWon`, `HandScored`), and, as a bid, a bid the engine
 /// refuses (legality is the engine's, not the mapping's).
@@ -248,7 +223,7 @@ fn check_match(options: TableOptions, seed: u64, mix: u8, dealer: u8, max_hands:
     let played = play_mixed(&setup, seed, mix).unwrap();
     let mut game = Game::new();
     for event in &played.events {
-        let command = command_message("c".into(), 7, Some((Seat::ALL[1], 5)));
+        let command = crate::table::command_message("c".into(), 7, Some((Seat::ALL[1].into(), 5)));
         let message = engine_message("t", event, Some(command.clone()));
         match (message.event(), &message) {
             (None, EngineMessage::HandStarted(m)) => {
@@ -260,6 +235,24 @@ fn check_match(options: TableOptions, seed: u64, mix: u8, dealer: u8, max_hands:
             }
             (Some(read), _) => assert_eq!(read.as_ref(), Ok(event)),
             (None, other) => panic!("{other:?} reads as no event"),
+        }
+        // Through the trait, as stored: the same event and command back (the deal aside,
+        // which a table records as its own messages).
+        let wire = <Game as WireGame>::event_message("t", event, Some(command.clone()));
+        if <Game as TableGame>::dealt(event).is_none() {
+            let (name, bytes) = <Game as WireGame>::stored_message(&wire).unwrap();
+            assert!(<Game as WireGame>::event_types().contains(&name.as_str()));
+            let back = <Game as WireGame>::stored_event(&name, &bytes)
+                .unwrap()
+                .unwrap();
+            assert_eq!(back, wire);
+            let (read, carried) = <Game as WireGame>::event_of(&back).unwrap().unwrap();
+            assert_eq!(&read, event);
+            assert_eq!(
+                carried.is_some(),
+                <Game as TableGame>::command_of(event)
+                    .is_some_and(|(a, _)| a != fairdeal_table_game::Actor::Table)
+            );
         }
         let carried = match &message {
             EngineMessage::BidPlaced(m) => m.command(),

@@ -4,9 +4,7 @@
 
 use std::sync::Arc;
 
-use fairdeal_games::{
-    Actor, Bot, Card, Command, Event, HeuristicBot, Phase, RuleError, Rules, Seat, TableOptions,
-};
+use fairdeal_table_game::{Actor, Deal, Layout, Seat, TableGame};
 use uuid::Uuid;
 
 use super::event::{CommandRef, Created, FinishReason, Finished, TableEvent};
@@ -38,8 +36,8 @@ pub enum Next {
 pub struct DealtHand {
     /// The hand number.
     pub hand: u32,
-    /// Hands in dealing order (0: dealer's left).
-    pub hands: Vec<Vec<Card>>,
+    /// The deal (its hands in dealing order, 0: dealer's left, and its talon).
+    pub deal: Deal,
     /// The commitment it used.
     pub commitment: String,
     /// The client seed it used.
@@ -48,14 +46,17 @@ pub struct DealtHand {
 
 /// A decision's events and the version they lead to.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Decided {
+pub struct Decided<G: TableGame> {
     /// Events to append (none: nothing changes).
-    pub events: Vec<TableEvent>,
+    pub events: Vec<TableEvent<G>>,
     /// The version after them (or the first answer of a repeated command).
     pub version: u64,
 }
 
-impl Decided {
+/// A decision of a table of `G`: its events, or why not.
+pub type Decision<G> = Result<Decided<G>, TableError<<G as TableGame>::Error>>;
+
+impl<G: TableGame> Decided<G> {
     fn nothing(version: u64) -> Self {
         Decided {
             events: Vec::new(),
@@ -64,20 +65,33 @@ impl Decided {
     }
 }
 
+/// A new table's fields, parsed ([`parse_setup`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Setup<G: TableGame> {
+    /// The game's options.
+    pub options: G::Options,
+    /// The seats and deck they need.
+    pub layout: Layout,
+    /// The bot seats, one entry per seat.
+    pub bots: Vec<bool>,
+    /// Time per move, seconds.
+    pub move_seconds: u32,
+}
+
 /// Parses the fields of a new table. `bot_seats` are seat numbers; `move_seconds` 0 means
 /// the default.
-pub fn parse_setup(
-    options: TableOptions,
+pub fn parse_setup<G: TableGame>(
+    options: G::Options,
     bot_seats: &[u32],
     move_seconds: u32,
-) -> Result<(TableOptions, [bool; 4], u32), TableError> {
-    Rules::new(&options).map_err(|e| TableError::Invalid {
+) -> Result<Setup<G>, TableError<G::Error>> {
+    let layout = G::layout(&options).map_err(|e| TableError::Invalid {
         field: "options",
         reason: e.to_string(),
     })?;
-    let mut bots = [false; 4];
+    let mut bots = vec![false; layout.seats];
     for &n in bot_seats {
-        let seat = seat_number("bot_seats", n)?;
+        let seat = seat_number("bot_seats", n, layout.seats)?;
         if std::mem::replace(&mut bots[seat.index()], true) {
             return Err(TableError::Invalid {
                 field: "bot_seats",
@@ -88,7 +102,10 @@ pub fn parse_setup(
     if bots.iter().all(|b| *b) {
         return Err(TableError::Invalid {
             field: "bot_seats",
-            reason: "at most 3 seats can be bots (a table needs a player)".into(),
+            reason: format!(
+                "at most {} seats can be bots (a table needs a player)",
+                layout.seats - 1
+            ),
         });
     }
     let move_seconds = match move_seconds {
@@ -105,22 +122,27 @@ pub fn parse_setup(
             });
         }
     };
-    Ok((options, bots, move_seconds))
+    Ok(Setup {
+        options,
+        layout,
+        bots,
+        move_seconds,
+    })
 }
 
-/// The seat numbered `n`, or INVALID_ARGUMENT on `field`.
-pub fn seat_number(field: &'static str, n: u32) -> Result<Seat, TableError> {
-    u8::try_from(n)
-        .ok()
-        .and_then(Seat::new)
-        .ok_or_else(|| TableError::Invalid {
-            field,
-            reason: format!("seat {n} does not exist (seats are 0..3)"),
-        })
+/// The seat numbered `n` at a table of `seats` seats, or INVALID_ARGUMENT on `field`.
+pub fn seat_number<E>(field: &'static str, n: u32, seats: usize) -> Result<Seat, TableError<E>> {
+    Seat::at(n, seats).ok_or_else(|| TableError::Invalid {
+        field,
+        reason: format!(
+            "seat {n} does not exist (seats are 0..{})",
+            seats.saturating_sub(1)
+        ),
+    })
 }
 
 /// Checks a client-chosen command id (never with ':', which the service's own ids have).
-pub fn parse_command_id(id: &str) -> Result<String, TableError> {
+pub fn parse_command_id<E>(id: &str) -> Result<String, TableError<E>> {
     let ok = !id.is_empty()
         && id.len() <= MAX_COMMAND_ID
         && id
@@ -140,14 +162,24 @@ pub fn parse_command_id(id: &str) -> Result<String, TableError> {
 }
 
 /// The first event of a stream.
-pub fn create(created: Created) -> Vec<TableEvent> {
+pub fn create<G: TableGame>(created: Created<G>) -> Vec<TableEvent<G>> {
     vec![TableEvent::Created(created)]
 }
 
-impl Table {
-    /// `player` sits at `seat`; the fourth seat filled starts the match.
-    pub fn sit(&self, player: Uuid, seat: Seat) -> Result<Decided, TableError> {
-        if self.players[seat.index()] == Some(player) {
+impl<G: TableGame> Table<G> {
+    /// `player` sits at `seat`; the last seat filled starts the match.
+    pub fn sit(&self, player: Uuid, seat: Seat) -> Decision<G> {
+        if seat.index() >= self.seat_count() {
+            return Err(TableError::Invalid {
+                field: "seat",
+                reason: format!(
+                    "seat {} does not exist (seats are 0..{})",
+                    seat.number(),
+                    self.seat_count() - 1
+                ),
+            });
+        }
+        if self.player_at(seat) == Some(player) {
             return Ok(Decided::nothing(self.version));
         }
         if self.started() {
@@ -156,10 +188,10 @@ impl Table {
         if let Some(mine) = self.seat_of(player) {
             return Err(TableError::AlreadySeated(mine));
         }
-        if self.created.bots[seat.index()] {
+        if self.is_bot(seat) {
             return Err(TableError::BotSeat(seat));
         }
-        if self.players[seat.index()].is_some() {
+        if self.player_at(seat).is_some() {
             return Err(TableError::SeatTaken(seat));
         }
         let mut events = Vec::new();
@@ -168,17 +200,16 @@ impl Table {
             events.push(TableEvent::SpectatorLeft { user: player });
         }
         events.push(TableEvent::SeatTaken { seat, player });
-        let mut players = self.players;
-        players[seat.index()] = Some(player);
-        let full = Seat::ALL
-            .iter()
-            .all(|s| self.created.bots[s.index()] || players[s.index()].is_some());
+        let full = self
+            .seats()
+            .all(|s| s == seat || self.is_bot(s) || self.player_at(s).is_some());
         if full {
-            let start = Command::StartMatch {
-                options: self.created.options.clone(),
-                first_dealer: self.created.first_dealer,
-            };
-            for event in self.game.decide(Actor::Table, &start)? {
+            let start = G::start(&self.created.options, self.created.first_dealer);
+            let started = self
+                .game
+                .decide(Actor::Table, &start)
+                .map_err(TableError::Rule)?;
+            for event in started {
                 events.push(TableEvent::Engine {
                     event,
                     command: None,
@@ -189,7 +220,7 @@ impl Table {
     }
 
     /// `player` leaves before the start.
-    pub fn leave(&self, player: Uuid) -> Result<Decided, TableError> {
+    pub fn leave(&self, player: Uuid) -> Decision<G> {
         let seat = self.seat_of(player).ok_or(TableError::NotSeated)?;
         if self.started() {
             return Err(TableError::Started);
@@ -199,7 +230,7 @@ impl Table {
 
     /// `user` spectates the table (once: again appends nothing); refused for a seated
     /// player.
-    pub fn spectate(&self, user: Uuid) -> Result<Decided, TableError> {
+    pub fn spectate(&self, user: Uuid) -> Decision<G> {
         if let Some(seat) = self.seat_of(user) {
             return Err(TableError::SeatedSpectator(seat));
         }
@@ -213,7 +244,7 @@ impl Table {
     }
 
     /// `user` stops spectating (not spectating: nothing).
-    pub fn stop_spectating(&self, user: Uuid) -> Decided {
+    pub fn stop_spectating(&self, user: Uuid) -> Decided<G> {
         if self.spectators.contains(&user) {
             self.decided(vec![TableEvent::SpectatorLeft { user }])
         } else {
@@ -222,19 +253,19 @@ impl Table {
     }
 
     /// Whether `player` may contribute a seed now; their seat.
-    pub fn may_contribute(&self, player: Uuid) -> Result<Seat, TableError> {
+    pub fn may_contribute(&self, player: Uuid) -> Result<Seat, TableError<G::Error>> {
         let seat = self.seat_of(player).ok_or(TableError::NotSeated)?;
-        if self.client_seed.is_some() || self.game.next_hand_number() > 0 {
+        if self.client_seed.is_some() || self.game.hands_dealt() > 0 {
             return Err(TableError::SeedFixed);
         }
-        if self.contributed[seat.index()] {
+        if self.contributed.get(seat.index()).copied().unwrap_or(false) {
             return Err(TableError::AlreadyContributed(seat));
         }
         Ok(seat)
     }
 
     /// Records a contribution the commitment service accepted.
-    pub fn contribute(&self, player: Uuid, contribution: String) -> Result<Decided, TableError> {
+    pub fn contribute(&self, player: Uuid, contribution: String) -> Decision<G> {
         let seat = self.may_contribute(player)?;
         Ok(self.decided(vec![TableEvent::SeedContributed {
             seat,
@@ -251,9 +282,9 @@ impl Table {
         player: Uuid,
         expected_version: u64,
         command_id: &str,
-        command: &Command,
+        command: &G::Command,
         now: i64,
-    ) -> Result<Decided, TableError> {
+    ) -> Decision<G> {
         let seat = self.seat_of(player).ok_or(TableError::NotSeated)?;
         if let Some(version) = self.commands.get(&(seat, command_id.to_owned())) {
             return Ok(Decided::nothing(*version));
@@ -271,13 +302,16 @@ impl Table {
     /// command), the `GameFinished` it may cause, and the next turn's clock.
     fn seat_command(
         &self,
-        prefix: Vec<TableEvent>,
+        prefix: Vec<TableEvent<G>>,
         seat: Seat,
         command_id: &str,
-        command: &Command,
+        command: &G::Command,
         now: i64,
-    ) -> Result<Decided, TableError> {
-        let produced = self.game.decide(Actor::Seat(seat), command)?;
+    ) -> Decision<G> {
+        let produced = self
+            .game
+            .decide(Actor::Seat(seat), command)
+            .map_err(TableError::Rule)?;
         let first = prefix.len();
         let mut events = prefix;
         events.extend(produced.into_iter().map(|event| TableEvent::Engine {
@@ -310,7 +344,7 @@ impl Table {
 
     /// `events`, then a `TurnClock` when after them a player (not the service) must act
     /// (after a deal: a seat's command carries the clock in its [`CommandRef`] instead).
-    fn clocked(&self, mut events: Vec<TableEvent>, now: i64) -> Vec<TableEvent> {
+    fn clocked(&self, mut events: Vec<TableEvent<G>>, now: i64) -> Vec<TableEvent<G>> {
         if let Some((seat, deadline_ms)) = self.next_turn(&events, now) {
             events.push(TableEvent::TurnClock { seat, deadline_ms });
         }
@@ -319,7 +353,7 @@ impl Table {
 
     /// The seat a player must act at after `events` and its deadline from `now`; `None`
     /// when the service acts next (a deal, a bot's move, the reveal) or the game is over.
-    fn next_turn(&self, events: &[TableEvent], now: i64) -> Option<(Seat, i64)> {
+    fn next_turn(&self, events: &[TableEvent<G>], now: i64) -> Option<(Seat, i64)> {
         let mut after = self.clone();
         // What follows needs no command ids: folding into a shared map would copy it.
         after.commands = Arc::default();
@@ -337,31 +371,28 @@ impl Table {
     }
 
     /// The `GameFinished` that follows `events` when they end the match.
-    fn finish(&self, events: &[TableEvent]) -> Option<Finished> {
-        let (team, scores) = events.iter().find_map(|e| match e {
-            TableEvent::Engine {
-                event: Event::MatchWon { team, scores, .. },
-                ..
-            } => Some((*team, *scores)),
-            _ => None,
-        })?;
+    fn finish(&self, events: &[TableEvent<G>]) -> Option<Finished<G>> {
         let mut game = self.game.clone();
-        let mut seats_abandoned = self.abandoned;
+        let mut seats_abandoned = self.abandoned.clone();
         for e in events {
             match e {
                 TableEvent::Engine { event, .. } => game.apply(event),
-                TableEvent::SeatAbandoned { seat, .. } => seats_abandoned[seat.index()] = true,
+                TableEvent::SeatAbandoned { seat, .. } => {
+                    if let Some(a) = seats_abandoned.get_mut(seat.index()) {
+                        *a = true;
+                    }
+                }
                 _ => {}
             }
         }
+        let outcome = game.outcome()?;
         let abandoned = seats_abandoned.iter().any(|a| *a);
         Some(Finished {
-            players: self.players,
+            players: self.players.clone(),
             abandoned: seats_abandoned,
-            scores,
-            winner: team,
+            outcome,
             options: self.created.options.clone(),
-            hands_played: game.next_hand_number(),
+            hands_played: game.hands_dealt(),
             reason: if abandoned {
                 FinishReason::Abandoned
             } else {
@@ -379,57 +410,63 @@ impl Table {
                 Next::Wait
             };
         }
-        match self.game.phase() {
-            Phase::AwaitingDeal if self.pending.is_none() => Next::Deal {
-                hand: self.game.next_hand_number(),
+        if let Some(hand) = self.game.deal_due() {
+            return if self.pending.is_none() {
+                Next::Deal { hand }
+            } else {
+                Next::Wait
+            };
+        }
+        match self.game.turn() {
+            Some(seat) if self.plays_itself(seat) => Next::Bot(seat),
+            Some(seat) => match self.deadline {
+                Some((s, deadline)) if s == seat && now >= deadline => Next::Timeout(seat),
+                _ => Next::Wait,
             },
-            Phase::Auction | Phase::NamingTrump | Phase::Playing => match self.game.turn() {
-                Some(seat) if self.plays_itself(seat) => Next::Bot(seat),
-                Some(seat) => match self.deadline {
-                    Some((s, deadline)) if s == seat && now >= deadline => Next::Timeout(seat),
-                    _ => Next::Wait,
-                },
-                None => Next::Wait,
-            },
-            _ => Next::Wait,
+            None => Next::Wait,
         }
     }
 
     /// Records hand `dealt` at time `now` when the table is still waiting for it (else
     /// nothing: it was dealt meanwhile).
-    pub fn deal(&self, dealt: &DealtHand, now: i64) -> Result<Decided, TableError> {
+    pub fn deal(&self, dealt: &DealtHand, now: i64) -> Decision<G> {
         if self.next(now) != (Next::Deal { hand: dealt.hand }) {
             return Ok(Decided::nothing(self.version));
         }
-        let command = Command::StartHand {
-            hands: dealt.hands.clone(),
-        };
+        let command = G::start_hand(&dealt.deal).map_err(TableError::Rule)?;
+        let produced = self
+            .game
+            .decide(Actor::Table, &command)
+            .map_err(TableError::Rule)?;
         let mut events = Vec::new();
-        for event in self.game.decide(Actor::Table, &command)? {
-            let Event::HandStarted {
-                hand,
-                dealer,
-                hands,
-            } = event
-            else {
-                return Err(TableError::Rule(RuleError::WrongPhase {
-                    command: "start_hand",
-                    phase: self.game.phase(),
-                }));
+        for event in produced {
+            // The deal is stored apart: its public part, each seat's cards, the talon.
+            let Some(parts) = G::dealt(&event) else {
+                events.push(TableEvent::Engine {
+                    event,
+                    command: None,
+                });
+                continue;
             };
+            let hand = parts.hand;
             events.push(TableEvent::HandStarted {
                 hand,
-                dealer,
+                dealer: parts.dealer,
                 commitment: dealt.commitment.clone(),
                 client_seed: dealt.client_seed.clone(),
             });
-            for (position, cards) in hands.into_iter().enumerate() {
-                let seat = dealer.offset(position + 1);
+            for (position, cards) in parts.hands.iter().enumerate() {
                 events.push(TableEvent::CardsDealt {
                     hand,
-                    seat,
+                    seat: parts.seat_of(position, self.seat_count()),
                     position: u8::try_from(position).unwrap_or(u8::MAX),
-                    cards,
+                    cards: cards.clone(),
+                });
+            }
+            if !parts.talon.is_empty() {
+                events.push(TableEvent::TalonDealt {
+                    hand,
+                    cards: parts.talon,
                 });
             }
         }
@@ -439,7 +476,7 @@ impl Table {
     /// The bot's move at `seat` (a bot seat or an abandoned one), when it is still its turn.
     /// The bot sees only the seat's view; its decision is a pure function of the table id
     /// and the view.
-    pub fn bot_move(&self, seat: Seat, now: i64) -> Result<Decided, TableError> {
+    pub fn bot_move(&self, seat: Seat, now: i64) -> Decision<G> {
         if self.next(now) != Next::Bot(seat) {
             return Ok(Decided::nothing(self.version));
         }
@@ -448,37 +485,45 @@ impl Table {
 
     /// The player at `seat` let the deadline pass by `now`: record the timeout (and the
     /// abandonment at the [`MAX_TIMEOUTS`]th in a row), then the bot plays for the seat.
-    pub fn time_out(&self, seat: Seat, now: i64) -> Result<Decided, TableError> {
+    pub fn time_out(&self, seat: Seat, now: i64) -> Decision<G> {
         if self.next(now) != Next::Timeout(seat) {
             return Ok(Decided::nothing(self.version));
         }
-        let consecutive = self.timeouts[seat.index()].saturating_add(1);
+        let consecutive = self
+            .timeouts
+            .get(seat.index())
+            .copied()
+            .unwrap_or(0)
+            .saturating_add(1);
         let mut prefix = vec![TableEvent::TurnTimedOut { seat, consecutive }];
         if consecutive >= MAX_TIMEOUTS
-            && let Some(player) = self.players[seat.index()]
+            && let Some(player) = self.player_at(seat)
         {
             prefix.push(TableEvent::SeatAbandoned { seat, player });
         }
         self.play_for(prefix, seat, &format!("timeout:{}", self.version), now)
     }
 
-    /// The engine's bot's move for `seat`, after `prefix`.
+    /// The game's bot's move for `seat`, after `prefix`.
     fn play_for(
         &self,
-        prefix: Vec<TableEvent>,
+        prefix: Vec<TableEvent<G>>,
         seat: Seat,
         command_id: &str,
         now: i64,
-    ) -> Result<Decided, TableError> {
-        let bot = HeuristicBot::new(bot_seed(self.id()));
-        let Some(command) = bot.choose(&self.game.seat_view(seat)) else {
+    ) -> Decision<G> {
+        let Some(command) = self
+            .game
+            .seat_view(seat)
+            .and_then(|view| G::bot_command(&view, bot_seed(self.id())))
+        else {
             return Ok(Decided::nothing(self.version));
         };
         self.seat_command(prefix, seat, command_id, &command, now)
     }
 
     /// Records the revealed seed (once).
-    pub fn reveal(&self, server_seed: String) -> Decided {
+    pub fn reveal(&self, server_seed: String) -> Decided<G> {
         if self.server_seed.is_some() || self.finished.is_none() {
             return Decided::nothing(self.version);
         }
@@ -489,7 +534,7 @@ impl Table {
         }])
     }
 
-    fn decided(&self, events: Vec<TableEvent>) -> Decided {
+    fn decided(&self, events: Vec<TableEvent<G>>) -> Decided<G> {
         Decided {
             version: self.version + events.len() as u64,
             events,

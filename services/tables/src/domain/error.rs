@@ -1,12 +1,13 @@
 //! Why a request is refused: [`TableError`].
 
-use fairdeal_games::{RuleError, Seat};
+use fairdeal_table_game::Seat;
 
 use super::MAX_SPECTATORS;
 
-/// Why a request is refused. Every refusal changes nothing.
+/// Why a request is refused, `E` being the game's own refusals. Every refusal changes
+/// nothing.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TableError {
+pub enum TableError<E> {
     /// A request field is malformed (names it).
     #[error("{field}: {reason}")]
     Invalid {
@@ -56,7 +57,7 @@ pub enum TableError {
         /// The table's version.
         current: u64,
     },
-    /// The rules engine refused the move (names the rule).
+    /// The game refused the move (names the rule).
     #[error("{0}")]
-    Rule(#[from] RuleError),
+    Rule(E),
 }

@@ -1,20 +1,22 @@
 //! A table's events ([`TableEvent`] and the values they carry), who may see each
 //! ([`visible`]), and what each says about who must act next ([`TableEvent::due`]).
 
-use fairdeal_games::{Card, Event, Seat, TableOptions, Team};
+use fairdeal_table_game::{Actor, Layout, Outcome, Seat, TableGame};
 use uuid::Uuid;
 
 /// A table's settings, as created.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Created {
+pub struct Created<G: TableGame> {
     /// The table.
     pub table_id: Uuid,
     /// Who created it.
     pub creator: Uuid,
-    /// The variants (valid: [`Rules::new`](fairdeal_games::Rules::new) accepted them).
-    pub options: TableOptions,
-    /// Seats played by the engine's bot.
-    pub bots: [bool; 4],
+    /// The game's options (valid: [`TableGame::layout`] accepted them).
+    pub options: G::Options,
+    /// The seats and deck the options need (not stored: the options' layout).
+    pub layout: Layout,
+    /// Seats played by the game's bot, one entry per seat.
+    pub bots: Vec<bool>,
     /// Time per move, seconds.
     pub move_seconds: u32,
     /// The server seed's commitment.
@@ -50,17 +52,15 @@ pub enum FinishReason {
 
 /// The summary of a finished game (what rating, chat and the ledger consume).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finished {
+pub struct Finished<G: TableGame> {
     /// Players by seat (`None`: a bot).
-    pub players: [Option<Uuid>; 4],
+    pub players: Vec<Option<Uuid>>,
     /// Seats their player abandoned (the bot played them out).
-    pub abandoned: [bool; 4],
-    /// Final scores per team.
-    pub scores: [i32; 2],
-    /// The winning team.
-    pub winner: Team,
-    /// The variants played.
-    pub options: TableOptions,
+    pub abandoned: Vec<bool>,
+    /// The sides, their final scores and placings.
+    pub outcome: Outcome,
+    /// The options played.
+    pub options: G::Options,
     /// Hands played to the end.
     pub hands_played: u32,
     /// Completed or abandoned.
@@ -69,9 +69,9 @@ pub struct Finished {
 
 /// One event of a table's stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TableEvent {
+pub enum TableEvent<G: TableGame> {
     /// The table was created (version 1).
-    Created(Created),
+    Created(Created<G>),
     /// A player sat.
     SeatTaken {
         /// The seat.
@@ -95,11 +95,11 @@ pub enum TableEvent {
         /// The contribution.
         contribution: String,
     },
-    /// An engine event other than `hand_started` (which is split, below), with the
-    /// command that caused it when it is the first event of a seat's command.
+    /// A game event other than a deal (which is split, below), with the command that
+    /// caused it when it is the first event of a seat's command.
     Engine {
-        /// The engine's event.
-        event: Event,
+        /// The game's event.
+        event: G::Event,
         /// The command it answers.
         command: Option<CommandRef>,
     },
@@ -123,10 +123,18 @@ pub enum TableEvent {
         /// Position in the dealing order (0: the dealer's left).
         position: u8,
         /// The cards, as dealt.
-        cards: Vec<Card>,
+        cards: Vec<G::Card>,
+    },
+    /// The talon of a hand (the Tarot's chien), which no seat sees until the game is over
+    /// (the game's own events show it when its rules do).
+    TalonDealt {
+        /// Hand number.
+        hand: u32,
+        /// The cards, as dealt.
+        cards: Vec<G::Card>,
     },
     /// The game is over.
-    GameFinished(Finished),
+    GameFinished(Finished<G>),
     /// The seat to act must act by `deadline_ms` (Unix milliseconds).
     TurnClock {
         /// The seat to act.
@@ -189,31 +197,44 @@ pub enum Viewer {
     Spectator,
 }
 
+/// Who may see an event before the game is over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Privacy {
+    /// Everyone.
+    Public,
+    /// The player at this seat only (a seat's cards).
+    Seat(Seat),
+    /// Nobody (the talon).
+    Hidden,
+}
+
 /// The visibility rule, the one both the domain ([`TableEvent::visible_to`]) and the
-/// watchers' wire path apply: an event private to a seat (`private_to`) is seen by that
-/// seat's player only, until the stream holds `GameFinished` (`finished`: then everything is
-/// public); any other event is public.
-pub fn visible(private_to: Option<Seat>, viewer: Viewer, finished: bool) -> bool {
-    match private_to {
-        Some(seat) => finished || viewer == Viewer::Seat(seat),
-        None => true,
+/// watchers' wire path apply: an event private to a seat is seen by that seat's player
+/// only, a hidden one by nobody, until the stream holds `GameFinished` (`finished`: then
+/// everything is public); any other event is public.
+pub fn visible(privacy: Privacy, viewer: Viewer, finished: bool) -> bool {
+    match privacy {
+        Privacy::Public => true,
+        Privacy::Seat(seat) => finished || viewer == Viewer::Seat(seat),
+        Privacy::Hidden => finished,
     }
 }
 
-impl TableEvent {
-    /// The seat this event is private to: a [`TableEvent::CardsDealt`]'s; `None` for the
-    /// public events.
-    pub fn private_to(&self) -> Option<Seat> {
+impl<G: TableGame> TableEvent<G> {
+    /// Who may see this event before the game is over: a [`TableEvent::CardsDealt`] its
+    /// seat, a [`TableEvent::TalonDealt`] nobody, the others everyone.
+    pub fn privacy(&self) -> Privacy {
         match self {
-            TableEvent::CardsDealt { seat, .. } => Some(*seat),
-            _ => None,
+            TableEvent::CardsDealt { seat, .. } => Privacy::Seat(*seat),
+            TableEvent::TalonDealt { .. } => Privacy::Hidden,
+            _ => Privacy::Public,
         }
     }
 
     /// Whether `viewer` may see this event, `finished` saying whether the stream holds
     /// `GameFinished` (then everything is public): [`visible`].
     pub fn visible_to(&self, viewer: Viewer, finished: bool) -> bool {
-        visible(self.private_to(), viewer, finished)
+        visible(self.privacy(), viewer, finished)
     }
 
     /// What this event says about when the table next needs someone to act: a player's
@@ -230,11 +251,12 @@ impl TableEvent {
                 Some((_, deadline_ms)) => Due::Player(deadline_ms),
                 None => Due::Service,
             }),
+            // The match's start (the table's own command): the first deal is owed.
             TableEvent::Engine {
-                event: Event::MatchStarted { .. },
+                event,
                 command: None,
-            }
-            | TableEvent::GameFinished(_) => Some(Due::Service),
+            } if matches!(G::command_of(event), Some((Actor::Table, _))) => Some(Due::Service),
+            TableEvent::GameFinished(_) => Some(Due::Service),
             TableEvent::SeedRevealed { .. } => Some(Due::Nobody),
             _ => None,
         }
@@ -260,14 +282,20 @@ mod tests {
 
     #[test]
     fn a_private_event_is_its_seats_until_the_game_is_finished_and_a_public_one_everyones() {
-        for seat in Seat::ALL {
-            assert!(visible(Some(seat), Viewer::Seat(seat), false));
-            assert!(!visible(Some(seat), Viewer::Seat(seat.next()), false));
-            assert!(!visible(Some(seat), Viewer::Spectator, false));
-            assert!(visible(Some(seat), Viewer::Spectator, true));
-            assert!(visible(Some(seat), Viewer::Seat(seat.next()), true));
-            assert!(visible(None, Viewer::Spectator, false));
-            assert!(visible(None, Viewer::Seat(seat), false));
+        for seat in Seat::all(5) {
+            let other = seat.offset(1, 5);
+            let private = Privacy::Seat(seat);
+            assert!(visible(private, Viewer::Seat(seat), false));
+            assert!(!visible(private, Viewer::Seat(other), false));
+            assert!(!visible(private, Viewer::Spectator, false));
+            assert!(visible(private, Viewer::Spectator, true));
+            assert!(visible(private, Viewer::Seat(other), true));
+            assert!(visible(Privacy::Public, Viewer::Spectator, false));
+            assert!(visible(Privacy::Public, Viewer::Seat(seat), false));
+            assert!(!visible(Privacy::Hidden, Viewer::Seat(seat), false));
+            assert!(visible(Privacy::Hidden, Viewer::Seat(seat), true));
         }
+        assert!(!visible(Privacy::Hidden, Viewer::Spectator, false));
+        assert!(visible(Privacy::Hidden, Viewer::Spectator, true));
     }
 }

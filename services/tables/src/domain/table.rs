@@ -1,39 +1,75 @@
 //! The state of a table, [`Table`]: the fold of its stream ([`Table::apply`], refusing what
-//! cannot follow with a [`FoldError`]), the queries on it, and the rules engine's log of a
-//! stream ([`engine_log`]).
+//! cannot follow with a [`FoldError`]), the queries on it, and the game's log of a stream
+//! ([`engine_log`]).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use fairdeal_games::{Card, Event, Game, Phase, Seat};
+use fairdeal_table_game::{Actor, Dealt, Seat, TableGame};
 use uuid::Uuid;
 
 use super::event::{Created, Finished, TableEvent, Viewer};
 
-/// A hand being recorded: `HandStarted` seen, some `CardsDealt` still to come.
+/// A hand being recorded: `HandStarted` seen, some `CardsDealt` (or the `TalonDealt`) still
+/// to come.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct PendingHand {
+pub(super) struct PendingHand<C> {
     /// Hand number.
-    pub(super) hand: u32,
+    hand: u32,
     /// Its dealer.
-    pub(super) dealer: Seat,
+    dealer: Seat,
     /// Cards by dealing position.
-    pub(super) hands: [Option<Vec<Card>>; 4],
+    hands: Vec<Option<Vec<C>>>,
+    /// The talon, when the deck has one (`None` until recorded).
+    talon: Option<Vec<C>>,
+    /// Whether the deck deals a talon.
+    has_talon: bool,
+}
+
+impl<C: Clone> PendingHand<C> {
+    fn new<G: TableGame>(created: &Created<G>, hand: u32, dealer: Seat) -> Self {
+        PendingHand {
+            hand,
+            dealer,
+            hands: vec![None; created.layout.seats],
+            talon: None,
+            has_talon: created.layout.deck.chien_len() > 0,
+        }
+    }
+
+    /// Records the cards at `position`; `None` when there is no such position.
+    fn record(&mut self, position: u8, cards: &[C]) -> Option<()> {
+        *self.hands.get_mut(usize::from(position))? = Some(cards.to_vec());
+        Some(())
+    }
+
+    /// The whole hand, once every seat's cards (and the talon) are recorded.
+    fn complete(&self) -> Option<Dealt<C>> {
+        if self.has_talon && self.talon.is_none() {
+            return None;
+        }
+        Some(Dealt {
+            hand: self.hand,
+            dealer: self.dealer,
+            hands: self.hands.iter().cloned().collect::<Option<_>>()?,
+            talon: self.talon.clone().unwrap_or_default(),
+        })
+    }
 }
 
 /// A table: the fold of its stream.
 #[derive(Debug, Clone)]
-pub struct Table {
+pub struct Table<G: TableGame> {
     /// Its settings.
-    pub created: Created,
+    pub created: Created<G>,
     /// Players by seat (bot seats stay `None`).
-    pub players: [Option<Uuid>; 4],
+    pub players: Vec<Option<Uuid>>,
     /// Seats that contributed to the client seed.
-    pub contributed: [bool; 4],
-    /// The rules engine's state.
-    pub game: Game,
+    pub contributed: Vec<bool>,
+    /// The game's state.
+    pub game: G,
     /// The hand whose cards are being recorded.
-    pub(super) pending: Option<PendingHand>,
+    pub(super) pending: Option<PendingHand<G::Card>>,
     /// The client seed, once the first hand is dealt.
     pub client_seed: Option<String>,
     /// Accepted commands: (seat, command id) -> version after them. Shared, so cloning a
@@ -41,15 +77,15 @@ pub struct Table {
     /// commands; the fold copies it only while a clone still holds it.
     pub(super) commands: Arc<HashMap<(Seat, String), u64>>,
     /// The summary, once finished.
-    pub finished: Option<Finished>,
+    pub finished: Option<Finished<G>>,
     /// The server seed, once revealed.
     pub server_seed: Option<String>,
     /// The seat to act and its deadline (Unix ms), while a player must act.
     pub deadline: Option<(Seat, i64)>,
     /// Consecutive timeouts by seat.
-    pub timeouts: [u32; 4],
+    pub timeouts: Vec<u32>,
     /// Seats abandoned to the bot.
-    pub abandoned: [bool; 4],
+    pub abandoned: Vec<bool>,
     /// Users spectating now.
     pub spectators: BTreeSet<Uuid>,
     /// The version of the last event other than a spectator's joining or leaving: what a
@@ -81,27 +117,40 @@ pub enum FoldError {
         /// The position the cards name.
         position: u8,
     },
+    /// An event naming a seat the table does not have.
+    #[error("{seat} is not a seat of this table")]
+    NoSuchSeat {
+        /// The seat named.
+        seat: Seat,
+    },
 }
 
-impl Table {
+/// The seat an event names, checked against the table's seats.
+fn at<T>(list: &mut [T], seat: Seat) -> Result<&mut T, FoldError> {
+    list.get_mut(seat.index())
+        .ok_or(FoldError::NoSuchSeat { seat })
+}
+
+impl<G: TableGame> Table<G> {
     /// Folds `event` into `state` (`None`: the empty stream); the error says why the event
     /// cannot follow.
-    pub fn apply(state: Option<Table>, event: &TableEvent) -> Result<Table, FoldError> {
+    pub fn apply(state: Option<Self>, event: &TableEvent<G>) -> Result<Self, FoldError> {
         let mut table = match (state, event) {
             (None, TableEvent::Created(created)) => {
+                let seats = created.layout.seats;
                 return Ok(Table {
                     created: created.clone(),
-                    players: [None; 4],
-                    contributed: [false; 4],
-                    game: Game::new(),
+                    players: vec![None; seats],
+                    contributed: vec![false; seats],
+                    game: G::default(),
                     pending: None,
                     client_seed: None,
                     commands: Arc::default(),
                     finished: None,
                     server_seed: None,
                     deadline: None,
-                    timeouts: [0; 4],
-                    abandoned: [false; 4],
+                    timeouts: vec![0; seats],
+                    abandoned: vec![false; seats],
                     spectators: BTreeSet::new(),
                     decided_at: 1,
                     version: 1,
@@ -120,14 +169,16 @@ impl Table {
         }
         match event {
             TableEvent::Created(_) => {}
-            TableEvent::SeatTaken { seat, player } => table.players[seat.index()] = Some(*player),
-            TableEvent::SeatLeft { seat, .. } => table.players[seat.index()] = None,
-            TableEvent::SeedContributed { seat, .. } => table.contributed[seat.index()] = true,
+            TableEvent::SeatTaken { seat, player } => {
+                *at(&mut table.players, *seat)? = Some(*player)
+            }
+            TableEvent::SeatLeft { seat, .. } => *at(&mut table.players, *seat)? = None,
+            TableEvent::SeedContributed { seat, .. } => *at(&mut table.contributed, *seat)? = true,
             TableEvent::Engine { event, command } => {
-                if let (Some(command), Some(seat)) = (command, actor_of(event)) {
+                if let (Some(command), Some(seat)) = (command, actor_of::<G>(event)) {
                     // A move of the player's own (ids with ':' are the service's).
                     if !command.command_id.contains(':') {
-                        table.timeouts[seat.index()] = 0;
+                        *at(&mut table.timeouts, seat)? = 0;
                     }
                     Arc::make_mut(&mut table.commands)
                         .insert((seat, command.command_id.clone()), command.version_after);
@@ -143,9 +194,9 @@ impl Table {
                 table.deadline = Some((*seat, *deadline_ms));
             }
             TableEvent::TurnTimedOut { seat, consecutive } => {
-                table.timeouts[seat.index()] = *consecutive;
+                *at(&mut table.timeouts, *seat)? = *consecutive;
             }
-            TableEvent::SeatAbandoned { seat, .. } => table.abandoned[seat.index()] = true,
+            TableEvent::SeatAbandoned { seat, .. } => *at(&mut table.abandoned, *seat)? = true,
             TableEvent::HandStarted {
                 hand,
                 dealer,
@@ -153,39 +204,37 @@ impl Table {
                 ..
             } => {
                 table.client_seed = Some(client_seed.clone());
-                table.pending = Some(PendingHand {
-                    hand: *hand,
-                    dealer: *dealer,
-                    hands: Default::default(),
-                });
+                table.pending = Some(PendingHand::new(&table.created, *hand, *dealer));
             }
             TableEvent::CardsDealt {
                 hand,
+                seat,
                 position,
                 cards,
-                ..
             } => {
+                if seat.index() >= table.seat_count() {
+                    return Err(FoldError::NoSuchSeat { seat: *seat });
+                }
                 let pending = table
                     .pending
                     .as_mut()
                     .filter(|p| p.hand == *hand)
                     .ok_or(FoldError::CardsBeforeHand { hand: *hand })?;
-                let slot = pending.hands.get_mut(usize::from(*position)).ok_or(
-                    FoldError::DealingPosition {
+                pending
+                    .record(*position, cards)
+                    .ok_or(FoldError::DealingPosition {
                         position: *position,
-                    },
-                )?;
-                *slot = Some(cards.clone());
-                if pending.hands.iter().all(Option::is_some) {
-                    let hands = pending.hands.iter().flatten().cloned().collect();
-                    let started = Event::HandStarted {
-                        hand: pending.hand,
-                        dealer: pending.dealer,
-                        hands,
-                    };
-                    table.pending = None;
-                    table.game.apply(&started);
-                }
+                    })?;
+                table.deal_if_complete();
+            }
+            TableEvent::TalonDealt { hand, cards } => {
+                let pending = table
+                    .pending
+                    .as_mut()
+                    .filter(|p| p.hand == *hand)
+                    .ok_or(FoldError::CardsBeforeHand { hand: *hand })?;
+                pending.talon = Some(cards.clone());
+                table.deal_if_complete();
             }
             TableEvent::GameFinished(finished) => table.finished = Some(finished.clone()),
             TableEvent::SeedRevealed { server_seed, .. } => {
@@ -201,16 +250,34 @@ impl Table {
         Ok(table)
     }
 
+    /// Once the pending hand is whole, the game's deal event is put back together and
+    /// folded in.
+    fn deal_if_complete(&mut self) {
+        if let Some(dealt) = self.pending.as_ref().and_then(PendingHand::complete) {
+            self.pending = None;
+            self.game.apply(&G::deal_event(dealt));
+        }
+    }
+
     /// The table's id.
     pub fn id(&self) -> Uuid {
         self.created.table_id
     }
 
+    /// The number of seats.
+    pub fn seat_count(&self) -> usize {
+        self.created.layout.seats
+    }
+
+    /// The table's seats, clockwise from 0.
+    pub fn seats(&self) -> impl Iterator<Item = Seat> + Clone + use<G> {
+        Seat::all(self.seat_count())
+    }
+
     /// The seat `player` holds.
     pub fn seat_of(&self, player: Uuid) -> Option<Seat> {
-        Seat::ALL
-            .into_iter()
-            .find(|s| self.players[s.index()] == Some(player))
+        self.seats()
+            .find(|s| self.players.get(s.index()) == Some(&Some(player)))
     }
 
     /// How `player` sees the table.
@@ -220,68 +287,75 @@ impl Table {
 
     /// Whether the match has started.
     pub fn started(&self) -> bool {
-        self.game.phase() != Phase::NotStarted
+        self.game.started()
     }
 
     /// Open seats, ascending.
     pub fn open_seats(&self) -> Vec<Seat> {
-        Seat::ALL
-            .into_iter()
-            .filter(|s| !self.created.bots[s.index()] && self.players[s.index()].is_none())
+        self.seats()
+            .filter(|s| !self.is_bot(*s) && self.player_at(*s).is_none())
             .collect()
+    }
+
+    /// The player at `seat` (none for a bot seat, an open one or no such seat).
+    pub fn player_at(&self, seat: Seat) -> Option<Uuid> {
+        self.players.get(seat.index()).copied().flatten()
+    }
+
+    /// Whether the game's bot plays `seat` from the start.
+    pub fn is_bot(&self, seat: Seat) -> bool {
+        self.created
+            .bots
+            .get(seat.index())
+            .copied()
+            .unwrap_or(false)
     }
 
     /// Whether the service plays `seat` (a bot seat, or an abandoned one).
     pub fn plays_itself(&self, seat: Seat) -> bool {
-        self.created.bots[seat.index()] || self.abandoned[seat.index()]
+        self.is_bot(seat) || self.abandoned.get(seat.index()).copied().unwrap_or(false)
     }
 }
 
 /// The seat whose command produced `event` (the events a command's id is kept on).
-fn actor_of(event: &Event) -> Option<Seat> {
-    match event {
-        Event::BidPlaced { seat, .. }
-        | Event::PlayerPassed { seat }
-        | Event::TrumpNamed { seat, .. }
-        | Event::CardPlayed { seat, .. } => Some(*seat),
+fn actor_of<G: TableGame>(event: &G::Event) -> Option<Seat> {
+    match G::command_of(event) {
+        Some((Actor::Seat(seat), _)) => Some(seat),
         _ => None,
     }
 }
 
-/// The rules engine's log of a table's events: the engine's own events, with each hand's
-/// `HandStarted` and `CardsDealt` folded back into the engine's `hand_started`. What an
-/// auditor hands to `Game::verify` to re-decide every move.
-pub fn engine_log(events: &[TableEvent]) -> Vec<Event> {
+/// The game's log of a table's events: the game's own events, with each hand's
+/// `HandStarted`, `CardsDealt` (and `TalonDealt`) put back together into the game's deal
+/// event. What an auditor hands to [`TableGame::verify`] to re-decide every move.
+pub fn engine_log<G: TableGame>(events: &[TableEvent<G>]) -> Vec<G::Event> {
     let mut log = Vec::new();
-    let mut pending: Option<PendingHand> = None;
+    let mut created: Option<&Created<G>> = None;
+    let mut pending: Option<PendingHand<G::Card>> = None;
     for event in events {
         match event {
+            TableEvent::Created(c) => created = Some(c),
             TableEvent::Engine { event, .. } => log.push(event.clone()),
             TableEvent::HandStarted { hand, dealer, .. } => {
-                pending = Some(PendingHand {
-                    hand: *hand,
-                    dealer: *dealer,
-                    hands: Default::default(),
-                });
+                pending = created.map(|c| PendingHand::new(c, *hand, *dealer));
             }
             TableEvent::CardsDealt {
                 position, cards, ..
             } => {
-                if let Some(p) = pending.as_mut()
-                    && let Some(slot) = p.hands.get_mut(usize::from(*position))
-                {
-                    *slot = Some(cards.clone());
-                    if p.hands.iter().all(Option::is_some) {
-                        log.push(Event::HandStarted {
-                            hand: p.hand,
-                            dealer: p.dealer,
-                            hands: p.hands.iter().flatten().cloned().collect(),
-                        });
-                        pending = None;
-                    }
+                if let Some(p) = pending.as_mut() {
+                    p.record(*position, cards);
+                }
+            }
+            TableEvent::TalonDealt { cards, .. } => {
+                if let Some(p) = pending.as_mut() {
+                    p.talon = Some(cards.clone());
                 }
             }
             _ => {}
+        }
+        if let Some(dealt) = pending.as_ref().and_then(PendingHand::complete) {
+            log.push(G::deal_event(dealt));
+            pending = None;
         }
     }
     log

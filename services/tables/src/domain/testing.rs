@@ -5,20 +5,27 @@
 
 use fairdeal_fairness::Deck;
 use fairdeal_fairness::deal::Deal;
-use fairdeal_games::{Bot, Command, HeuristicBot, Seat, TableOptions};
+use fairdeal_games::{Bot, HeuristicBot, TableOptions};
+use fairdeal_table_game::{Seat, TableGame};
 use uuid::Uuid;
 
-use super::{
-    Created, DealtHand, FIRST_DEALER, MAX_TIMEOUTS, Next, Table, TableEvent, bot_seed, create,
-};
+use super::{Created, DealtHand, FIRST_DEALER, MAX_TIMEOUTS, Next, bot_seed, create};
+use crate::{Game, Table, TableEvent};
+
+/// Seat `n`.
+pub(crate) fn seat(n: u8) -> Seat {
+    Seat::new(n).unwrap()
+}
 
 /// A new table with bots at `bots`.
 pub(crate) fn table(bots: [bool; 4]) -> Table {
+    let options = TableOptions::default();
     let created = Created {
         table_id: Uuid::now_v7(),
         creator: Uuid::now_v7(),
-        options: TableOptions::default(),
-        bots,
+        layout: Game::layout(&options).unwrap(),
+        options,
+        bots: bots.to_vec(),
         move_seconds: 30,
         commitment: "c".repeat(64),
         short_code: "ccccc".into(),
@@ -38,13 +45,9 @@ pub(crate) fn fold(state: Option<Table>, events: &[TableEvent]) -> Table {
 
 /// Hand `hand` as the dealing service deals it.
 pub(crate) fn dealt(hand: u32) -> DealtHand {
-    let deal = Deal::from_seeds(Deck::Dix, "server", "client", &hand.to_string());
-    let Command::StartHand { hands } = Command::start_hand(&deal).unwrap() else {
-        unreachable!()
-    };
     DealtHand {
         hand,
-        hands,
+        deal: Deal::from_seeds(Deck::Dix, "server", "client", &hand.to_string()),
         commitment: "c".into(),
         client_seed: "client".into(),
     }
@@ -92,7 +95,7 @@ pub(crate) fn played() -> Played {
         events.extend(new);
         t
     };
-    let (zero, two) = (Seat::ALL[0], Seat::ALL[2]);
+    let (zero, two) = (seat(0), seat(2));
     let new = t.spectate(spectator).unwrap().events;
     t = take(t, new);
     let new = t.sit(left, two).unwrap().events;
@@ -124,12 +127,14 @@ pub(crate) fn played() -> Played {
             Next::Timeout(seat) => t.time_out(seat, now).unwrap().events,
             Next::Reveal => unreachable!("not finished"),
             Next::Wait => {
-                let seat = t.game.turn().unwrap();
+                let turn = TableGame::turn(&t.game).unwrap();
                 // Seat 0 moves twice, then lets the clock run out until abandoned.
-                if seat == two || moves < 2 {
-                    moves += usize::from(seat == zero);
-                    let command = bot.choose(&t.game.seat_view(seat)).unwrap();
-                    let player = t.players[seat.index()].unwrap();
+                if turn == two || moves < 2 {
+                    moves += usize::from(turn == zero);
+                    let command = bot
+                        .choose(&TableGame::seat_view(&t.game, turn).unwrap())
+                        .unwrap();
+                    let player = t.player_at(turn).unwrap();
                     let id = format!("m{}", t.version);
                     now += 1_000;
                     t.act(player, t.version, &id, &command, now).unwrap().events

@@ -2,27 +2,23 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use fairdeal_games::{Phase, Seat, TableOptions};
+use fairdeal_games::{Phase, TableOptions};
+use fairdeal_table_game::TableGame;
 use uuid::Uuid;
 
-use super::testing::{dealt, fold, table};
+use super::testing::{dealt, fold, seat, table};
 use super::*;
+use crate::{Game, TableError, TableEvent};
 
 #[test]
 fn fourth_seat_starts_the_match_and_the_deal_is_private_per_seat() {
     let mut t = table([false, true, false, true]);
     let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
-    let events = t.sit(a, Seat::ALL[0]).unwrap().events;
+    let events = t.sit(a, seat(0)).unwrap().events;
     t = fold(Some(t), &events);
-    assert_eq!(
-        t.sit(b, Seat::ALL[1]),
-        Err(TableError::BotSeat(Seat::ALL[1]))
-    );
-    assert_eq!(
-        t.sit(b, Seat::ALL[0]),
-        Err(TableError::SeatTaken(Seat::ALL[0]))
-    );
-    let d = t.sit(b, Seat::ALL[2]).unwrap();
+    assert_eq!(t.sit(b, seat(1)), Err(TableError::BotSeat(seat(1))));
+    assert_eq!(t.sit(b, seat(0)), Err(TableError::SeatTaken(seat(0))));
+    let d = t.sit(b, seat(2)).unwrap();
     assert_eq!(d.events.len(), 2, "seat taken + match started");
     t = fold(Some(t), &d.events);
     assert!(t.started());
@@ -32,23 +28,23 @@ fn fourth_seat_starts_the_match_and_the_deal_is_private_per_seat() {
     for e in &d.events {
         if let TableEvent::CardsDealt { seat, .. } = e {
             assert!(e.visible_to(Viewer::Seat(*seat), false));
-            assert!(!e.visible_to(Viewer::Seat(seat.next()), false));
+            assert!(!e.visible_to(Viewer::Seat(seat.offset(1, 4)), false));
             assert!(!e.visible_to(Viewer::Spectator, false));
             assert!(e.visible_to(Viewer::Spectator, true));
         }
     }
     t = fold(Some(t), &d.events);
     assert_eq!(t.game.phase(), Phase::Auction);
-    assert_eq!(t.game.hand_of(Seat::ALL[0]).len(), 10);
+    assert_eq!(t.game.hand_of(fairdeal_games::Seat::ALL[0]).len(), 10);
     // Seat 1 (a bot) bids first: the dealer is seat 0.
-    assert_eq!(t.next(0), Next::Bot(Seat::ALL[1]));
+    assert_eq!(t.next(0), Next::Bot(seat(1)));
 }
 
 #[test]
 fn retry_stale_and_not_seated() {
     let mut t = table([false, true, true, true]);
     let a = Uuid::now_v7();
-    let events = t.sit(a, Seat::ALL[0]).unwrap().events;
+    let events = t.sit(a, seat(0)).unwrap().events;
     t = fold(Some(t), &events);
     let events = t.deal(&dealt(0), 0).unwrap().events;
     t = fold(Some(t), &events);
@@ -57,8 +53,8 @@ fn retry_stale_and_not_seated() {
         let events = t.bot_move(seat, 0).unwrap().events;
         t = fold(Some(t), &events);
     }
-    assert_eq!(t.game.turn(), Some(Seat::ALL[0]));
-    let legal = t.game.legal_commands(Seat::ALL[0]);
+    assert_eq!(TableGame::turn(&t.game), Some(seat(0)));
+    let legal = TableGame::legal_commands(&t.game, seat(0));
     let v = t.version;
     assert_eq!(
         t.act(a, v - 1, "x", &legal[0], 0).unwrap_err(),
@@ -84,12 +80,12 @@ fn retry_stale_and_not_seated() {
 fn a_player_who_lets_the_clock_run_out_is_played_for_then_abandoned() {
     let mut t = table([false, true, true, true]);
     let a = Uuid::now_v7();
-    let events = t.sit(a, Seat::ALL[0]).unwrap().events;
+    let events = t.sit(a, seat(0)).unwrap().events;
     t = fold(Some(t), &events);
     let mut now = 1_000_000;
     let events = t.deal(&dealt(0), now).unwrap().events;
     t = fold(Some(t), &events);
-    let me = Seat::ALL[0];
+    let me = seat(0);
     for round in 1..=MAX_TIMEOUTS {
         while let Next::Bot(seat) = t.next(now) {
             let events = t.bot_move(seat, now).unwrap().events;
@@ -129,12 +125,9 @@ fn a_player_who_lets_the_clock_run_out_is_played_for_then_abandoned() {
 fn spectators_join_once_leave_when_they_sit_and_never_make_a_move_stale() {
     let mut t = table([false, true, true, false]);
     let (a, watcher) = (Uuid::now_v7(), Uuid::now_v7());
-    let events = t.sit(a, Seat::ALL[0]).unwrap().events;
+    let events = t.sit(a, seat(0)).unwrap().events;
     t = fold(Some(t), &events);
-    assert_eq!(
-        t.spectate(a),
-        Err(TableError::SeatedSpectator(Seat::ALL[0]))
-    );
+    assert_eq!(t.spectate(a), Err(TableError::SeatedSpectator(seat(0))));
     let d = t.spectate(watcher).unwrap();
     assert_eq!(
         d.events,
@@ -153,12 +146,12 @@ fn spectators_join_once_leave_when_they_sit_and_never_make_a_move_stale() {
     let events = t.spectate(watcher).unwrap().events;
     t = fold(Some(t), &events);
     // Sitting down ends spectating, first; the fourth seat starts the match.
-    let d = t.sit(watcher, Seat::ALL[3]).unwrap();
+    let d = t.sit(watcher, seat(3)).unwrap();
     assert_eq!(d.events[0], TableEvent::SpectatorLeft { user: watcher });
     assert_eq!(
         d.events[1],
         TableEvent::SeatTaken {
-            seat: Seat::ALL[3],
+            seat: seat(3),
             player: watcher
         }
     );
@@ -171,14 +164,14 @@ fn spectators_join_once_leave_when_they_sit_and_never_make_a_move_stale() {
         t = fold(Some(t), &events);
     }
     // A spectator arriving between a player's read and their move: still their move.
-    let seat = t.game.turn().unwrap();
-    let player = t.players[seat.index()].unwrap();
+    let seat = TableGame::turn(&t.game).unwrap();
+    let player = t.player_at(seat).unwrap();
     let seen = t.version;
     let other = Uuid::now_v7();
     let events = t.spectate(other).unwrap().events;
     t = fold(Some(t), &events);
     assert_eq!(t.version, seen + 1);
-    let legal = t.game.legal_commands(seat);
+    let legal = TableGame::legal_commands(&t.game, seat);
     let d = t.act(player, seen, "m1", &legal[0], 0).unwrap();
     assert!(!d.events.is_empty());
     // A version ahead of the table is refused.
@@ -197,18 +190,19 @@ fn spectators_join_once_leave_when_they_sit_and_never_make_a_move_stale() {
 #[test]
 fn parse_setup_bounds() {
     let o = TableOptions::default;
-    assert!(parse_setup(o(), &[0, 1, 2, 3], 0).is_err());
-    assert!(parse_setup(o(), &[1, 1], 0).is_err());
-    assert!(parse_setup(o(), &[4], 0).is_err());
-    assert!(parse_setup(o(), &[], 4).is_err());
-    assert!(parse_setup(o(), &[], 601).is_err());
-    assert_eq!(
-        parse_setup(o(), &[1, 3], 0).unwrap().2,
-        DEFAULT_MOVE_SECONDS
-    );
-    assert!(parse_command_id("").is_err());
-    assert!(parse_command_id(&"a".repeat(65)).is_err());
-    assert!(parse_command_id("a b").is_err());
-    assert!(parse_command_id("0b7c-1.x_z").is_ok());
-    assert!(parse_command_id("bot:1").is_err(), "the service's ids");
+    assert!(parse_setup::<Game>(o(), &[0, 1, 2, 3], 0).is_err());
+    assert!(parse_setup::<Game>(o(), &[1, 1], 0).is_err());
+    assert!(parse_setup::<Game>(o(), &[4], 0).is_err());
+    assert!(parse_setup::<Game>(o(), &[], 4).is_err());
+    assert!(parse_setup::<Game>(o(), &[], 601).is_err());
+    let setup = parse_setup::<Game>(o(), &[1, 3], 0).unwrap();
+    assert_eq!(setup.move_seconds, DEFAULT_MOVE_SECONDS);
+    assert_eq!(setup.bots, [false, true, false, true]);
+    assert_eq!(setup.layout.seats, 4);
+    let id = parse_command_id::<fairdeal_games::RuleError>;
+    assert!(id("").is_err());
+    assert!(id(&"a".repeat(65)).is_err());
+    assert!(id("a b").is_err());
+    assert!(id("0b7c-1.x_z").is_ok());
+    assert!(id("bot:1").is_err(), "the service's ids");
 }

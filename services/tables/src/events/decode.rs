@@ -2,9 +2,10 @@
 //! `TableEvent` ([`wire_of`]).
 
 use fairdeal_eventstore::{RecordedEvent, is_event_type};
-use fairdeal_games_wire::jeu_du_10::{self as wire, EventMessage};
-use fairdeal_games_wire::{Reason, WireError};
+use fairdeal_games_wire::table::{next_turn_of, seat_of};
+use fairdeal_games_wire::{Reason, WireError, WireGame};
 use fairdeal_proto::fairdeal::tables::v1 as pb;
+use fairdeal_table_game::{MAX_SEATS, Outcome, Seat};
 use prost::Message;
 use uuid::Uuid;
 
@@ -47,7 +48,7 @@ fn command_of(command: &pb::CommandRef) -> Result<CommandRef, WireError> {
     Ok(CommandRef {
         command_id: command.command_id.clone(),
         version_after: command.version_after,
-        next_turn: wire::next_turn_of(command).map_err(|e| e.within("command"))?,
+        next_turn: next_turn_of(command).map_err(|e| e.within("command"))?,
     })
 }
 
@@ -58,99 +59,154 @@ fn decode<M: Message + Default>(event: &RecordedEvent) -> Result<M, StoredEventE
     })
 }
 
-/// A stored message of the engine's events, with the command it answers if it carries one.
-fn engine<M: EventMessage>(m: M) -> Result<TableEvent, StoredEventError> {
-    Ok(TableEvent::Engine {
-        event: m.event()?,
-        command: m.command().map(command_of).transpose()?,
-    })
+/// A list of `field` that must have `expected` entries.
+fn one_each<T>(field: &str, expected: usize, values: Vec<T>) -> Result<Vec<T>, WireError> {
+    if values.len() == expected {
+        Ok(values)
+    } else {
+        Err(WireError::new(
+            field,
+            Reason::Length {
+                expected,
+                actual: values.len(),
+            },
+        ))
+    }
 }
 
 /// A stored event back into the domain, re-validated: its message as stored ([`wire_of`]),
-/// then every field mapped.
-pub fn from_recorded(event: &RecordedEvent) -> Result<TableEvent, StoredEventError> {
+/// then every field mapped (the game's events through its mapping, [`WireGame`]).
+pub fn from_recorded<G: WireGame>(
+    event: &RecordedEvent,
+) -> Result<TableEvent<G>, StoredEventError> {
     use pb::table_event::Event as W;
-    let Some(message) = wire_of(event)?.event else {
+    let Some(message) = wire_of::<G>(event)?.event else {
         return Err(StoredEventError::NotATableEvent(event.event_type.clone()));
     };
+    if let Some(read) = G::event_of(&message) {
+        let (event, command) = read?;
+        return Ok(TableEvent::Engine {
+            event,
+            command: command.as_ref().map(command_of).transpose()?,
+        });
+    }
     let event = match message {
-        W::MatchStarted(m) => engine(m)?,
-        W::BidPlaced(m) => engine(m)?,
-        W::PlayerPassed(m) => engine(m)?,
-        W::AuctionWon(m) => engine(m)?,
-        W::TrumpNamed(m) => engine(m)?,
-        W::CardPlayed(m) => engine(m)?,
-        W::TrickWon(m) => engine(m)?,
-        W::HandScored(m) => engine(m)?,
-        W::MatchWon(m) => engine(m)?,
         W::TableCreated(m) => {
-            let mut bots = [false; 4];
+            let options = G::options_of("options", m.options.as_ref())?;
+            let layout = G::layout(&options).map_err(|_| {
+                WireError::new("options", Reason::Invalid("the game refuses these options"))
+            })?;
+            let mut bots = vec![false; layout.seats];
             for &n in &m.bot_seats {
-                bots[wire::seat_of("bot_seats", n)?.index()] = true;
+                let seat = seat_of("bot_seats", n)?;
+                *bots.get_mut(seat.index()).ok_or_else(|| {
+                    WireError::new(
+                        "bot_seats",
+                        Reason::Invalid("a seat the table does not have"),
+                    )
+                })? = true;
             }
             TableEvent::Created(Created {
                 table_id: uuid_of("table_id", &m.table_id)?,
                 creator: uuid_of("creator_id", &m.creator_id)?,
-                options: wire::options_of("options", m.options.as_ref())?,
+                options,
+                layout,
                 bots,
                 move_seconds: m.move_seconds,
                 commitment: m.commitment,
                 short_code: m.short_code,
-                first_dealer: wire::seat_of("first_dealer", m.first_dealer)?,
+                first_dealer: seat_of("first_dealer", m.first_dealer)?,
             })
         }
         W::SeatTaken(m) => TableEvent::SeatTaken {
-            seat: wire::seat_of("seat", m.seat)?,
+            seat: seat_of("seat", m.seat)?,
             player: uuid_of("player_id", &m.player_id)?,
         },
         W::SeatLeft(m) => TableEvent::SeatLeft {
-            seat: wire::seat_of("seat", m.seat)?,
+            seat: seat_of("seat", m.seat)?,
             player: uuid_of("player_id", &m.player_id)?,
         },
         W::SeedContributed(m) => TableEvent::SeedContributed {
-            seat: wire::seat_of("seat", m.seat)?,
+            seat: seat_of("seat", m.seat)?,
             player: uuid_of("player_id", &m.player_id)?,
             contribution: m.contribution,
         },
         W::HandStarted(m) => TableEvent::HandStarted {
             hand: m.hand,
-            dealer: wire::seat_of("dealer", m.dealer)?,
+            dealer: seat_of("dealer", m.dealer)?,
             commitment: m.commitment,
             client_seed: m.client_seed,
         },
         W::CardsDealt(m) => TableEvent::CardsDealt {
             hand: m.hand,
-            seat: wire::seat_of("seat", m.seat)?,
+            seat: seat_of("seat", m.seat)?,
             position: u8::try_from(m.position)
                 .ok()
-                .filter(|p| *p < 4)
+                .filter(|p| usize::from(*p) < MAX_SEATS)
                 .ok_or_else(|| {
                     WireError::new(
                         "position",
                         Reason::OutOfRange {
                             value: m.position.into(),
-                            range: "0..=3",
+                            range: "0..=4",
                         },
                     )
                 })?,
-            cards: wire::cards_of("cards", &m.cards)?,
+            cards: G::cards_of("cards", &m.cards)?,
+        },
+        W::TalonDealt(m) => TableEvent::TalonDealt {
+            hand: m.hand,
+            cards: G::cards_of("cards", &m.cards)?,
         },
         W::GameFinished(m) => {
-            let mut players = [None; 4];
-            let mut abandoned = [false; 4];
+            let seats = m.players.len();
+            let mut players = vec![None; seats];
+            let mut abandoned = vec![false; seats];
             for p in &m.players {
-                let seat = wire::seat_of("players.seat", p.seat)?;
+                let seat = Seat::at(p.seat, seats).ok_or_else(|| {
+                    WireError::new(
+                        "players.seat",
+                        Reason::Invalid("each seat once, numbered below the seat count"),
+                    )
+                })?;
                 if !p.bot {
                     players[seat.index()] = Some(uuid_of("players.player_id", &p.player_id)?);
                 }
                 abandoned[seat.index()] = p.abandoned;
             }
+            let sides = m
+                .teams
+                .iter()
+                .map(|t| {
+                    t.seats
+                        .iter()
+                        .map(|&n| seat_of("teams.seats", n))
+                        .collect::<Result<Vec<_>, _>>()
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let scores = one_each("final_scores", sides.len(), m.final_scores)?;
+            if usize::try_from(m.winner).map_or(true, |w| w >= sides.len()) {
+                return Err(WireError::new(
+                    "winner",
+                    Reason::OutOfRange {
+                        value: m.winner.into(),
+                        range: "one of the teams",
+                    },
+                )
+                .into());
+            }
+            let placings = (0..sides.len())
+                .map(|side| if side == m.winner as usize { 1 } else { 2 })
+                .collect();
             TableEvent::GameFinished(Finished {
                 players,
                 abandoned,
-                scores: wire::per_team("final_scores", &m.final_scores)?,
-                winner: wire::team_of("winner", m.winner)?,
-                options: wire::options_of("variant", m.variant.as_ref())?,
+                outcome: Outcome {
+                    sides,
+                    scores,
+                    placings,
+                },
+                options: G::options_of("variant", m.variant.as_ref())?,
                 hands_played: m.hands_played,
                 reason: match pb::FinishReason::try_from(m.reason) {
                     Ok(pb::FinishReason::Completed) => FinishReason::Completed,
@@ -174,15 +230,15 @@ pub fn from_recorded(event: &RecordedEvent) -> Result<TableEvent, StoredEventErr
             client_seed: m.client_seed,
         },
         W::TurnClock(m) => TableEvent::TurnClock {
-            seat: wire::seat_of("seat", m.seat)?,
+            seat: seat_of("seat", m.seat)?,
             deadline_ms: m.deadline_ms,
         },
         W::TurnTimedOut(m) => TableEvent::TurnTimedOut {
-            seat: wire::seat_of("seat", m.seat)?,
+            seat: seat_of("seat", m.seat)?,
             consecutive: m.consecutive,
         },
         W::SeatAbandoned(m) => TableEvent::SeatAbandoned {
-            seat: wire::seat_of("seat", m.seat)?,
+            seat: seat_of("seat", m.seat)?,
             player: uuid_of("player_id", &m.player_id)?,
         },
         W::SpectatorJoined(m) => TableEvent::SpectatorJoined {
@@ -191,7 +247,8 @@ pub fn from_recorded(event: &RecordedEvent) -> Result<TableEvent, StoredEventErr
         W::SpectatorLeft(m) => TableEvent::SpectatorLeft {
             user: uuid_of("user_id", &m.user_id)?,
         },
-        W::Placeholder(_) => {
+        // Another game's events, or a placeholder: not this table's.
+        _ => {
             return Err(StoredEventError::NotATableEvent(event.event_type.clone()));
         }
     };
@@ -203,9 +260,16 @@ pub fn from_recorded(event: &RecordedEvent) -> Result<TableEvent, StoredEventErr
 /// each event as [`to_message`](super::to_message) wrote it, so this is the message
 /// `to_message(from_recorded(event))` gives, without the trip through the domain: what a
 /// watcher sends. Its fields are not validated: the caller checks those it decides on.
-pub fn wire_of(event: &RecordedEvent) -> Result<pb::TableEvent, StoredEventError> {
+pub fn wire_of<G: WireGame>(event: &RecordedEvent) -> Result<pb::TableEvent, StoredEventError> {
     use pb::table_event::Event as W;
     let t = event.event_type.as_str();
+    if let Some(decoded) = G::stored_event(t, &event.payload) {
+        let wire = decoded.map_err(|source| StoredEventError::Payload {
+            event_type: event.event_type.clone(),
+            source,
+        })?;
+        return Ok(pb::TableEvent { event: Some(wire) });
+    }
     let wire = if is_event_type::<pb::TableCreated>(t) {
         W::TableCreated(decode(event)?)
     } else if is_event_type::<pb::SeatTaken>(t) {
@@ -214,28 +278,12 @@ pub fn wire_of(event: &RecordedEvent) -> Result<pb::TableEvent, StoredEventError
         W::SeatLeft(decode(event)?)
     } else if is_event_type::<pb::SeedContributed>(t) {
         W::SeedContributed(decode(event)?)
-    } else if is_event_type::<pb::MatchStarted>(t) {
-        W::MatchStarted(decode(event)?)
     } else if is_event_type::<pb::HandStarted>(t) {
         W::HandStarted(decode(event)?)
     } else if is_event_type::<pb::CardsDealt>(t) {
         W::CardsDealt(decode(event)?)
-    } else if is_event_type::<pb::BidPlaced>(t) {
-        W::BidPlaced(decode(event)?)
-    } else if is_event_type::<pb::PlayerPassed>(t) {
-        W::PlayerPassed(decode(event)?)
-    } else if is_event_type::<pb::AuctionWon>(t) {
-        W::AuctionWon(decode(event)?)
-    } else if is_event_type::<pb::TrumpNamed>(t) {
-        W::TrumpNamed(decode(event)?)
-    } else if is_event_type::<pb::CardPlayed>(t) {
-        W::CardPlayed(decode(event)?)
-    } else if is_event_type::<pb::TrickWon>(t) {
-        W::TrickWon(decode(event)?)
-    } else if is_event_type::<pb::HandScored>(t) {
-        W::HandScored(decode(event)?)
-    } else if is_event_type::<pb::MatchWon>(t) {
-        W::MatchWon(decode(event)?)
+    } else if is_event_type::<pb::TalonDealt>(t) {
+        W::TalonDealt(decode(event)?)
     } else if is_event_type::<pb::GameFinished>(t) {
         W::GameFinished(decode(event)?)
     } else if is_event_type::<pb::TableSeedRevealed>(t) {
@@ -263,6 +311,7 @@ mod tests {
     use fairdeal_eventstore::NewEvent;
 
     use super::*;
+    use crate::Game;
     use crate::events::tests::stored;
 
     #[test]
@@ -276,7 +325,7 @@ mod tests {
                 command_id: "c-1".into(),
                 version_after: 9,
                 next_turn: Some(pb::Turn {
-                    seat: 4,
+                    seat: 5,
                     deadline_ms: 1,
                 }),
             }),
@@ -284,8 +333,8 @@ mod tests {
         let new = NewEvent::from_message(&message).with_correlation_id(id.to_string());
         let recorded = stored(id, 1, &new);
         assert_eq!(
-            from_recorded(&recorded).unwrap_err().to_string(),
-            "command.next_turn.seat: 4 is out of range (0..=3)"
+            from_recorded::<Game>(&recorded).unwrap_err().to_string(),
+            "command.next_turn.seat: 5 is out of range (0..=4)"
         );
     }
 
@@ -295,8 +344,8 @@ mod tests {
         let foreign = NewEvent::new("fairdeal.chat.v1.MessagePosted", vec![1, 2, 3]);
         let recorded = stored(id, 1, &foreign);
         for error in [
-            from_recorded(&recorded).unwrap_err(),
-            wire_of(&recorded).unwrap_err(),
+            from_recorded::<Game>(&recorded).unwrap_err(),
+            wire_of::<Game>(&recorded).unwrap_err(),
         ] {
             assert!(
                 matches!(error, StoredEventError::NotATableEvent(_)),
@@ -308,8 +357,8 @@ mod tests {
         corrupt.payload = vec![0x0a, 0x10, b'x'];
         let recorded = stored(id, 1, &corrupt);
         for error in [
-            from_recorded(&recorded).unwrap_err(),
-            wire_of(&recorded).unwrap_err(),
+            from_recorded::<Game>(&recorded).unwrap_err(),
+            wire_of::<Game>(&recorded).unwrap_err(),
         ] {
             assert!(matches!(error, StoredEventError::Payload { .. }), "{error}");
         }

@@ -1,8 +1,10 @@
 //! Domain events -> protobuf: each [`TableEvent`] as the message it is stored as, which is
 //! also the wire's `TableEvent` variant for it ([`to_message`]).
 
-use fairdeal_games::Seat;
-use fairdeal_games_wire::jeu_du_10 as wire;
+use fairdeal_games_wire::WireGame;
+use fairdeal_games_wire::table::{
+    command_message as command_ref, hand_started_message, seat_number,
+};
 use fairdeal_proto::fairdeal::tables::v1 as pb;
 
 use crate::domain::{CommandRef, FinishReason, TableEvent};
@@ -15,7 +17,7 @@ pub fn placeholder() -> pb::TableEvent {
 }
 
 fn command_message(command: &CommandRef) -> pb::CommandRef {
-    wire::command_message(
+    command_ref(
         command.command_id.clone(),
         command.version_after,
         command.next_turn,
@@ -24,19 +26,18 @@ fn command_message(command: &CommandRef) -> pb::CommandRef {
 
 /// `event` of table `table_id` as its protobuf message, the variant of the wire's
 /// `TableEvent` that carries it.
-pub fn to_message(table_id: &str, event: &TableEvent) -> pb::table_event::Event {
+pub fn to_message<G: WireGame>(table_id: &str, event: &TableEvent<G>) -> pb::table_event::Event {
     use pb::table_event::Event as W;
     let id = || table_id.to_owned();
-    let seat_number = wire::seat_number;
     match event {
         TableEvent::Created(c) => W::TableCreated(pb::TableCreated {
             table_id: id(),
             creator_id: c.creator.to_string(),
-            options: Some(wire::options_message(&c.options)),
-            bot_seats: Seat::ALL
-                .into_iter()
-                .filter(|s| c.bots[s.index()])
-                .map(seat_number)
+            options: Some(G::options_message(&c.options)),
+            bot_seats: (0u32..)
+                .zip(&c.bots)
+                .filter(|(_, bot)| **bot)
+                .map(|(n, _)| n)
                 .collect(),
             move_seconds: c.move_seconds,
             commitment: c.commitment.clone(),
@@ -68,7 +69,7 @@ pub fn to_message(table_id: &str, event: &TableEvent) -> pb::table_event::Event 
             dealer,
             commitment,
             client_seed,
-        } => W::HandStarted(wire::hand_started_message(
+        } => W::HandStarted(hand_started_message(
             table_id,
             *hand,
             *dealer,
@@ -85,25 +86,35 @@ pub fn to_message(table_id: &str, event: &TableEvent) -> pb::table_event::Event 
             hand: *hand,
             seat: seat_number(*seat),
             position: u32::from(*position),
-            cards: wire::card_codes(cards),
+            cards: G::card_codes(cards),
+        }),
+        TableEvent::TalonDealt { hand, cards } => W::TalonDealt(pb::TalonDealt {
+            table_id: id(),
+            hand: *hand,
+            cards: G::card_codes(cards),
         }),
         TableEvent::GameFinished(f) => W::GameFinished(pb::GameFinished {
             table_id: id(),
-            players: Seat::ALL
-                .into_iter()
-                .map(|s| pb::SeatPlayer {
-                    seat: seat_number(s),
-                    player_id: f.players[s.index()]
-                        .map(|p| p.to_string())
-                        .unwrap_or_default(),
-                    bot: f.players[s.index()].is_none(),
-                    abandoned: f.abandoned[s.index()],
+            players: (0u32..)
+                .zip(f.players.iter().zip(&f.abandoned))
+                .map(|(seat, (player, abandoned))| pb::SeatPlayer {
+                    seat,
+                    player_id: player.map(|p| p.to_string()).unwrap_or_default(),
+                    bot: player.is_none(),
+                    abandoned: *abandoned,
                 })
                 .collect(),
-            teams: wire::team_seats(),
-            final_scores: f.scores.to_vec(),
-            winner: wire::team_number(f.winner),
-            variant: Some(wire::options_message(&f.options)),
+            teams: (0u32..)
+                .zip(&f.outcome.sides)
+                .map(|(team, seats)| pb::TeamSeats {
+                    team,
+                    seats: seats.iter().copied().map(seat_number).collect(),
+                })
+                .collect(),
+            final_scores: f.outcome.scores.clone(),
+            // The first side placed first (a Jeu du 10 match has one winning team).
+            winner: f.outcome.winners().next().map_or(0, |side| side as u32),
+            variant: Some(G::options_message(&f.options)),
             hands_played: f.hands_played,
             reason: match f.reason {
                 FinishReason::Completed => pb::FinishReason::Completed,
@@ -144,7 +155,7 @@ pub fn to_message(table_id: &str, event: &TableEvent) -> pb::table_event::Event 
             user_id: user.to_string(),
         }),
         TableEvent::Engine { event, command } => {
-            wire::engine_message(table_id, event, command.as_ref().map(command_message)).into_wire()
+            G::event_message(table_id, event, command.as_ref().map(command_message))
         }
     }
 }

@@ -20,6 +20,8 @@ use fairdeal_platform::Aggregate;
 use fairdeal_proto::fairdeal::tables::v1 as pb;
 use uuid::Uuid;
 
+use fairdeal_games_wire::WireGame;
+
 use crate::domain::{FoldError, Table, TableEvent};
 
 mod decode;
@@ -29,51 +31,62 @@ pub(crate) use decode::uuid_of;
 pub use decode::{StoredEventError, from_recorded, wire_of};
 pub use encode::{placeholder, to_message};
 
-impl Aggregate for Table {
+impl<G: WireGame> Aggregate for Table<G> {
     const CATEGORY: &'static str = "table";
     type Id = Uuid;
-    type Event = TableEvent;
+    type Event = TableEvent<G>;
     type DecodeError = StoredEventError;
     type FoldError = FoldError;
 
-    fn encode(id: &Uuid, event: &TableEvent) -> NewEvent {
+    fn encode(id: &Uuid, event: &TableEvent<G>) -> NewEvent {
         let table_id = id.to_string();
-        use pb::table_event::Event as W;
-        let new = match to_message(&table_id, event) {
-            W::TableCreated(m) => NewEvent::from_message(&m),
-            W::SeatTaken(m) => NewEvent::from_message(&m),
-            W::SeatLeft(m) => NewEvent::from_message(&m),
-            W::SeedContributed(m) => NewEvent::from_message(&m),
-            W::MatchStarted(m) => NewEvent::from_message(&m),
-            W::HandStarted(m) => NewEvent::from_message(&m),
-            W::CardsDealt(m) => NewEvent::from_message(&m),
-            W::BidPlaced(m) => NewEvent::from_message(&m),
-            W::PlayerPassed(m) => NewEvent::from_message(&m),
-            W::AuctionWon(m) => NewEvent::from_message(&m),
-            W::TrumpNamed(m) => NewEvent::from_message(&m),
-            W::CardPlayed(m) => NewEvent::from_message(&m),
-            W::TrickWon(m) => NewEvent::from_message(&m),
-            W::HandScored(m) => NewEvent::from_message(&m),
-            W::MatchWon(m) => NewEvent::from_message(&m),
-            W::GameFinished(m) => NewEvent::from_message(&m),
-            W::TableSeedRevealed(m) => NewEvent::from_message(&m),
-            W::TurnClock(m) => NewEvent::from_message(&m),
-            W::TurnTimedOut(m) => NewEvent::from_message(&m),
-            W::SeatAbandoned(m) => NewEvent::from_message(&m),
-            W::SpectatorJoined(m) => NewEvent::from_message(&m),
-            W::SpectatorLeft(m) => NewEvent::from_message(&m),
-            // Only what a viewer may not see is sent as a placeholder; nothing is one.
-            W::Placeholder(m) => NewEvent::from_message(&m),
+        let message = to_message(&table_id, event);
+        let new = match G::stored_message(&message) {
+            Some((event_type, payload)) => NewEvent::new(event_type, payload),
+            None => stored(message),
         };
         new.with_correlation_id(table_id)
     }
 
-    fn decode(event: &RecordedEvent) -> Result<TableEvent, StoredEventError> {
+    fn decode(event: &RecordedEvent) -> Result<TableEvent<G>, StoredEventError> {
         from_recorded(event)
     }
 
-    fn apply(state: Option<Self>, event: &TableEvent) -> Result<Self, FoldError> {
+    fn apply(state: Option<Self>, event: &TableEvent<G>) -> Result<Self, FoldError> {
         Table::apply(state, event)
+    }
+}
+
+/// A table's own message as it is stored (a game's events are the game's to store).
+fn stored(message: pb::table_event::Event) -> NewEvent {
+    use pb::table_event::Event as W;
+    match message {
+        W::TableCreated(m) => NewEvent::from_message(&m),
+        W::SeatTaken(m) => NewEvent::from_message(&m),
+        W::SeatLeft(m) => NewEvent::from_message(&m),
+        W::SeedContributed(m) => NewEvent::from_message(&m),
+        W::HandStarted(m) => NewEvent::from_message(&m),
+        W::CardsDealt(m) => NewEvent::from_message(&m),
+        W::TalonDealt(m) => NewEvent::from_message(&m),
+        W::GameFinished(m) => NewEvent::from_message(&m),
+        W::TableSeedRevealed(m) => NewEvent::from_message(&m),
+        W::TurnClock(m) => NewEvent::from_message(&m),
+        W::TurnTimedOut(m) => NewEvent::from_message(&m),
+        W::SeatAbandoned(m) => NewEvent::from_message(&m),
+        W::SpectatorJoined(m) => NewEvent::from_message(&m),
+        W::SpectatorLeft(m) => NewEvent::from_message(&m),
+        // Only what a viewer may not see is sent as a placeholder; nothing is one.
+        W::Placeholder(m) => NewEvent::from_message(&m),
+        // Jeu du 10's events, stored by its mapping (`G::stored_message`) before this.
+        W::MatchStarted(m) => NewEvent::from_message(&m),
+        W::BidPlaced(m) => NewEvent::from_message(&m),
+        W::PlayerPassed(m) => NewEvent::from_message(&m),
+        W::AuctionWon(m) => NewEvent::from_message(&m),
+        W::TrumpNamed(m) => NewEvent::from_message(&m),
+        W::CardPlayed(m) => NewEvent::from_message(&m),
+        W::TrickWon(m) => NewEvent::from_message(&m),
+        W::HandScored(m) => NewEvent::from_message(&m),
+        W::MatchWon(m) => NewEvent::from_message(&m),
     }
 }
 
@@ -83,31 +96,41 @@ pub(crate) mod tests {
 
     use fairdeal_eventstore::{GENESIS_PREV_HASH, StreamId, seal};
     use fairdeal_fairness::Deck;
-    use fairdeal_games::{Bid, Event, MatchEnd, Purchase, Seat, TableOptions, Team};
+    use fairdeal_games::{Bid, Event, MatchEnd, Purchase, TableOptions, Team};
+    use fairdeal_table_game::{Outcome, TableGame};
 
     use super::*;
+    use crate::Game;
+    use crate::domain::testing::seat;
     use crate::domain::{CommandRef, Created, FinishReason, Finished};
 
-    fn engine(event: Event, command: Option<CommandRef>) -> TableEvent {
+    fn engine(event: Event, command: Option<CommandRef>) -> TableEvent<Game> {
         TableEvent::Engine { event, command }
+    }
+
+    fn engine_seat(n: u8) -> fairdeal_games::Seat {
+        fairdeal_games::Seat::new(n).unwrap()
     }
 
     /// Every kind of event survives encode -> decode unchanged.
     #[test]
     fn events_round_trip() {
         let id = Uuid::now_v7();
-        let s = |n| Seat::new(n).unwrap();
+        let s = seat;
+        let e = engine_seat;
+        let options = TableOptions {
+            deck: Deck::Ruff,
+            purchase: Some(Purchase::Budget),
+            budget: Some(10),
+            ..TableOptions::default()
+        };
         let events = [
             TableEvent::Created(Created {
                 table_id: id,
                 creator: Uuid::now_v7(),
-                options: TableOptions {
-                    deck: Deck::Ruff,
-                    purchase: Some(Purchase::Budget),
-                    budget: Some(10),
-                    ..TableOptions::default()
-                },
-                bots: [false, true, false, true],
+                layout: Game::layout(&options).unwrap(),
+                options,
+                bots: vec![false, true, false, true],
                 move_seconds: 30,
                 commitment: "ab".repeat(32),
                 short_code: "ababa".into(),
@@ -123,9 +146,13 @@ pub(crate) mod tests {
                 position: 0,
                 cards: vec!["TH".parse().unwrap(), "5C".parse().unwrap()],
             },
+            TableEvent::TalonDealt {
+                hand: 3,
+                cards: vec!["AS".parse().unwrap()],
+            },
             engine(
                 Event::CardPlayed {
-                    seat: s(1),
+                    seat: e(1),
                     card: "AS".parse().unwrap(),
                 },
                 Some(CommandRef {
@@ -136,14 +163,14 @@ pub(crate) mod tests {
             ),
             engine(
                 Event::AuctionWon {
-                    seat: s(3),
+                    seat: e(3),
                     bid: Bid::Points(0),
                 },
                 None,
             ),
             engine(
                 Event::BidPlaced {
-                    seat: s(3),
+                    seat: e(3),
                     bid: Bid::Game,
                 },
                 None,
@@ -175,17 +202,20 @@ pub(crate) mod tests {
                 user: Uuid::now_v7(),
             },
             TableEvent::GameFinished(Finished {
-                players: [Some(Uuid::now_v7()), None, Some(Uuid::now_v7()), None],
-                abandoned: [false, false, true, false],
-                scores: [510, 230],
-                winner: Team::new(0).unwrap(),
+                players: vec![Some(Uuid::now_v7()), None, Some(Uuid::now_v7()), None],
+                abandoned: vec![false, false, true, false],
+                outcome: Outcome {
+                    sides: vec![vec![s(0), s(2)], vec![s(1), s(3)]],
+                    scores: vec![510, 230],
+                    placings: vec![1, 2],
+                },
                 options: TableOptions::default(),
                 hands_played: 7,
                 reason: FinishReason::Completed,
             }),
         ];
         for (i, event) in events.iter().enumerate() {
-            let new = <Table as Aggregate>::encode(&id, event);
+            let new = <Table<Game> as Aggregate>::encode(&id, event);
             let recorded = stored(id, i as u64 + 1, &new);
             assert_eq!(&from_recorded(&recorded).unwrap(), event);
             assert_eq!(new.correlation_id, id.to_string());

@@ -245,7 +245,7 @@ async fn full_match(db: Db) {
     assert_eq!(stored.len() as u64, end.version);
     let decoded: Vec<_> = stored
         .iter()
-        .map(|e| fairdeal_tables::events::from_recorded(e).unwrap())
+        .map(|e| fairdeal_tables::events::from_recorded::<fairdeal_tables::Game>(e).unwrap())
         .collect();
     let log = fairdeal_tables::domain::engine_log(&decoded);
     let replayed = fairdeal_games::Game::verify(&log).expect("the log re-decides");
