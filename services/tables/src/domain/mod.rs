@@ -35,6 +35,8 @@ mod table;
 pub(crate) mod testing;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod toy;
 
 pub use decide::{
     DealtHand, Decided, Decision, Next, Setup, bot_seed, create, parse_command_id, parse_setup,

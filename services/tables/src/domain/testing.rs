@@ -35,10 +35,13 @@ pub(crate) fn table(bots: [bool; 4]) -> Table {
 }
 
 /// `events` folded into `state`.
-pub(crate) fn fold(state: Option<Table>, events: &[TableEvent]) -> Table {
+pub(crate) fn fold<G: TableGame>(
+    state: Option<super::Table<G>>,
+    events: &[super::TableEvent<G>],
+) -> super::Table<G> {
     let mut state = state;
     for e in events {
-        state = Some(Table::apply(state, e).unwrap());
+        state = Some(super::Table::apply(state, e).unwrap());
     }
     state.unwrap()
 }
