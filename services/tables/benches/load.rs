@@ -17,7 +17,9 @@
 //! command's first event arriving on all four seats' streams. A table that finishes is
 //! replaced by a new one. Moves/s counts accepted `Act`s. On PostgreSQL + NATS it also
 //! reports how far the relay to JetStream stood behind the store at the window's end, and
-//! when its checkpoint reached that point.
+//! when its checkpoint reached that point. Every run reports what the window cost per 1,000
+//! moves ([`spent`]): CPU seconds of this process, PostgreSQL and NATS, WAL bytes and
+//! transactions, JetStream messages stored and delivered.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 #[allow(dead_code)]
@@ -26,6 +28,8 @@ mod harness;
 #[allow(dead_code)]
 #[path = "../tests/api/moves.rs"]
 mod moves;
+#[path = "load/spent.rs"]
+mod spent;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -362,6 +366,12 @@ async fn run(db: Db, tables: usize, seconds: u64) {
     let app = Arc::new(TestApp::spawn_replicas(db, replicas).await);
     let tally = Arc::new(Mutex::new(Tally::default()));
     let (stop_tx, stop) = watch::channel(false);
+    let pool = match app.tables_storage().db() {
+        fairdeal_db::Db::Postgres { pool, .. } => Some(pool.clone()),
+        _ => None,
+    };
+    let nats_url = pool.as_ref().map(|_| fairdeal_testkit::nats_url());
+    let before = spent::Spent::now(pool.as_ref(), nats_url.as_deref()).await;
     let start = Instant::now();
     let drivers: Vec<_> = (0..tables)
         .map(|_| tokio::spawn(drive(app.clone(), tally.clone(), stop.clone())))
@@ -372,6 +382,7 @@ async fn run(db: Db, tables: usize, seconds: u64) {
         (t.moves, t.latencies.clone(), t.finished)
     };
     let elapsed = start.elapsed().as_secs_f64();
+    let after = spent::Spent::now(pool.as_ref(), nats_url.as_deref()).await;
     let head = app.tables_storage().events().head_position().await.unwrap();
     let behind = relay_behind(&app, head).await;
     stop_tx.send(true).unwrap();
@@ -403,6 +414,7 @@ async fn run(db: Db, tables: usize, seconds: u64) {
         percentile(&latencies, 0.99),
         latencies.len(),
     );
+    println!("{db:?}: {}", after.per_thousand_moves(&before, moves));
     if let Some(behind) = behind {
         // The checkpoint trails the acknowledged publishes by up to its 250 ms interval.
         let mut caught_up = relay_behind(&app, head).await;
