@@ -14,6 +14,9 @@
 //! - [`Streams`]: the aggregate runner: load, decide, append with the expected version,
 //!   bounded retries, one in-memory owner per stream so commands to one stream queue
 //!   instead of conflicting;
+//! - [`ownership`]: which replica owns each partition of a service's aggregates, through
+//!   leases with fencing tokens in the service's PostgreSQL schema (the first part of
+//!   issue 33; not yet used by a service);
 //! - [`quota`]: per-key request quotas over a sliding window, in memory (embedded default)
 //!   or in Redis (shared by replicas), for rate limits such as mails or chat messages;
 //! - [`Deployment`]: the settings it reads (database, connection budget, bus), which the
@@ -25,6 +28,7 @@
 pub mod aggregate;
 pub mod bus;
 pub mod error;
+pub mod ownership;
 pub mod quota;
 pub mod settings;
 pub mod shutdown;

@@ -1,0 +1,229 @@
+//! Ownership of a service's aggregates by partition, through leases with fencing tokens in
+//! the service's own PostgreSQL schema (issue 33's first part; docs/decisions.md, "Who owns
+//! a table").
+//!
+//! An aggregate's id maps to one of a fixed number of partitions ([`partition_of`]). A
+//! replica holds a partition through a [`Lease`]: its owner name, until when (judged by the
+//! database's clock, never a replica's), and its epoch. Taking a partition over (it was free,
+//! or its lease expired) raises the epoch; renewing keeps it. The epoch is the fencing
+//! token: an owner checks its lease inside the transaction that writes for the partition
+//! ([`Leases::fence`]), with a shared row lock, so
+//! - a stale owner's write fails (its epoch is not the row's, or the lease has expired), and
+//! - a takeover waits for every write already past its check to commit, so none lands after
+//!   the new owner starts deciding.
+//!
+//! The embedded default is one process owning everything: it holds no leases.
+
+use std::time::Duration;
+
+use fairdeal_db::Schema;
+use sqlx::{AssertSqlSafe, PgConnection, PgPool};
+use uuid::Uuid;
+
+/// The migrations of the lease table (versions 3000-3999), tracked as `_fairdeal_ownership_migrations`.
+pub static MIGRATIONS: fairdeal_db::Migrations = fairdeal_db::Migrations {
+    name: "fairdeal_ownership",
+    postgres: sqlx::migrate!("./migrations/postgres"),
+    sqlite: sqlx::migrate!("./migrations/sqlite"),
+};
+
+/// The partition of aggregate `id` among `partitions` (at least 1): the low 64 bits of the
+/// UUID (random in a v7 UUID) modulo the count, so the same id always lands on the same
+/// partition and ids spread evenly.
+pub fn partition_of(id: &Uuid, partitions: u32) -> u32 {
+    let (_, low) = id.as_u64_pair();
+    // The remainder is below `partitions`, a u32.
+    (low % u64::from(partitions.max(1))) as u32
+}
+
+/// A partition held by an owner until `expires_at_ms`, at `epoch`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// The partition.
+    pub partition: u32,
+    /// The owner's name (a replica's: its pod name, say).
+    pub owner: String,
+    /// The fencing token: raised by every takeover.
+    pub epoch: i64,
+    /// When the lease ends unless renewed (Unix ms, the database's clock).
+    pub expires_at_ms: i64,
+}
+
+/// Why a write for a partition may not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum LeaseError {
+    /// The lease is no longer this owner's at this epoch, or has expired: another replica
+    /// may own the partition now.
+    #[error("partition {partition}: the lease at epoch {epoch} is no longer held")]
+    Fenced {
+        /// The partition.
+        partition: u32,
+        /// The epoch the writer held.
+        epoch: i64,
+    },
+    /// The database failed.
+    #[error("partition leases: {0}")]
+    Database(#[from] sqlx::Error),
+}
+
+/// The leases of one owner over a service's partitions, in that service's schema. The
+/// statements name the table qualified by the schema, a checked identifier ([`Schema`]);
+/// every value is bound.
+#[derive(Debug, Clone)]
+pub struct Leases {
+    pool: PgPool,
+    table: String,
+    owner: String,
+    ttl: Duration,
+}
+
+type Row = (i32, String, i64, i64);
+
+fn lease((partition, owner, epoch, expires_at_ms): Row) -> Lease {
+    Lease {
+        // Stored from a u32.
+        partition: u32::try_from(partition).unwrap_or_default(),
+        owner,
+        epoch,
+        expires_at_ms,
+    }
+}
+
+/// The columns of a lease, its expiry as Unix ms.
+const COLUMNS: &str =
+    "partition, owner, epoch, (extract(epoch FROM expires_at) * 1000)::bigint AS expires_at_ms";
+
+impl Leases {
+    /// `owner`'s leases in `schema` of `pool`'s database, each taken or renewed for `ttl`.
+    pub fn new(pool: PgPool, schema: &Schema, owner: impl Into<String>, ttl: Duration) -> Self {
+        Leases {
+            pool,
+            table: format!("{}.partition_leases", schema.quoted()),
+            owner: owner.into(),
+            ttl,
+        }
+    }
+
+    fn ttl_ms(&self) -> i64 {
+        i64::try_from(self.ttl.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    /// Takes `partition` when it is free or its lease has expired (raising the epoch), or
+    /// renews it when this owner holds it; `None` while another owner's lease runs.
+    pub async fn acquire(&self, partition: u32) -> Result<Option<Lease>, LeaseError> {
+        let sql = format!(
+            "INSERT INTO {table} AS l (partition, owner, epoch, expires_at) \
+             VALUES ($1, $2, 1, now() + make_interval(secs => $3::double precision / 1000)) \
+             ON CONFLICT (partition) DO UPDATE SET \
+               owner = excluded.owner, \
+               epoch = CASE WHEN l.owner = excluded.owner AND l.expires_at > now() \
+                            THEN l.epoch ELSE l.epoch + 1 END, \
+               expires_at = excluded.expires_at \
+             WHERE l.owner = excluded.owner OR l.expires_at <= now() \
+             RETURNING {COLUMNS}",
+            table = self.table
+        );
+        let row: Option<Row> = sqlx::query_as(AssertSqlSafe(sql))
+            .bind(i32::try_from(partition).unwrap_or(i32::MAX))
+            .bind(&self.owner)
+            .bind(self.ttl_ms())
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(lease))
+    }
+
+    /// Extends `held` by the ttl while it is still this owner's at its epoch and unexpired;
+    /// [`LeaseError::Fenced`] otherwise (the partition must be taken again, at a new epoch).
+    pub async fn renew(&self, held: &Lease) -> Result<Lease, LeaseError> {
+        let sql = format!(
+            "UPDATE {table} SET expires_at = now() + make_interval(secs => $4::double precision / 1000) \
+             WHERE partition = $1 AND owner = $2 AND epoch = $3 AND expires_at > now() \
+             RETURNING {COLUMNS}",
+            table = self.table
+        );
+        let row: Option<Row> = sqlx::query_as(AssertSqlSafe(sql))
+            .bind(i32::try_from(held.partition).unwrap_or(i32::MAX))
+            .bind(&self.owner)
+            .bind(held.epoch)
+            .bind(self.ttl_ms())
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(lease).ok_or(LeaseError::Fenced {
+            partition: held.partition,
+            epoch: held.epoch,
+        })
+    }
+
+    /// Gives `held` up at once (a drain): the next owner takes it without waiting for the
+    /// expiry. Whether it was still held.
+    pub async fn release(&self, held: &Lease) -> Result<bool, LeaseError> {
+        let sql = format!(
+            "UPDATE {table} SET expires_at = now() \
+             WHERE partition = $1 AND owner = $2 AND epoch = $3 AND expires_at > now()",
+            table = self.table
+        );
+        let done = sqlx::query(AssertSqlSafe(sql))
+            .bind(i32::try_from(held.partition).unwrap_or(i32::MAX))
+            .bind(&self.owner)
+            .bind(held.epoch)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// The fence: inside the transaction `tx` that writes for `held`'s partition, checks
+    /// that the lease is still this owner's at its epoch and unexpired, and locks its row
+    /// for share until the transaction ends, so a takeover (which updates the row) waits for
+    /// the write to commit or roll back. [`LeaseError::Fenced`] when the lease is gone: the
+    /// caller rolls back. The expiry is judged at the check (`clock_timestamp()`, not the
+    /// transaction's start); what keeps a takeover out from then on is the lock.
+    pub async fn fence(&self, tx: &mut PgConnection, held: &Lease) -> Result<(), LeaseError> {
+        let sql = format!(
+            "SELECT 1 FROM {table} \
+             WHERE partition = $1 AND owner = $2 AND epoch = $3 \
+               AND expires_at > clock_timestamp() \
+             FOR SHARE",
+            table = self.table
+        );
+        let found: Option<i32> = sqlx::query_scalar(AssertSqlSafe(sql))
+            .bind(i32::try_from(held.partition).unwrap_or(i32::MAX))
+            .bind(&self.owner)
+            .bind(held.epoch)
+            .fetch_optional(tx)
+            .await?;
+        found.map(|_| ()).ok_or(LeaseError::Fenced {
+            partition: held.partition,
+            epoch: held.epoch,
+        })
+    }
+
+    /// Every lease of the service's partitions, in partition order.
+    pub async fn all(&self) -> Result<Vec<Lease>, LeaseError> {
+        let sql = format!("SELECT {COLUMNS} FROM {} ORDER BY partition", self.table);
+        let rows: Vec<Row> = sqlx::query_as(AssertSqlSafe(sql))
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.into_iter().map(lease).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_id_always_lands_on_the_same_partition_and_ids_spread() {
+        let mut counts = [0u32; 8];
+        for _ in 0..8_000 {
+            let id = Uuid::now_v7();
+            let p = partition_of(&id, 8);
+            assert_eq!(partition_of(&id, 8), p);
+            counts[p as usize] += 1;
+        }
+        assert!(
+            counts.iter().all(|c| (800..1_200).contains(c)),
+            "{counts:?}"
+        );
+        assert_eq!(partition_of(&Uuid::now_v7(), 0), 0);
+    }
+}

@@ -1,0 +1,149 @@
+//! Partition leases on a real PostgreSQL: one owner at a time, a takeover only after the
+//! lease expires (or is released) and at a higher epoch, a stale owner fenced out of its
+//! writes, and a takeover waiting for a write already past its fence.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use fairdeal_db::{DatabaseUrl, Db, Schema};
+use fairdeal_platform::ownership::{LeaseError, Leases, MIGRATIONS};
+use fairdeal_testkit::TestDatabase;
+use sqlx::PgPool;
+
+struct Fixture {
+    database: TestDatabase,
+    pool: PgPool,
+    schema: Schema,
+}
+
+async fn fixture() -> Fixture {
+    let database = TestDatabase::create().await.unwrap();
+    let schema = Schema::new("tables").unwrap();
+    let url: DatabaseUrl = database.url().parse().unwrap();
+    let db = Db::open(&url, &schema).await.unwrap();
+    db.migrate(&MIGRATIONS).await.unwrap();
+    let Db::Postgres { pool, .. } = db else {
+        panic!("a PostgreSQL URL opens PostgreSQL");
+    };
+    Fixture {
+        database,
+        pool,
+        schema,
+    }
+}
+
+impl Fixture {
+    fn owner(&self, name: &str, ttl: Duration) -> Leases {
+        Leases::new(self.pool.clone(), &self.schema, name, ttl)
+    }
+
+    async fn done(self) {
+        self.pool.close().await;
+        self.database.drop().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn one_owner_at_a_time_and_a_takeover_raises_the_epoch_and_fences_the_old_owner() {
+    let f = fixture().await;
+    let a = f.owner("replica-a", Duration::from_millis(400));
+    let b = f.owner("replica-b", Duration::from_secs(30));
+
+    let held = a
+        .acquire(7)
+        .await
+        .unwrap()
+        .expect("a free partition is taken");
+    assert_eq!(
+        (held.partition, held.owner.as_str(), held.epoch),
+        (7, "replica-a", 1)
+    );
+    assert_eq!(
+        b.acquire(7).await.unwrap(),
+        None,
+        "a running lease is another's"
+    );
+    // Renewing keeps the epoch; acquiring again as the holder renews too.
+    let renewed = a.renew(&held).await.unwrap();
+    assert_eq!(renewed.epoch, 1);
+    assert!(renewed.expires_at_ms >= held.expires_at_ms);
+    assert_eq!(a.acquire(7).await.unwrap().map(|l| l.epoch), Some(1));
+    let mut tx = f.pool.begin().await.unwrap();
+    a.fence(&mut tx, &held).await.unwrap();
+    tx.commit().await.unwrap();
+
+    // A's lease runs out: B takes the partition at a higher epoch, and A is fenced out.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let taken = b
+        .acquire(7)
+        .await
+        .unwrap()
+        .expect("an expired lease is taken over");
+    assert_eq!((taken.owner.as_str(), taken.epoch), ("replica-b", 2));
+    let mut tx = f.pool.begin().await.unwrap();
+    let fenced = a.fence(&mut tx, &held).await.unwrap_err();
+    assert!(
+        matches!(
+            fenced,
+            LeaseError::Fenced {
+                partition: 7,
+                epoch: 1
+            }
+        ),
+        "{fenced}"
+    );
+    tx.rollback().await.unwrap();
+    assert!(matches!(
+        a.renew(&held).await,
+        Err(LeaseError::Fenced { .. })
+    ));
+    assert!(
+        !a.release(&held).await.unwrap(),
+        "nothing of A's to release"
+    );
+
+    // A drain: B releases, A takes it back at once, at epoch 3.
+    assert!(b.release(&taken).await.unwrap());
+    let back = a
+        .acquire(7)
+        .await
+        .unwrap()
+        .expect("a released partition is free");
+    assert_eq!(back.epoch, 3);
+    let all = a.all().await.unwrap();
+    assert_eq!(all.len(), 1);
+    assert_eq!((all[0].owner.as_str(), all[0].epoch), ("replica-a", 3));
+    f.done().await;
+}
+
+#[tokio::test]
+async fn a_takeover_waits_for_a_write_already_past_its_fence() {
+    let f = fixture().await;
+    let a = f.owner("replica-a", Duration::from_millis(300));
+    let b = f.owner("replica-b", Duration::from_secs(30));
+    let held = a.acquire(1).await.unwrap().unwrap();
+
+    // A's write passes its fence and holds its transaction open past the lease's expiry.
+    let mut tx = f.pool.begin().await.unwrap();
+    a.fence(&mut tx, &held).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let takeover = tokio::spawn(async move { b.acquire(1).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !takeover.is_finished(),
+        "the takeover waits for the write that passed the fence"
+    );
+    tx.commit().await.unwrap();
+    let taken = takeover
+        .await
+        .unwrap()
+        .unwrap()
+        .expect("then it takes over");
+    assert_eq!(taken.epoch, 2);
+
+    // From then on A is fenced.
+    let mut tx = f.pool.begin().await.unwrap();
+    assert!(a.fence(&mut tx, &held).await.is_err());
+    tx.rollback().await.unwrap();
+    f.done().await;
+}
