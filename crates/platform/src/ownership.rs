@@ -12,11 +12,15 @@
 //! - a takeover waits for every write already past its check to commit, so none lands after
 //!   the new owner starts deciding.
 //!
+//! [`Leases::append`] is such a write: an event store append fenced by its lease.
+//!
 //! The embedded default is one process owning everything: it holds no leases.
 
 use std::time::Duration;
 
 use fairdeal_db::Schema;
+use fairdeal_event::{NewEvent, StreamId};
+use fairdeal_eventstore::{Appended, ExpectedVersion, PgEventStore, StoreError};
 use sqlx::{AssertSqlSafe, PgConnection, PgPool};
 use uuid::Uuid;
 
@@ -64,6 +68,9 @@ pub enum LeaseError {
     /// The database failed.
     #[error("partition leases: {0}")]
     Database(#[from] sqlx::Error),
+    /// The append itself failed (a version conflict, say); nothing was written.
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 /// The leases of one owner over a service's partitions, in that service's schema. The
@@ -195,6 +202,28 @@ impl Leases {
             partition: held.partition,
             epoch: held.epoch,
         })
+    }
+
+    /// Appends `events` to `stream` for `held`'s partition, fenced: the lease is checked in
+    /// the append's own transaction ([`Leases::fence`]), so a stale owner's append fails
+    /// with [`LeaseError::Fenced`] and writes nothing, and a takeover waits for this append
+    /// to commit. One transaction per append (the store's group commit does not take fences
+    /// yet).
+    pub async fn append(
+        &self,
+        store: &PgEventStore,
+        held: &Lease,
+        stream: &StreamId,
+        expected: ExpectedVersion,
+        events: Vec<NewEvent>,
+    ) -> Result<Appended, LeaseError> {
+        let mut tx = store.begin().await?;
+        self.fence(&mut tx, held).await?;
+        let appended = store
+            .append_in_tx(&mut tx, stream, expected, events)
+            .await?;
+        tx.commit().await?;
+        Ok(appended)
     }
 
     /// Every lease of the service's partitions, in partition order.

@@ -6,9 +6,12 @@
 use std::time::Duration;
 
 use fairdeal_db::{DatabaseUrl, Db, Schema};
-use fairdeal_platform::ownership::{LeaseError, Leases, MIGRATIONS};
+use fairdeal_event::{NewEvent, StreamId};
+use fairdeal_eventstore::{EventStore, ExpectedVersion, PgEventStore};
+use fairdeal_platform::ownership::{LeaseError, Leases, MIGRATIONS, partition_of};
 use fairdeal_testkit::TestDatabase;
 use sqlx::PgPool;
+use uuid::Uuid;
 
 struct Fixture {
     database: TestDatabase,
@@ -145,5 +148,65 @@ async fn a_takeover_waits_for_a_write_already_past_its_fence() {
     let mut tx = f.pool.begin().await.unwrap();
     assert!(a.fence(&mut tx, &held).await.is_err());
     tx.rollback().await.unwrap();
+    f.done().await;
+}
+
+#[tokio::test]
+async fn a_stale_owners_append_fails_and_writes_nothing_and_the_new_owners_goes_on() {
+    let f = fixture().await;
+    let store = PgEventStore::new(f.pool.clone(), f.schema.as_str()).unwrap();
+    store.migrate().await.unwrap();
+    let table = Uuid::now_v7();
+    let stream = StreamId::of("table", table).unwrap();
+    let partition = partition_of(&table, 16);
+    let a = f.owner("replica-a", Duration::from_millis(300));
+    let b = f.owner("replica-b", Duration::from_secs(30));
+    let event = |n: u8| NewEvent::new("test.v1.Moved", vec![n]);
+
+    let held_a = a.acquire(partition).await.unwrap().unwrap();
+    let appended = a
+        .append(
+            &store,
+            &held_a,
+            &stream,
+            ExpectedVersion::Exact(0),
+            vec![event(1)],
+        )
+        .await
+        .unwrap();
+    assert_eq!(appended.version, 1);
+
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let held_b = b.acquire(partition).await.unwrap().unwrap();
+    // A still believes it owns the table and its expected version is right: fenced anyway.
+    let stale = a
+        .append(
+            &store,
+            &held_a,
+            &stream,
+            ExpectedVersion::Exact(1),
+            vec![event(2)],
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(stale, LeaseError::Fenced { .. }), "{stale}");
+    assert_eq!(store.read_stream(&stream, 1, 10).await.unwrap().len(), 1);
+    // The new owner goes on from where the stream stands.
+    let appended = b
+        .append(
+            &store,
+            &held_b,
+            &stream,
+            ExpectedVersion::Exact(1),
+            vec![event(3)],
+        )
+        .await
+        .unwrap();
+    assert_eq!(appended.version, 2);
+    let stored = store.read_stream(&stream, 1, 10).await.unwrap();
+    assert_eq!(
+        stored.iter().map(|e| e.payload.clone()).collect::<Vec<_>>(),
+        [vec![1], vec![3]]
+    );
     f.done().await;
 }
