@@ -13,6 +13,8 @@
 //!   the new owner starts deciding.
 //!
 //! [`Leases::append`] is such a write: an event store append fenced by its lease.
+//! [`Keeper`] holds one replica's fair share of the partitions: it renews, takes what is free
+//! or expired, drains what is above its share, and releases everything when it stops.
 //!
 //! The embedded default is one process owning everything: it holds no leases.
 
@@ -80,6 +82,7 @@ pub enum LeaseError {
 pub struct Leases {
     pool: PgPool,
     table: String,
+    owners: String,
     owner: String,
     ttl: Duration,
 }
@@ -106,6 +109,7 @@ impl Leases {
         Leases {
             pool,
             table: format!("{}.partition_leases", schema.quoted()),
+            owners: format!("{}.lease_owners", schema.quoted()),
             owner: owner.into(),
             ttl,
         }
@@ -226,6 +230,43 @@ impl Leases {
         Ok(appended)
     }
 
+    /// Records this owner as taking part for the ttl (a keeper's heartbeat).
+    pub async fn heartbeat(&self) -> Result<(), LeaseError> {
+        let sql = format!(
+            "INSERT INTO {owners} (owner, expires_at) \
+             VALUES ($1, now() + make_interval(secs => $2::double precision / 1000)) \
+             ON CONFLICT (owner) DO UPDATE SET expires_at = excluded.expires_at",
+            owners = self.owners
+        );
+        sqlx::query(AssertSqlSafe(sql))
+            .bind(&self.owner)
+            .bind(self.ttl_ms())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Stops taking part (a drain): the others stop counting this owner at once.
+    pub async fn leave(&self) -> Result<(), LeaseError> {
+        let sql = format!("DELETE FROM {} WHERE owner = $1", self.owners);
+        sqlx::query(AssertSqlSafe(sql))
+            .bind(&self.owner)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// The owners taking part now (unexpired heartbeats), this one included if it beat.
+    pub async fn live_owners(&self) -> Result<Vec<String>, LeaseError> {
+        let sql = format!(
+            "SELECT owner FROM {} WHERE expires_at > now() ORDER BY owner",
+            self.owners
+        );
+        Ok(sqlx::query_scalar(AssertSqlSafe(sql))
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
     /// Every lease of the service's partitions, in partition order.
     pub async fn all(&self) -> Result<Vec<Lease>, LeaseError> {
         let sql = format!("SELECT {COLUMNS} FROM {} ORDER BY partition", self.table);
@@ -254,5 +295,120 @@ mod tests {
             "{counts:?}"
         );
         assert_eq!(partition_of(&Uuid::now_v7(), 0), 0);
+    }
+}
+
+/// What a [`Keeper`] holds: its leases by partition.
+pub type Owned = std::collections::BTreeMap<u32, Lease>;
+
+/// One replica's share of the partitions, kept by [`Keeper::tick`] (and [`Keeper::run`]):
+/// it renews what it holds, takes free or expired partitions up to its fair share, and gives
+/// up (releases) what is above it, so a replica that joins is handed partitions by the others'
+/// drains, and the partitions of one that died are taken once its leases expire.
+///
+/// The fair share is the partitions divided by the live owners (those whose keeper's
+/// heartbeat has not expired, this one included), rounded up. What it holds is published on a watch channel
+/// ([`Keeper::owned`]): a partition leaves it as soon as a renewal fails, so the replica
+/// stops deciding for it at once; its writes are fenced in any case.
+#[derive(Debug)]
+pub struct Keeper {
+    leases: Leases,
+    partitions: u32,
+    owned: tokio::sync::watch::Sender<Owned>,
+}
+
+impl Keeper {
+    /// A keeper of `leases`' owner over `partitions` partitions (at least 1), holding none.
+    pub fn new(leases: Leases, partitions: u32) -> Self {
+        Keeper {
+            leases,
+            partitions: partitions.max(1),
+            owned: tokio::sync::watch::Sender::new(Owned::new()),
+        }
+    }
+
+    /// What this replica holds, now and as it changes.
+    pub fn owned(&self) -> tokio::sync::watch::Receiver<Owned> {
+        self.owned.subscribe()
+    }
+
+    /// One round: renew, then take or give up partitions toward the fair share. Returns
+    /// what is held after it.
+    pub async fn tick(&self) -> Result<Owned, LeaseError> {
+        let mut held = self.owned.borrow().clone();
+        // Renew: a lease that cannot be renewed is gone at once.
+        for (partition, lease) in held.clone() {
+            match self.leases.renew(&lease).await {
+                Ok(renewed) => {
+                    held.insert(partition, renewed);
+                }
+                Err(LeaseError::Fenced { .. }) => {
+                    held.remove(&partition);
+                }
+                Err(e) => {
+                    self.owned.send_replace(held);
+                    return Err(e);
+                }
+            }
+        }
+        self.owned.send_replace(held.clone());
+
+        self.leases.heartbeat().await?;
+        let live = self.leases.live_owners().await?.len().max(1);
+        let share = self
+            .partitions
+            .div_ceil(u32::try_from(live).unwrap_or(u32::MAX));
+        let mut count = u32::try_from(held.len()).unwrap_or(u32::MAX);
+
+        // Above the share: give up the highest partitions (a drain: released at once).
+        while count > share {
+            let Some((&partition, lease)) = held.iter().next_back() else {
+                break;
+            };
+            let lease = lease.clone();
+            held.remove(&partition);
+            self.owned.send_replace(held.clone());
+            self.leases.release(&lease).await?;
+            count -= 1;
+        }
+        // Below it: take free or expired partitions, in order.
+        for partition in 0..self.partitions {
+            if count >= share {
+                break;
+            }
+            if held.contains_key(&partition) {
+                continue;
+            }
+            if let Some(lease) = self.leases.acquire(partition).await? {
+                held.insert(partition, lease);
+                count += 1;
+            }
+        }
+        self.owned.send_replace(held.clone());
+        Ok(held)
+    }
+
+    /// Ticks every `every` until `stop` is cancelled, then releases everything held (the
+    /// drain of a replica shutting down: the others take its partitions on their next tick).
+    /// A failed round is logged and retried on the next.
+    pub async fn run(self, every: Duration, stop: tokio_util::sync::CancellationToken) {
+        loop {
+            if let Err(error) = self.tick().await {
+                tracing::warn!(%error, "partition leases: a round failed");
+            }
+            tokio::select! {
+                () = stop.cancelled() => break,
+                () = tokio::time::sleep(every) => {}
+            }
+        }
+        let held = self.owned.send_replace(Owned::new());
+        if let Err(error) = self.leases.leave().await {
+            tracing::warn!(%error, "partition leases: leaving failed");
+        }
+        for lease in held.values() {
+            if let Err(error) = self.leases.release(lease).await {
+                tracing::warn!(%error, partition = lease.partition, "partition leases: release failed");
+            }
+        }
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use fairdeal_db::{DatabaseUrl, Db, Schema};
 use fairdeal_event::{NewEvent, StreamId};
 use fairdeal_eventstore::{EventStore, ExpectedVersion, PgEventStore};
-use fairdeal_platform::ownership::{LeaseError, Leases, MIGRATIONS, partition_of};
+use fairdeal_platform::ownership::{Keeper, LeaseError, Leases, MIGRATIONS, Owned, partition_of};
 use fairdeal_testkit::TestDatabase;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -208,5 +208,103 @@ async fn a_stale_owners_append_fails_and_writes_nothing_and_the_new_owners_goes_
         stored.iter().map(|e| e.payload.clone()).collect::<Vec<_>>(),
         [vec![1], vec![3]]
     );
+    f.done().await;
+}
+
+/// Every partition of `0..partitions` held by exactly one of `holdings`.
+fn disjoint_and_covering(holdings: &[&Owned], partitions: u32) -> bool {
+    let mut seen = std::collections::BTreeSet::new();
+    for held in holdings {
+        for partition in held.keys() {
+            if !seen.insert(*partition) {
+                return false;
+            }
+        }
+    }
+    seen.len() == partitions as usize
+}
+
+#[tokio::test]
+async fn keepers_share_the_partitions_hand_them_to_a_newcomer_take_a_dead_ones_and_drain() {
+    let f = fixture().await;
+    // Long enough that a round of every keeper never outlasts it, even on a loaded machine.
+    let ttl = Duration::from_secs(2);
+    let a = Keeper::new(f.owner("replica-a", ttl), 8);
+    let b = Keeper::new(f.owner("replica-b", ttl), 8);
+    // Rounds until the keepers' holdings settle (each round: every keeper ticks once).
+    async fn settle(keepers: &[&Keeper]) -> Vec<Owned> {
+        let mut last = Vec::new();
+        for _ in 0..6 {
+            last.clear();
+            for k in keepers {
+                last.push(k.tick().await.unwrap());
+            }
+        }
+        last
+    }
+
+    // A alone takes everything; B's heartbeat makes A drain half to it.
+    let held = settle(&[&a]).await;
+    assert_eq!(held[0].len(), 8);
+    let held = settle(&[&a, &b]).await;
+    assert_eq!((held[0].len(), held[1].len()), (4, 4));
+    assert!(disjoint_and_covering(&[&held[0], &held[1]], 8));
+    assert_eq!(
+        *a.owned().borrow(),
+        held[0],
+        "what a keeper holds is published"
+    );
+
+    // A third joins: 3, 3 and 2.
+    let c = Keeper::new(f.owner("replica-c", ttl), 8);
+    let held = settle(&[&a, &b, &c]).await;
+    let mut sizes: Vec<usize> = held.iter().map(Owned::len).collect();
+    sizes.sort_unstable();
+    assert_eq!(sizes, [2, 3, 3]);
+    assert!(disjoint_and_covering(&[&held[0], &held[1], &held[2]], 8));
+
+    // C dies (no drain): once its heartbeat and leases expire, A and B take its partitions,
+    // each at a higher epoch than C held.
+    let dead = held[2].clone();
+    let kept = (held[0].clone(), held[1].clone());
+    let until = tokio::time::Instant::now() + ttl + Duration::from_millis(200);
+    while tokio::time::Instant::now() < until {
+        a.tick().await.unwrap();
+        b.tick().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let held = settle(&[&a, &b]).await;
+    // The survivors kept what they held, at the same epochs (renewed, never lost).
+    for (partition, lease) in kept.0.iter().chain(&kept.1) {
+        let now = held[0]
+            .get(partition)
+            .or_else(|| held[1].get(partition))
+            .unwrap();
+        assert_eq!(
+            (now.owner.as_str(), now.epoch),
+            (lease.owner.as_str(), lease.epoch)
+        );
+    }
+    assert_eq!((held[0].len(), held[1].len()), (4, 4));
+    assert!(disjoint_and_covering(&[&held[0], &held[1]], 8));
+    for (partition, lease) in &dead {
+        let now = held[0]
+            .get(partition)
+            .or_else(|| held[1].get(partition))
+            .unwrap();
+        assert!(now.epoch > lease.epoch);
+    }
+
+    // B drains on shutdown: it leaves and releases at once, and A takes everything on its
+    // next rounds without waiting for B's leases to expire.
+    let stop = tokio_util::sync::CancellationToken::new();
+    let b_owned = b.owned();
+    let running = tokio::spawn(b.run(Duration::from_secs(60), stop.clone()));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    stop.cancel();
+    running.await.unwrap();
+    assert!(b_owned.borrow().is_empty());
+    let held = settle(&[&a]).await;
+    assert_eq!(held[0].len(), 8);
     f.done().await;
 }
