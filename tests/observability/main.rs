@@ -214,7 +214,7 @@ impl Platform {
         let tables_storage = Storage::open(
             &config,
             fairdeal_tables::startup::SCHEMA,
-            &[&fairdeal_tables::lobby::MIGRATIONS],
+            <fairdeal_tables::TablesService as fairdeal_kit::Service>::MIGRATIONS,
         )
         .await
         .unwrap();

@@ -346,7 +346,7 @@ impl GameStack {
         let storage = self
             .storage(
                 fairdeal_tables::startup::SCHEMA,
-                &[&fairdeal_tables::lobby::MIGRATIONS],
+                <fairdeal_tables::TablesService as fairdeal_kit::Service>::MIGRATIONS,
             )
             .await?;
         let (authn, tokens) = self.authn_and_tokens("tables")?;

@@ -32,8 +32,8 @@ use uuid::Uuid;
 use crate::clock::TableClock;
 use crate::domain::{self, DealtHand, FIRST_DEALER, Next, Setup};
 use crate::lobby::{self, LobbyQuery};
-pub use crate::timers::OwedSteps;
 use crate::timers::Timers;
+pub use crate::timers::{OwedSteps, Ownership};
 use crate::view;
 use crate::{Decided, Game, Table, TableError, TableEvent};
 
@@ -213,8 +213,16 @@ impl Tables {
             shutdown,
             clock,
             retrying: Arc::new(Mutex::new(HashSet::new())),
-            timers: Arc::new(Timers::new()),
+            timers: Arc::new(Timers::new(None)),
         }
+    }
+
+    /// The same use cases keeping the turn clocks of the tables `ownership` says are this
+    /// replica's only (before the timers and the projection's wake-ups are started).
+    #[must_use]
+    pub fn keeping_clocks_of(mut self, ownership: Ownership) -> Self {
+        self.timers = Arc::new(Timers::new(Some(ownership)));
+        self
     }
 
     /// Calls another service with this service's token; a call refused as unauthenticated

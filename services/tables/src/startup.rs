@@ -3,6 +3,7 @@
 //! their own and call [`Application::assemble`] on port 0.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use fairdeal_authn::{
     AuthLayer, Authenticator, CallerAuthSettings, ServiceIdentitySettings, TokenProvider,
@@ -11,6 +12,7 @@ use fairdeal_authn::{
 use fairdeal_kit::client::{self, Target};
 use fairdeal_kit::config::{Config, ConfigError, Section};
 use fairdeal_kit::{CommonConfig, Embedded, Mount, Service, Shutdown, StartError};
+use fairdeal_platform::ownership::{self, Keeper, Leases};
 use fairdeal_platform::{Bus, Storage};
 use fairdeal_proto::fairdeal::tables::v1::tables_service_server::TablesServiceServer;
 use serde::Serialize;
@@ -19,10 +21,25 @@ use tonic::transport::Channel;
 use crate::clock::{SystemClock, TableClock};
 use crate::grpc::TablesApi;
 use crate::lobby::{CONSUMER, LobbyProjection, MIGRATIONS};
-use crate::service::Tables;
+use crate::service::{Ownership, Tables};
 
 /// PostgreSQL schema of this service's tables and event log (the host's default: its name).
 pub const SCHEMA: &str = TablesService::NAME;
+
+/// The partitions tables map to for ownership (PostgreSQL): fixed per deployment.
+pub const PARTITIONS: u32 = 64;
+
+/// How long a replica's lease on a partition (and its heartbeat) lasts unless renewed; its
+/// keeper renews every third of it. A replica that dies loses its partitions within it.
+pub const LEASE_TTL: Duration = Duration::from_secs(4);
+
+/// This process's name among the replicas holding leases: the host's (a pod's, a
+/// container's) and a fresh suffix, so a restarted process is a new owner (its
+/// predecessor's writes in flight are fenced by the new epochs).
+fn replica_name() -> String {
+    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "tables".to_owned());
+    format!("{host}-{}", uuid::Uuid::now_v7().simple())
+}
 
 /// The tables service on a server of its own.
 pub type Application = fairdeal_kit::host::Application<TablesService>;
@@ -109,7 +126,8 @@ pub struct TablesService;
 
 impl Service for TablesService {
     const NAME: &'static str = "tables";
-    const MIGRATIONS: &'static [&'static fairdeal_db::Migrations] = &[&MIGRATIONS];
+    const MIGRATIONS: &'static [&'static fairdeal_db::Migrations] =
+        &[&MIGRATIONS, &ownership::MIGRATIONS];
     type Settings = TablesSettings;
     type Parts = Parts;
     type Handles = ();
@@ -129,7 +147,7 @@ impl Service for TablesService {
     ) -> Result<(Mount, ()), StartError> {
         spawn_key_refresh(&parts.authn, shutdown);
         let bus = Bus::start(common, &parts.storage, Self::NAME, shutdown).await?;
-        let tables = Tables::new(
+        let mut tables = Tables::new(
             &parts.storage,
             parts.commitment,
             parts.dealing,
@@ -137,6 +155,26 @@ impl Service for TablesService {
             parts.clock,
             shutdown.clone(),
         );
+        // Over PostgreSQL, replicas share the tables' partitions through leases, and each
+        // keeps the turn clocks of its own only (docs/decisions.md, "Who owns a table").
+        if let fairdeal_db::Db::Postgres { pool, schema } = parts.storage.db() {
+            let leases = Leases::new(pool.clone(), schema, replica_name(), LEASE_TTL);
+            let keeper = Keeper::new(leases, PARTITIONS);
+            // A first share before the clocks start, so they do not start with none; a
+            // lease table that cannot be used stops the start rather than every clock.
+            keeper.tick().await.map_err(|e| StartError::Dependency {
+                what: "partition leases",
+                reason: e.to_string(),
+            })?;
+            tables = tables.keeping_clocks_of(Ownership {
+                partitions: PARTITIONS,
+                owned: keeper.owned(),
+            });
+            shutdown.spawn(
+                "partition-leases",
+                keeper.run(LEASE_TTL / 3, shutdown.token()),
+            );
+        }
         let projection = LobbyProjection::waking(tables.owed_steps());
         bus.spawn_consumer(Self::NAME, CONSUMER, Arc::new(projection), shutdown)
             .await?;

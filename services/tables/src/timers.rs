@@ -2,10 +2,17 @@
 //! the timer task that advances a table when its deadline passes ([`Tables::run_timers`]),
 //! and the way the deadlines projection hands this replica the steps the service owes
 //! ([`OwedSteps`]).
+//!
+//! Clocks follow ownership ([`Ownership`]): with several replicas over PostgreSQL, each
+//! holds a share of the tables' partitions (`fairdeal_platform::ownership`), and only the
+//! owner of a table's partition waits for its deadlines, so two replicas' timers never race
+//! for one. Without ownership (the embedded default, one process) every table is this
+//! replica's.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use fairdeal_platform::ownership::{Owned, partition_of};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -17,6 +24,24 @@ use crate::service::Tables;
 /// recorded are waited for at once).
 const DEADLINES_RELOAD: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// Which tables' clocks this replica keeps: those of the partitions it holds.
+#[derive(Debug, Clone)]
+pub struct Ownership {
+    /// The number of partitions the tables' ids map to.
+    pub partitions: u32,
+    /// The partitions held now (the keeper's).
+    pub owned: watch::Receiver<Owned>,
+}
+
+impl Ownership {
+    /// Whether `table_id`'s partition is held now.
+    pub fn owns(&self, table_id: &Uuid) -> bool {
+        self.owned
+            .borrow()
+            .contains_key(&partition_of(table_id, self.partitions))
+    }
+}
+
 /// The deadlines of the tables this replica advanced last, and a wake-up for the timer task
 /// when one changes.
 #[derive(Debug)]
@@ -25,15 +50,24 @@ pub(crate) struct Timers {
     deadlines: Mutex<HashMap<Uuid, i64>>,
     /// Bumped whenever `deadlines` changes.
     changed: watch::Sender<u64>,
+    /// Whose clocks are kept here (`None`: every table's).
+    ownership: Option<Ownership>,
 }
 
 impl Timers {
-    /// No deadlines yet.
-    pub(crate) fn new() -> Self {
+    /// No deadlines yet; the clocks of the tables `ownership` says are this replica's
+    /// (`None`: every table's).
+    pub(crate) fn new(ownership: Option<Ownership>) -> Self {
         Timers {
             deadlines: Mutex::new(HashMap::new()),
             changed: watch::Sender::new(0),
+            ownership,
         }
+    }
+
+    /// Whether this replica keeps `table_id`'s clock.
+    pub(crate) fn keeps(&self, table_id: &Uuid) -> bool {
+        self.ownership.as_ref().is_none_or(|o| o.owns(table_id))
     }
 
     /// The deadlines, locked.
@@ -44,9 +78,11 @@ impl Timers {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Waits for `deadline` of `table_id` (`None`: nothing to wait for).
+    /// Waits for `deadline` of `table_id` (`None`: nothing to wait for); a table whose clock
+    /// another replica keeps is not waited for here.
     pub(crate) fn set(&self, table_id: Uuid, deadline: Option<i64>) {
         let changed = match deadline {
+            Some(_) if !self.keeps(&table_id) => self.deadlines().remove(&table_id).is_some(),
             Some(d) => self.deadlines().insert(table_id, d) != Some(d),
             None => self.deadlines().remove(&table_id).is_some(),
         };
@@ -102,6 +138,13 @@ impl Tables {
         // Deadlines fired here, so a projected row that is stale is not fired again.
         let mut fired: HashMap<Uuid, i64> = HashMap::new();
         let mut reload = tokio::time::interval(DEADLINES_RELOAD);
+        // A change of the partitions held: reload at once (the new ones' deadlines are
+        // waited for now, the lost ones' forgotten).
+        let mut owned = self.timers.ownership.as_ref().map(|o| o.owned.clone());
+        let ownership_changed = async |owned: &mut Option<watch::Receiver<Owned>>| match owned {
+            Some(rx) => rx.changed().await.is_ok(),
+            None => std::future::pending().await,
+        };
         loop {
             changed.borrow_and_update();
             let wait = async {
@@ -116,13 +159,22 @@ impl Tables {
             tokio::select! {
                 () = stop.cancelled() => return,
                 result = changed.changed() => if result.is_err() { return },
+                moved = ownership_changed(&mut owned) => {
+                    if !moved {
+                        owned = None;
+                    }
+                    self.timers.deadlines().retain(|id, _| self.timers.keeps(id));
+                    reload.reset_immediately();
+                }
                 _ = reload.tick() => match lobby::deadlines(&self.db).await {
                     Ok(rows) => {
                         active.record(u64::try_from(rows.len()).unwrap_or(u64::MAX), &[]);
                         // A finished table's row is gone: forget that it fired.
                         fired.retain(|id, _| rows.iter().any(|(row, _)| row == id));
                         for (table_id, deadline) in rows {
-                            if fired.get(&table_id) != Some(&deadline) {
+                            if fired.get(&table_id) != Some(&deadline)
+                                && self.timers.keeps(&table_id)
+                            {
                                 self.timers.deadlines().entry(table_id).or_insert(deadline);
                             }
                         }
@@ -131,6 +183,10 @@ impl Tables {
                 },
                 (deadline, table_id) = wait => {
                     self.timers.deadlines().remove(&table_id);
+                    if !self.timers.keeps(&table_id) {
+                        // Its partition moved to another replica meanwhile: its clock now.
+                        continue;
+                    }
                     fired.insert(table_id, deadline);
                     // Off the timer loop: playing out an abandoned seat's match takes a while,
                     // and other tables' deadlines must not wait for it.

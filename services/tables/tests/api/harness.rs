@@ -255,7 +255,7 @@ impl TestApp {
         let storage = Storage::open(
             &self.tables_common,
             fairdeal_tables::startup::SCHEMA,
-            &[&fairdeal_tables::lobby::MIGRATIONS],
+            <fairdeal_tables::TablesService as fairdeal_kit::Service>::MIGRATIONS,
         )
         .await
         .unwrap();

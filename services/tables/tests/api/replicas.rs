@@ -121,8 +121,8 @@ async fn two_replicas_act_on_each_timeout_once_postgres_nats() {
     me.sit(&id, 0).await.unwrap();
     let mut all = read_until(&mut stream, |e| clock_of(e).is_some()).await;
     for round in 1..=3u32 {
-        // Both replicas hold the deadline (each advanced the table), so both timers fire
-        // when the shared clock passes it.
+        // Only the replica holding the table's partition keeps its clock: one timer fires
+        // when the shared clock passes the deadline (the other replica's never does).
         let (me_a, me_b) = (me.on(a), me.on(b));
         let (on_a, on_b) = tokio::join!(me_a.view(&id), me_b.view(&id));
         assert_eq!(on_a.turn_deadline_ms, on_b.turn_deadline_ms);
@@ -175,5 +175,65 @@ async fn two_replicas_act_on_each_timeout_once_postgres_nats() {
     for (n, m) in all.iter().enumerate() {
         assert_eq!(m.version, n as u64 + 1);
     }
+    app.stop().await;
+}
+
+/// The partitions' owners and how many each holds, from the lease table.
+async fn owners(app: &TestApp) -> std::collections::BTreeMap<String, usize> {
+    let fairdeal_db::Db::Postgres { pool, schema } = app.tables_storage().db() else {
+        panic!("replicas run on PostgreSQL");
+    };
+    let sql = format!(
+        "SELECT owner FROM {}.partition_leases WHERE expires_at > now()",
+        schema.quoted()
+    );
+    let rows: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+        .fetch_all(pool)
+        .await
+        .unwrap();
+    let mut owners = std::collections::BTreeMap::new();
+    for owner in rows {
+        *owners.entry(owner).or_insert(0) += 1;
+    }
+    owners
+}
+
+/// Polls `owners` until `done` holds of them (30 s at most).
+async fn owners_until(
+    app: &TestApp,
+    done: impl Fn(&std::collections::BTreeMap<String, usize>) -> bool,
+) -> std::collections::BTreeMap<String, usize> {
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let now = owners(app).await;
+        if done(&now) {
+            return now;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "leases never settled: {now:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
+async fn two_replicas_share_the_partitions_and_one_takes_all_when_the_other_drains_postgres_nats() {
+    let partitions = fairdeal_tables::startup::PARTITIONS as usize;
+    let mut app = TestApp::spawn_replicas(Db::Postgres, 2).await;
+    // Every partition held, half by each replica.
+    let shared = owners_until(&app, |o| {
+        o.len() == 2 && o.values().all(|n| *n == partitions / 2)
+    })
+    .await;
+    assert_eq!(shared.values().sum::<usize>(), partitions);
+    // The first replica drains (shutdown): the second holds everything at once, without
+    // waiting for the drained replica's leases to expire.
+    app.stop_replica(0).await;
+    let alone = owners_until(&app, |o| {
+        o.len() == 1 && o.values().all(|n| *n == partitions)
+    })
+    .await;
+    assert!(shared.contains_key(alone.keys().next().unwrap()));
     app.stop().await;
 }
