@@ -165,6 +165,38 @@ impl Leases {
         })
     }
 
+    /// Extends every lease of `held` that is still this owner's at its epoch and unexpired,
+    /// in one statement; returns those renewed (the others are lost: taken again only at a
+    /// new epoch).
+    pub async fn renew_all(&self, held: &[Lease]) -> Result<Vec<Lease>, LeaseError> {
+        if held.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "UPDATE {table} AS l \
+             SET expires_at = now() + make_interval(secs => $4::double precision / 1000) \
+             FROM unnest($1::integer[], $2::bigint[]) AS h(partition, epoch) \
+             WHERE l.partition = h.partition AND l.epoch = h.epoch AND l.owner = $3 \
+               AND l.expires_at > now() \
+             RETURNING l.partition, l.owner, l.epoch, \
+               (extract(epoch FROM l.expires_at) * 1000)::bigint AS expires_at_ms",
+            table = self.table
+        );
+        let partitions: Vec<i32> = held
+            .iter()
+            .map(|l| i32::try_from(l.partition).unwrap_or(i32::MAX))
+            .collect();
+        let epochs: Vec<i64> = held.iter().map(|l| l.epoch).collect();
+        let rows: Vec<Row> = sqlx::query_as(AssertSqlSafe(sql))
+            .bind(partitions)
+            .bind(epochs)
+            .bind(&self.owner)
+            .bind(self.ttl_ms())
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.into_iter().map(lease).collect())
+    }
+
     /// Gives `held` up at once (a drain): the next owner takes it without waiting for the
     /// expiry. Whether it was still held.
     pub async fn release(&self, held: &Lease) -> Result<bool, LeaseError> {
@@ -315,6 +347,8 @@ pub struct Keeper {
     leases: Leases,
     partitions: u32,
     owned: tokio::sync::watch::Sender<Owned>,
+    /// When the leases held were last renewed (this process's clock).
+    renewed: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
 impl Keeper {
@@ -324,6 +358,7 @@ impl Keeper {
             leases,
             partitions: partitions.max(1),
             owned: tokio::sync::watch::Sender::new(Owned::new()),
+            renewed: std::sync::Mutex::new(None),
         }
     }
 
@@ -335,22 +370,33 @@ impl Keeper {
     /// One round: renew, then take or give up partitions toward the fair share. Returns
     /// what is held after it.
     pub async fn tick(&self) -> Result<Owned, LeaseError> {
-        let mut held = self.owned.borrow().clone();
-        // Renew: a lease that cannot be renewed is gone at once.
-        for (partition, lease) in held.clone() {
-            match self.leases.renew(&lease).await {
-                Ok(renewed) => {
-                    held.insert(partition, renewed);
+        // Renew, in one statement: a lease that cannot be renewed is gone at once. When the
+        // database cannot be reached, what is held is given up once a ttl has passed since
+        // the last renewal (by this process's clock): its leases may have expired, and
+        // another replica may hold them.
+        let before: Vec<Lease> = self.owned.borrow().values().cloned().collect();
+        let started = std::time::Instant::now();
+        let renewed = match self.leases.renew_all(&before).await {
+            Ok(renewed) => renewed,
+            Err(error) => {
+                let last = *self
+                    .renewed
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if last.is_none_or(|at| at.elapsed() >= self.leases.ttl) {
+                    self.owned.send_replace(Owned::new());
                 }
-                Err(LeaseError::Fenced { .. }) => {
-                    held.remove(&partition);
-                }
-                Err(e) => {
-                    self.owned.send_replace(held);
-                    return Err(e);
-                }
+                return Err(error);
             }
-        }
+        };
+        *self
+            .renewed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(started);
+        let mut held: Owned = renewed
+            .into_iter()
+            .map(|lease| (lease.partition, lease))
+            .collect();
         self.owned.send_replace(held.clone());
 
         self.leases.heartbeat().await?;

@@ -308,3 +308,19 @@ async fn keepers_share_the_partitions_hand_them_to_a_newcomer_take_a_dead_ones_a
     assert_eq!(held[0].len(), 8);
     f.done().await;
 }
+
+#[tokio::test]
+async fn a_keeper_cut_off_from_the_database_gives_up_its_partitions_once_a_ttl_has_passed() {
+    let f = fixture().await;
+    let keeper = Keeper::new(f.owner("replica-a", Duration::from_millis(500)), 4);
+    assert_eq!(keeper.tick().await.unwrap().len(), 4);
+    // The database goes away: a round within the ttl keeps what is held...
+    f.pool.close().await;
+    assert!(keeper.tick().await.is_err());
+    assert_eq!(keeper.owned().borrow().len(), 4);
+    // ...one after it gives everything up: the leases may be another replica's by now.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(keeper.tick().await.is_err());
+    assert!(keeper.owned().borrow().is_empty());
+    f.done().await;
+}
