@@ -52,11 +52,8 @@ pub trait WireGame: TableGame {
     /// deal's parts, another game's).
     fn event_of(message: &WireEvent) -> Option<ReadEvent<Self>>;
 
-    /// The full type names of the messages this game's events are stored as.
-    fn event_types() -> &'static [&'static str];
-
-    /// A stored message of one of [`WireGame::event_types`] as the variant that carries it;
-    /// `None` for any other type.
+    /// A stored message of one of this game's event types (its full protobuf name) as the
+    /// variant that carries it; `None` for any other type.
     fn stored_event(
         event_type: &str,
         payload: &[u8],

@@ -146,20 +146,8 @@ impl Leases {
     /// Extends `held` by the ttl while it is still this owner's at its epoch and unexpired;
     /// [`LeaseError::Fenced`] otherwise (the partition must be taken again, at a new epoch).
     pub async fn renew(&self, held: &Lease) -> Result<Lease, LeaseError> {
-        let sql = format!(
-            "UPDATE {table} SET expires_at = now() + make_interval(secs => $4::double precision / 1000) \
-             WHERE partition = $1 AND owner = $2 AND epoch = $3 AND expires_at > now() \
-             RETURNING {COLUMNS}",
-            table = self.table
-        );
-        let row: Option<Row> = sqlx::query_as(AssertSqlSafe(sql))
-            .bind(i32::try_from(held.partition).unwrap_or(i32::MAX))
-            .bind(&self.owner)
-            .bind(held.epoch)
-            .bind(self.ttl_ms())
-            .fetch_optional(&self.pool)
-            .await?;
-        row.map(lease).ok_or(LeaseError::Fenced {
+        let renewed = self.renew_all(std::slice::from_ref(held)).await?;
+        renewed.into_iter().next().ok_or(LeaseError::Fenced {
             partition: held.partition,
             epoch: held.epoch,
         })

@@ -131,7 +131,22 @@ async fn a_takeover_waits_for_a_write_already_past_its_fence() {
     a.fence(&mut tx, &held).await.unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await;
     let takeover = tokio::spawn(async move { b.acquire(1).await });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The takeover's statement waits on the row lock the fence holds (seen by the server).
+    let waiting = "SELECT count(*) FROM pg_stat_activity \
+                   WHERE datname = current_database() AND wait_event_type = 'Lock'";
+    let until = tokio::time::Instant::now() + Duration::from_secs(10);
+    while sqlx::query_scalar::<_, i64>(waiting)
+        .fetch_one(&f.pool)
+        .await
+        .unwrap()
+        == 0
+    {
+        assert!(
+            tokio::time::Instant::now() < until,
+            "the takeover never waited on the lock"
+        );
+        tokio::task::yield_now().await;
+    }
     assert!(
         !takeover.is_finished(),
         "the takeover waits for the write that passed the fence"

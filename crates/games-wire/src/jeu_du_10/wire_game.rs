@@ -12,19 +12,6 @@ use super::{
 use crate::error::{Reason, WireError};
 use crate::game::{ReadEvent, WireEvent, WireGame};
 
-/// The engine's stored messages: their type names, each with its decoder.
-const EVENT_TYPES: &[&str] = &[
-    "fairdeal.tables.v1.MatchStarted",
-    "fairdeal.tables.v1.BidPlaced",
-    "fairdeal.tables.v1.PlayerPassed",
-    "fairdeal.tables.v1.AuctionWon",
-    "fairdeal.tables.v1.TrumpNamed",
-    "fairdeal.tables.v1.CardPlayed",
-    "fairdeal.tables.v1.TrickWon",
-    "fairdeal.tables.v1.HandScored",
-    "fairdeal.tables.v1.MatchWon",
-];
-
 fn read<M: EventMessage>(m: &M) -> Result<(Event, Option<pb::CommandRef>), WireError> {
     Ok((m.event()?, m.command().cloned()))
 }
@@ -78,10 +65,6 @@ impl WireGame for Game {
             W::MatchWon(m) => read(m),
             _ => return None,
         })
-    }
-
-    fn event_types() -> &'static [&'static str] {
-        EVENT_TYPES
     }
 
     fn stored_event(

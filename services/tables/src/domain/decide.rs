@@ -169,16 +169,7 @@ pub fn create<G: TableGame>(created: Created<G>) -> Vec<TableEvent<G>> {
 impl<G: TableGame> Table<G> {
     /// `player` sits at `seat`; the last seat filled starts the match.
     pub fn sit(&self, player: Uuid, seat: Seat) -> Decision<G> {
-        if seat.index() >= self.seat_count() {
-            return Err(TableError::Invalid {
-                field: "seat",
-                reason: format!(
-                    "seat {} does not exist (seats are 0..{})",
-                    seat.number(),
-                    self.seat_count() - 1
-                ),
-            });
-        }
+        seat_number("seat", u32::from(seat.number()), self.seat_count())?;
         if self.player_at(seat) == Some(player) {
             return Ok(Decided::nothing(self.version));
         }
