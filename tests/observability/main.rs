@@ -229,6 +229,7 @@ impl Platform {
                 clock: Arc::new(fairdeal_tables::clock::ManualClock::new(
                     fairdeal_testkit::now() * 1000,
                 )),
+                advertise_url: String::new(),
             },
         )
         .await

@@ -359,6 +359,7 @@ impl GameStack {
                 tokens,
                 authn,
                 clock: self.clock.clone(),
+                advertise_url: String::new(),
             },
         )
         .await?;

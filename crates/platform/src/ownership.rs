@@ -14,7 +14,9 @@
 //!
 //! [`Leases::append`] is such a write: an event store append fenced by its lease.
 //! [`Keeper`] holds one replica's fair share of the partitions: it renews, takes what is free
-//! or expired, drains what is above its share, and releases everything when it stops.
+//! or expired, drains what is above its share, and releases everything when it stops. Each
+//! round it also reads who holds every partition and where that replica serves
+//! ([`Routes`]), so a call for an aggregate another replica owns can be forwarded there.
 //!
 //! The embedded default is one process owning everything: it holds no leases.
 
@@ -84,6 +86,7 @@ pub struct Leases {
     table: String,
     owners: String,
     owner: String,
+    address: String,
     ttl: Duration,
 }
 
@@ -111,8 +114,23 @@ impl Leases {
             table: format!("{}.partition_leases", schema.quoted()),
             owners: format!("{}.lease_owners", schema.quoted()),
             owner: owner.into(),
+            address: String::new(),
             ttl,
         }
+    }
+
+    /// The same leases, their owner announcing `address` (where it serves, e.g.
+    /// `http://10.0.3.7:50051`) in its heartbeat, for the others' [`Routes`]. Without one the
+    /// owner is never routed to.
+    #[must_use]
+    pub fn serving_at(mut self, address: impl Into<String>) -> Self {
+        self.address = address.into();
+        self
+    }
+
+    /// The owner's name.
+    pub fn owner(&self) -> &str {
+        &self.owner
     }
 
     fn ttl_ms(&self) -> i64 {
@@ -250,20 +268,44 @@ impl Leases {
         Ok(appended)
     }
 
-    /// Records this owner as taking part for the ttl (a keeper's heartbeat).
+    /// Records this owner as taking part for the ttl, serving at its address (a keeper's
+    /// heartbeat).
     pub async fn heartbeat(&self) -> Result<(), LeaseError> {
         let sql = format!(
-            "INSERT INTO {owners} (owner, expires_at) \
-             VALUES ($1, now() + make_interval(secs => $2::double precision / 1000)) \
-             ON CONFLICT (owner) DO UPDATE SET expires_at = excluded.expires_at",
+            "INSERT INTO {owners} (owner, expires_at, address) \
+             VALUES ($1, now() + make_interval(secs => $2::double precision / 1000), $3) \
+             ON CONFLICT (owner) DO UPDATE \
+             SET expires_at = excluded.expires_at, address = excluded.address",
             owners = self.owners
         );
         sqlx::query(AssertSqlSafe(sql))
             .bind(&self.owner)
             .bind(self.ttl_ms())
+            .bind(&self.address)
             .execute(&self.pool)
             .await?;
         Ok(())
+    }
+
+    /// Who holds each partition now and where it serves: the unexpired leases of owners
+    /// whose heartbeat has not expired either.
+    pub async fn routes(&self) -> Result<Routes, LeaseError> {
+        let sql = format!(
+            "SELECT l.partition, l.owner, o.address FROM {table} l \
+             JOIN {owners} o ON o.owner = l.owner \
+             WHERE l.expires_at > now() AND o.expires_at > now()",
+            table = self.table,
+            owners = self.owners
+        );
+        let rows: Vec<(i32, String, String)> = sqlx::query_as(AssertSqlSafe(sql))
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(partition, owner, address)| {
+                Some((u32::try_from(partition).ok()?, Route { owner, address }))
+            })
+            .collect())
     }
 
     /// Stops taking part (a drain): the others stop counting this owner at once.
@@ -321,6 +363,19 @@ mod tests {
 /// What a [`Keeper`] holds: its leases by partition.
 pub type Owned = std::collections::BTreeMap<u32, Lease>;
 
+/// Where a partition's owner serves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    /// The owner's name.
+    pub owner: String,
+    /// Its address (empty: it cannot be reached by the others).
+    pub address: String,
+}
+
+/// Every held partition's [`Route`], as a keeper last read them (a partition with no live
+/// owner is missing).
+pub type Routes = std::collections::BTreeMap<u32, Route>;
+
 /// One replica's share of the partitions, kept by [`Keeper::tick`] (and [`Keeper::run`]):
 /// it renews what it holds, takes free or expired partitions up to its fair share, and gives
 /// up (releases) what is above it, so a replica that joins is handed partitions by the others'
@@ -335,6 +390,7 @@ pub struct Keeper {
     leases: Leases,
     partitions: u32,
     owned: tokio::sync::watch::Sender<Owned>,
+    routes: tokio::sync::watch::Sender<Routes>,
     /// When the leases held were last renewed (this process's clock).
     renewed: std::sync::Mutex<Option<std::time::Instant>>,
 }
@@ -346,6 +402,7 @@ impl Keeper {
             leases,
             partitions: partitions.max(1),
             owned: tokio::sync::watch::Sender::new(Owned::new()),
+            routes: tokio::sync::watch::Sender::new(Routes::new()),
             renewed: std::sync::Mutex::new(None),
         }
     }
@@ -355,8 +412,18 @@ impl Keeper {
         self.owned.subscribe()
     }
 
-    /// One round: renew, then take or give up partitions toward the fair share. Returns
-    /// what is held after it.
+    /// Who holds every partition and where it serves, as read at the end of each round.
+    pub fn routes(&self) -> tokio::sync::watch::Receiver<Routes> {
+        self.routes.subscribe()
+    }
+
+    /// The owner's name.
+    pub fn owner(&self) -> &str {
+        self.leases.owner()
+    }
+
+    /// One round: renew, then take or give up partitions toward the fair share, then read
+    /// the routes. Returns what is held after it.
     pub async fn tick(&self) -> Result<Owned, LeaseError> {
         // Renew, in one statement: a lease that cannot be renewed is gone at once. When the
         // database cannot be reached, what is held is given up once a ttl has passed since
@@ -419,6 +486,7 @@ impl Keeper {
             }
         }
         self.owned.send_replace(held.clone());
+        self.routes.send_replace(self.leases.routes().await?);
         Ok(held)
     }
 
@@ -436,6 +504,7 @@ impl Keeper {
             }
         }
         let held = self.owned.send_replace(Owned::new());
+        self.routes.send_replace(Routes::new());
         if let Err(error) = self.leases.leave().await {
             tracing::warn!(%error, "partition leases: leaving failed");
         }

@@ -32,6 +32,7 @@ mod moves;
 mod spent;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -232,6 +233,9 @@ async fn play_by_reading(
     }
 }
 
+/// Tables created so far (which seat's player creates the next).
+static CREATED: AtomicUsize = AtomicUsize::new(0);
+
 /// Plays tables one after another until `stop`.
 async fn drive(app: Arc<TestApp>, tally: Arc<Mutex<Tally>>, stop: watch::Receiver<bool>) {
     while !*stop.borrow() {
@@ -256,7 +260,10 @@ async fn drive(app: Arc<TestApp>, tally: Arc<Mutex<Tally>>, stop: watch::Receive
                 }
             })
             .collect();
-        let id = players[0]
+        // Tables are created through each replica in turn, as a Service spreads the calls:
+        // a table is born on the replica that creates it.
+        let creator = &players[CREATED.fetch_add(1, Ordering::Relaxed) % players.len()];
+        let id = creator
             .create(pb::CreateTableRequest::default())
             .await
             .table_id;

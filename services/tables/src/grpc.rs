@@ -3,6 +3,7 @@
 //! `fairdeal_kit::status::shown`), and the wire mapping of answers and errors.
 
 use std::pin::Pin;
+use std::sync::Arc;
 
 use fairdeal_authn::Caller;
 use fairdeal_kit::ServiceError;
@@ -18,6 +19,7 @@ use uuid::Uuid;
 
 use crate::domain;
 use crate::lobby::LobbyQuery;
+use crate::route::{Forward, Relay, Router, SharedRouter};
 use crate::service::{Failure, Tables, TablesError};
 use crate::{Game, TableError};
 use fairdeal_games_wire::WireGame;
@@ -31,12 +33,30 @@ pub const VERSION_METADATA: &str = "fairdeal-table-version";
 pub struct TablesApi {
     /// The use cases.
     tables: Tables,
+    /// Where other replicas' tables are served (`None`: every table is served here).
+    router: Option<SharedRouter>,
 }
 
 impl TablesApi {
-    /// An API over `tables`.
+    /// An API over `tables`, serving every table here.
     pub fn new(tables: Tables) -> Self {
-        TablesApi { tables }
+        TablesApi {
+            tables,
+            router: None,
+        }
+    }
+
+    /// The same API forwarding calls for tables other replicas own to them (`route.rs`).
+    #[must_use]
+    pub fn routing(mut self, router: Router) -> Self {
+        self.router = Some(Arc::new(router));
+        self
+    }
+
+    /// The call `request` for `table_id` on its way to the table's owner; `None`: served
+    /// here.
+    fn forward<T: Clone>(&self, request: &Request<T>, table_id: &Uuid) -> Option<Forward<T>> {
+        self.router.as_ref()?.forward(request, table_id)
     }
 }
 
@@ -182,6 +202,11 @@ impl TablesService for TablesApi {
         let id = table_id(&request.get_ref().table_id)?;
         let seat = domain::seat_number("seat", request.get_ref().seat, MAX_SEATS)
             .map_err(domain_invalid)?;
+        if let Some(forward) = self.forward(&request, &id)
+            && let Some(answer) = forward.send(|mut p, r| async move { p.sit(r).await }).await
+        {
+            return answer;
+        }
         let (version, commitment, short_code) =
             self.tables.sit(me, id, seat).await.map_err(status)?;
         Ok(Response::new(pb::SitResponse {
@@ -198,6 +223,13 @@ impl TablesService for TablesApi {
     ) -> Result<Response<pb::LeaveResponse>, Status> {
         let me = player(&request)?;
         let id = table_id(&request.get_ref().table_id)?;
+        if let Some(forward) = self.forward(&request, &id)
+            && let Some(answer) = forward
+                .send(|mut p, r| async move { p.leave(r).await })
+                .await
+        {
+            return answer;
+        }
         let version = self.tables.leave(me, id).await.map_err(status)?;
         Ok(Response::new(pb::LeaveResponse { version }))
     }
@@ -209,6 +241,13 @@ impl TablesService for TablesApi {
         let me = player(&request)?;
         let id = table_id(&request.get_ref().table_id)?;
         let value = contribution(&request.get_ref().contribution)?;
+        if let Some(forward) = self.forward(&request, &id)
+            && let Some(answer) = forward
+                .send(|mut p, r| async move { p.contribute_seed(r).await })
+                .await
+        {
+            return answer;
+        }
         let version = self
             .tables
             .contribute(me, id, value)
@@ -223,6 +262,13 @@ impl TablesService for TablesApi {
     ) -> Result<Response<pb::GetTableResponse>, Status> {
         let me = player(&request)?;
         let id = table_id(&request.get_ref().table_id)?;
+        if let Some(forward) = self.forward(&request, &id)
+            && let Some(answer) = forward
+                .send(|mut p, r| async move { p.get_table(r).await })
+                .await
+        {
+            return answer;
+        }
         let table = self.tables.view(me, id).await.map_err(status)?;
         Ok(Response::new(pb::GetTableResponse { table: Some(table) }))
     }
@@ -235,6 +281,28 @@ impl TablesService for TablesApi {
     ) -> Result<Response<Self::WatchStream>, Status> {
         let me = player(&request)?;
         let id = table_id(&request.get_ref().table_id)?;
+        if let Some(forward) = self.forward(&request, &id) {
+            let address = forward.address.clone();
+            match forward
+                .send(|mut p, r| async move { p.watch(r).await })
+                .await
+            {
+                Some(Ok(stream)) => {
+                    let relay = Relay {
+                        tables: self.tables.clone(),
+                        router: self.router.clone(),
+                        player: me,
+                        table_id: id,
+                        metadata: request.metadata().clone(),
+                        watch: request.get_ref().clone(),
+                    };
+                    let rx = relay.start(address, stream.into_inner());
+                    return Ok(Response::new(Box::pin(ReceiverStream::new(rx))));
+                }
+                Some(Err(status)) => return Err(status),
+                None => {}
+            }
+        }
         let r = request.get_ref();
         let rx = self
             .tables
@@ -253,6 +321,12 @@ impl TablesService for TablesApi {
         let id = table_id(&r.table_id)?;
         let command_id = domain::parse_command_id(&r.command_id).map_err(domain_invalid)?;
         let command = Game::act_command(r).map_err(wire_invalid)?;
+        if let Some(forward) = self.forward(&request, &id)
+            && let Some(answer) = forward.send(|mut p, r| async move { p.act(r).await }).await
+        {
+            return answer;
+        }
+        let r = request.get_ref();
         let version = self
             .tables
             .act(me, id, r.expected_version, &command_id, &command)
@@ -267,6 +341,13 @@ impl TablesService for TablesApi {
     ) -> Result<Response<pb::SpectateResponse>, Status> {
         let me = player(&request)?;
         let id = table_id(&request.get_ref().table_id)?;
+        if let Some(forward) = self.forward(&request, &id)
+            && let Some(answer) = forward
+                .send(|mut p, r| async move { p.spectate(r).await })
+                .await
+        {
+            return answer;
+        }
         let version = self.tables.spectate(me, id).await.map_err(status)?;
         Ok(Response::new(pb::SpectateResponse { version }))
     }
@@ -277,6 +358,13 @@ impl TablesService for TablesApi {
     ) -> Result<Response<pb::StopSpectatingResponse>, Status> {
         let me = player(&request)?;
         let id = table_id(&request.get_ref().table_id)?;
+        if let Some(forward) = self.forward(&request, &id)
+            && let Some(answer) = forward
+                .send(|mut p, r| async move { p.stop_spectating(r).await })
+                .await
+        {
+            return answer;
+        }
         let version = self.tables.stop_spectating(me, id).await.map_err(status)?;
         Ok(Response::new(pb::StopSpectatingResponse { version }))
     }

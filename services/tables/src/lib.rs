@@ -33,6 +33,7 @@ pub mod domain;
 pub mod events;
 pub mod grpc;
 pub mod lobby;
+pub mod route;
 pub mod service;
 pub mod startup;
 pub mod timers;

@@ -40,6 +40,8 @@ use crate::{Decided, Game, Table, TableError, TableEvent};
 /// Most steps one advance takes (a whole match is a few thousand events; this only stops a
 /// runaway loop).
 const MAX_STEPS: usize = 20_000;
+/// Most ids drawn for a new table looking for one in a partition this replica holds.
+const NEW_ID_DRAWS: usize = 256;
 /// The first pause before a failed step is taken again.
 const RETRY_FIRST: std::time::Duration = std::time::Duration::from_millis(100);
 /// The longest pause between retries of a failed step.
@@ -255,6 +257,21 @@ impl Tables {
         }
     }
 
+    /// A new table's id (a UUIDv7), drawn again until it falls in a partition this replica
+    /// holds, so the table is born where it is created and its first calls need no
+    /// forwarding. With N replicas one draw in N lands; after [`NEW_ID_DRAWS`] (a replica
+    /// holding nothing yet) the id is kept wherever it falls, and its owner serves it.
+    fn new_table_id(&self) -> Uuid {
+        let mut id = Uuid::now_v7();
+        for _ in 1..NEW_ID_DRAWS {
+            if self.timers.keeps(&id) {
+                break;
+            }
+            id = Uuid::now_v7();
+        }
+        id
+    }
+
     /// Creates a table: the commitment first, then the stream.
     #[tracing::instrument(skip(self, options), fields(creator = %creator))]
     pub async fn create(
@@ -270,7 +287,7 @@ impl Tables {
             bots,
             move_seconds,
         } = domain::parse_setup::<Game>(options, bot_seats, move_seconds).map_err(refused)?;
-        let table_id = Uuid::now_v7();
+        let table_id = self.new_table_id();
         let message = cpb::CreateTableCommitmentRequest {
             table_id: table_id.to_string(),
             delayed_source: String::new(),

@@ -21,6 +21,7 @@ use tonic::transport::Channel;
 use crate::clock::{SystemClock, TableClock};
 use crate::grpc::TablesApi;
 use crate::lobby::{CONSUMER, LobbyProjection, MIGRATIONS};
+use crate::route::Router;
 use crate::service::{Ownership, Tables};
 
 /// PostgreSQL schema of this service's tables and event log (the host's default: its name).
@@ -30,8 +31,12 @@ pub const SCHEMA: &str = TablesService::NAME;
 pub const PARTITIONS: u32 = 64;
 
 /// How long a replica's lease on a partition (and its heartbeat) lasts unless renewed; its
-/// keeper renews every third of it. A replica that dies loses its partitions within it.
-pub const LEASE_TTL: Duration = Duration::from_secs(4);
+/// keeper renews every [`LEASE_ROUND`]. A replica that dies loses its partitions within it,
+/// and the survivors' next round takes them: within 5 s of the death.
+pub const LEASE_TTL: Duration = Duration::from_secs(3);
+
+/// How often a replica's keeper runs its round (renew, take, give up, read the routes).
+pub const LEASE_ROUND: Duration = Duration::from_secs(1);
 
 /// This process's name among the replicas holding leases: the host's (a pod's, a
 /// container's) and a fresh suffix, so a restarted process is a new owner (its
@@ -63,6 +68,12 @@ pub struct TablesSettings {
     #[command(flatten)]
     #[serde(flatten)]
     pub identity: ServiceIdentitySettings,
+    /// Where the other replicas reach this one's gRPC API (`http://host:port`), to forward
+    /// it calls for the tables it owns (over PostgreSQL). Default: `http://` and the listen
+    /// address, its host name (`HOSTNAME`) when it listens on every interface; in
+    /// Kubernetes, the pod's IP (deploy/k8s/base/tables.yaml).
+    #[arg(long, value_name = "URL")]
+    pub advertise_url: Option<String>,
 }
 
 impl Section for TablesSettings {
@@ -72,6 +83,18 @@ impl Section for TablesSettings {
             .map_err(|e| ConfigError::invalid(e.field, e.reason))?;
         Target::parse("dealing_url", &self.dealing_url)
             .map_err(|e| ConfigError::invalid(e.field, e.reason))?;
+        if let Some(url) = &self.advertise_url {
+            match Target::parse("advertise_url", url) {
+                Ok(Target::Direct(_)) => {}
+                Ok(Target::Dns { .. }) => {
+                    return Err(ConfigError::invalid(
+                        "advertise_url",
+                        "names every replica behind a name: give this one's own http://host:port",
+                    ));
+                }
+                Err(e) => return Err(ConfigError::invalid(e.field, e.reason)),
+            }
+        }
         self.auth.validate()
     }
 }
@@ -91,6 +114,24 @@ pub struct Parts {
     pub authn: Authenticator,
     /// The time of turn deadlines.
     pub clock: Arc<dyn TableClock>,
+    /// Where the other replicas reach this one (empty: they never forward to it).
+    pub advertise_url: String,
+}
+
+/// Where the other replicas reach a replica listening at `listen` by default: that address,
+/// or the host's name when it listens on every interface; none when the port is chosen by
+/// the system (it is not known before the listener binds).
+fn default_advertise_url(listen: std::net::SocketAddr) -> String {
+    if listen.port() == 0 {
+        return String::new();
+    }
+    if !listen.ip().is_unspecified() {
+        return format!("http://{listen}");
+    }
+    match std::env::var("HOSTNAME") {
+        Ok(host) if !host.is_empty() => format!("http://{host}:{}", listen.port()),
+        _ => String::new(),
+    }
 }
 
 impl Parts {
@@ -116,6 +157,10 @@ impl Parts {
             tokens,
             authn,
             clock: Arc::new(SystemClock),
+            advertise_url: settings
+                .advertise_url
+                .clone()
+                .unwrap_or_else(|| default_advertise_url(config.common.listen_addr)),
         })
     }
 }
@@ -155,10 +200,13 @@ impl Service for TablesService {
             parts.clock,
             shutdown.clone(),
         );
-        // Over PostgreSQL, replicas share the tables' partitions through leases, and each
-        // keeps the turn clocks of its own only (docs/decisions.md, "Who owns a table").
+        // Over PostgreSQL, replicas share the tables' partitions through leases; each keeps
+        // the turn clocks of its own only, and forwards calls for the others' to them
+        // (docs/decisions.md, "Who owns a table").
+        let mut router = None;
         if let fairdeal_db::Db::Postgres { pool, schema } = parts.storage.db() {
-            let leases = Leases::new(pool.clone(), schema, replica_name(), LEASE_TTL);
+            let leases = Leases::new(pool.clone(), schema, replica_name(), LEASE_TTL)
+                .serving_at(parts.advertise_url);
             let keeper = Keeper::new(leases, PARTITIONS);
             // A first share before the clocks start, so they do not start with none; a
             // lease table that cannot be used stops the start rather than every clock.
@@ -166,23 +214,27 @@ impl Service for TablesService {
                 what: "partition leases",
                 reason: e.to_string(),
             })?;
-            tables = tables.keeping_clocks_of(Ownership {
+            let ownership = Ownership {
                 partitions: PARTITIONS,
                 owned: keeper.owned(),
-            });
+            };
+            tables = tables.keeping_clocks_of(ownership.clone());
+            router = Some(Router::new(keeper.owner(), ownership, keeper.routes()));
             shutdown.spawn(
                 "partition-leases",
-                keeper.run(LEASE_TTL / 3, shutdown.token()),
+                keeper.run(LEASE_ROUND, shutdown.token()),
             );
+        }
+        let mut api = TablesApi::new(tables.clone());
+        if let Some(router) = router {
+            api = api.routing(router);
         }
         let projection = LobbyProjection::waking(tables.owed_steps());
         bus.spawn_consumer(Self::NAME, CONSUMER, Arc::new(projection), shutdown)
             .await?;
         shutdown.spawn("turn-clocks", tables.clone().run_timers(shutdown.token()));
         let routes = Mount::new()
-            .add_service(
-                AuthLayer::new(parts.authn).wrap(TablesServiceServer::new(TablesApi::new(tables))),
-            )
+            .add_service(AuthLayer::new(parts.authn).wrap(TablesServiceServer::new(api)))
             .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET);
         Ok((routes, ()))
     }

@@ -17,7 +17,7 @@ use crate::harness::{Db, Player, TestApp};
 use crate::moves;
 
 /// A `fairdeal-tables` process of `app`'s backend, serving.
-async fn start(app: &TestApp, dir: &std::path::Path, run: usize) -> (Child, u16) {
+pub(crate) async fn start(app: &TestApp, dir: &std::path::Path, run: usize) -> (Child, u16) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -39,7 +39,7 @@ async fn start(app: &TestApp, dir: &std::path::Path, run: usize) -> (Child, u16)
     (child, port)
 }
 
-fn client(port: u16) -> TablesServiceClient<tonic::transport::Channel> {
+pub(crate) fn client(port: u16) -> TablesServiceClient<tonic::transport::Channel> {
     TablesServiceClient::new(fairdeal_harness::lazy(port))
 }
 

@@ -252,6 +252,14 @@ impl TestApp {
     /// Starts one more tables replica over the shared database (opened on its own, as a
     /// separate process would); returns its client.
     pub(crate) async fn start_replica(&mut self) -> TablesServiceClient<Channel> {
+        // Its address is fixed before it starts, so it can announce it to the others.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut common = self.tables_common.clone();
+        common.listen_addr = format!("127.0.0.1:{port}").parse().unwrap();
         let storage = Storage::open(
             &self.tables_common,
             fairdeal_tables::startup::SCHEMA,
@@ -260,7 +268,7 @@ impl TestApp {
         .await
         .unwrap();
         let tables = fairdeal_tables::Application::assemble(
-            &self.tables_common,
+            &common,
             fairdeal_tables::startup::Parts {
                 storage: storage.clone(),
                 commitment: lazy(self.commitment_link.port),
@@ -268,11 +276,12 @@ impl TestApp {
                 tokens: self.service_tokens("tables"),
                 authn: authenticator(self.keys()),
                 clock: self.clock.clone(),
+                advertise_url: format!("http://127.0.0.1:{port}"),
             },
         )
         .await
         .unwrap();
-        let port = tables.port();
+        assert_eq!(tables.port(), port);
         let shutdown = tables.shutdown();
         let server = tokio::spawn(async move {
             tables.run_until_stopped().await.unwrap();
@@ -296,6 +305,19 @@ impl TestApp {
         let (shutdown, server) = &mut self.replica_servers[index];
         shutdown.trigger();
         server.await.unwrap();
+    }
+
+    /// The tables' storage, opened here (for replicas run as processes); closed at the end.
+    pub(crate) async fn open_tables_storage(&mut self) -> Storage {
+        let storage = Storage::open(
+            &self.tables_common,
+            fairdeal_tables::startup::SCHEMA,
+            <fairdeal_tables::TablesService as fairdeal_kit::Service>::MIGRATIONS,
+        )
+        .await
+        .unwrap();
+        self.storages.push(storage.clone());
+        storage
     }
 
     /// The storage of the last tables replica started (its event store).
@@ -458,7 +480,13 @@ impl Player {
     }
 
     pub(crate) async fn view(&self, table_id: &str) -> pb::TableView {
-        self.client
+        self.try_view(table_id).await.unwrap()
+    }
+
+    /// [`Player::view`], its failure returned.
+    pub(crate) async fn try_view(&self, table_id: &str) -> Result<pb::TableView, Status> {
+        let response = self
+            .client
             .clone()
             .get_table(with(
                 &self.token,
@@ -466,11 +494,8 @@ impl Player {
                     table_id: table_id.to_owned(),
                 },
             ))
-            .await
-            .unwrap()
-            .into_inner()
-            .table
-            .unwrap()
+            .await?;
+        Ok(response.into_inner().table.unwrap())
     }
 
     pub(crate) async fn act(
@@ -518,7 +543,20 @@ impl Player {
         after_version: u64,
         turn_views: bool,
     ) -> tonic::Streaming<pb::WatchResponse> {
-        self.client
+        self.try_watch(table_id, after_version, turn_views)
+            .await
+            .unwrap()
+    }
+
+    /// [`Player::watch`], its failure returned.
+    pub(crate) async fn try_watch(
+        &self,
+        table_id: &str,
+        after_version: u64,
+        turn_views: bool,
+    ) -> Result<tonic::Streaming<pb::WatchResponse>, Status> {
+        let response = self
+            .client
             .clone()
             .watch(with(
                 &self.token,
@@ -528,9 +566,8 @@ impl Player {
                     turn_views,
                 },
             ))
-            .await
-            .unwrap()
-            .into_inner()
+            .await?;
+        Ok(response.into_inner())
     }
 }
 

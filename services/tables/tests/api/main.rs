@@ -11,6 +11,7 @@ mod play;
 mod replicas;
 mod resume;
 mod rules;
+mod scale;
 mod spectate;
 mod variants;
 mod watch;

@@ -1,0 +1,440 @@
+//! Routing a call to the table's owner (issue 33, "Routing"): with several replicas over
+//! PostgreSQL, each table belongs to the replica holding its partition's lease
+//! (`fairdeal_platform::ownership`), which decides its commands from memory and feeds its
+//! watchers from what it appends. A call for a table reaching another replica is forwarded
+//! there over gRPC, the caller's own metadata (its token, its trace context) passed on, and
+//! the owner's answer (its status and metadata included) passed back; `Watch` streams are
+//! relayed, and resumed from the last version relayed when the owner hands the table over or
+//! goes away. Clients need not know: any replica, or a Service address spreading calls over
+//! them, serves every table.
+//!
+//! A call is served where it arrived when routing cannot help: the table's partition is held
+//! here, or by no live replica known (a failover in progress), or the owner cannot be
+//! reached (it died: its lease expires within the ttl), or the call was forwarded already (a
+//! route one round stale: the receiving replica never forwards twice). Serving a table here
+//! is always correct, only slower: every append checks the stream's version, so a command
+//! decided on a stale state is decided again; a command id is appended once whoever serves
+//! it.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use fairdeal_kit::metrics::{Counter, KeyValue};
+use fairdeal_platform::ownership::{Routes, partition_of};
+use fairdeal_proto::fairdeal::tables::v1 as pb;
+use fairdeal_proto::fairdeal::tables::v1::tables_service_client::TablesServiceClient;
+use tokio::sync::{mpsc, watch};
+use tonic::metadata::MetadataValue;
+use tonic::transport::Channel;
+use tonic::{Code, Request, Response, Status};
+use uuid::Uuid;
+
+use crate::timers::Ownership;
+
+/// Metadata key set on a forwarded call (to the forwarding replica's name): the owner
+/// serves it, wherever its routes point.
+pub const FORWARDED_BY: &str = "fairdeal-forwarded-by";
+
+/// A client of another replica.
+pub type Peer = TablesServiceClient<Channel>;
+
+/// Where each table's owner serves, as this replica's keeper last read it, and one
+/// (lazily connected) channel per peer.
+#[derive(Debug)]
+pub struct Router {
+    /// This replica's name among the lease owners.
+    me: String,
+    /// The metadata value of a call this replica forwards (its name).
+    by: MetadataValue<tonic::metadata::Ascii>,
+    /// The partitions held here.
+    ownership: Ownership,
+    /// The keeper's routes.
+    routes: watch::Receiver<Routes>,
+    /// A channel per peer address.
+    peers: Mutex<HashMap<String, Peer>>,
+    /// `fairdeal.tables.forwarded`.
+    forwarded: Counter<u64>,
+}
+
+impl Router {
+    /// A router for the replica named `me`, which holds what `ownership` says and learns the
+    /// others from `routes`.
+    pub fn new(me: &str, ownership: Ownership, routes: watch::Receiver<Routes>) -> Self {
+        Router {
+            me: me.to_owned(),
+            // A replica's name is its host name and a UUID: ASCII.
+            by: MetadataValue::try_from(me).unwrap_or_else(|_| MetadataValue::from_static("")),
+            ownership,
+            routes,
+            peers: Mutex::new(HashMap::new()),
+            forwarded: fairdeal_kit::metrics::counter(
+                "fairdeal.tables.forwarded",
+                "Calls for a table another replica owns, forwarded to it",
+                "{call}",
+            ),
+        }
+    }
+
+    /// The replica to forward `request` for `table_id` to, with the call to send it, or
+    /// `None` to serve it here (see the module's rules).
+    pub fn forward<T: Clone>(&self, request: &Request<T>, table_id: &Uuid) -> Option<Forward<T>> {
+        if request.metadata().contains_key(FORWARDED_BY) || self.ownership.owns(table_id) {
+            return None;
+        }
+        let address = {
+            let routes = self.routes.borrow();
+            let route = routes.get(&partition_of(table_id, self.ownership.partitions))?;
+            if route.owner == self.me || route.address.is_empty() {
+                return None;
+            }
+            route.address.clone()
+        };
+        let peer = self.peer(&address)?;
+        let mut call = Request::new(request.get_ref().clone());
+        *call.metadata_mut() = request.metadata().clone();
+        call.metadata_mut().insert(FORWARDED_BY, self.by.clone());
+        Some(Forward {
+            peer,
+            address,
+            call,
+            forwarded: self.forwarded.clone(),
+        })
+    }
+
+    /// The channel to `address`, opened (lazily) on first use; `None` for an address that
+    /// is no URL (it is logged: a replica announced a bad `advertise_url`).
+    fn peer(&self, address: &str) -> Option<Peer> {
+        let mut peers = self.peers.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(peer) = peers.get(address) {
+            return Some(peer.clone());
+        }
+        match fairdeal_kit::client::channel("advertise_url", address) {
+            Ok(channel) => {
+                let peer = TablesServiceClient::new(channel);
+                peers.insert(address.to_owned(), peer.clone());
+                Some(peer)
+            }
+            Err(error) => {
+                tracing::warn!(%error, "a tables replica announced an unusable address");
+                None
+            }
+        }
+    }
+}
+
+/// A call on its way to the table's owner.
+#[derive(Debug)]
+pub struct Forward<T> {
+    /// The owner.
+    pub peer: Peer,
+    /// Where it serves.
+    pub address: String,
+    /// The call: the caller's message and metadata, marked forwarded.
+    pub call: Request<T>,
+    /// `fairdeal.tables.forwarded`.
+    forwarded: Counter<u64>,
+}
+
+impl<T> Forward<T> {
+    /// Sends the call with `send`; `None` when the owner could not be reached (the caller
+    /// serves it here), its answer otherwise.
+    pub async fn send<R, F, Fut>(self, send: F) -> Option<Result<Response<R>, Status>>
+    where
+        F: FnOnce(Peer, Request<T>) -> Fut,
+        Fut: Future<Output = Result<Response<R>, Status>>,
+    {
+        match send(self.peer, self.call).await {
+            Err(status) if unreachable(&status) => {
+                self.forwarded
+                    .add(1, &[KeyValue::new("outcome", "unreachable")]);
+                tracing::debug!(address = %self.address, status = %status.message(), "table owner unreachable; serving here");
+                None
+            }
+            answer => {
+                self.forwarded
+                    .add(1, &[KeyValue::new("outcome", "answered")]);
+                Some(answer)
+            }
+        }
+    }
+}
+
+/// Whether `status` says the owner could not be reached (rather than that it answered):
+/// UNAVAILABLE. The owner answers it itself only when a dependency is down, before anything
+/// is appended, and serving here then fails the same way.
+pub fn unreachable(status: &Status) -> bool {
+    status.code() == Code::Unavailable
+}
+
+/// The router, shared by the API's handlers.
+pub type SharedRouter = Arc<Router>;
+
+/// Messages relayed per watcher before the relay waits for the client.
+const RELAY_BUFFER: usize = 64;
+
+/// The first pause before a relayed watch is opened again.
+const RESUME_FIRST: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// The longest pause between attempts to open a relayed watch again.
+const RESUME_LONGEST: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A `Watch` forwarded to the table's owner: what it relays, and how it opens the watch again
+/// from the last version relayed when the owner's stream ends (the owner drained, or lost the
+/// partition and went away, or died): at the table's new owner, or here.
+#[derive(Debug)]
+pub struct Relay {
+    /// The use cases (a watch served here).
+    pub tables: crate::service::Tables,
+    /// The routes.
+    pub router: Option<SharedRouter>,
+    /// The watching player.
+    pub player: Uuid,
+    /// The table.
+    pub table_id: Uuid,
+    /// The caller's metadata (its token), sent again with every reopening.
+    pub metadata: tonic::metadata::MetadataMap,
+    /// The caller's request; its `after_version` follows what was relayed.
+    pub watch: pb::WatchRequest,
+}
+
+/// Where a relayed watch reads from.
+enum Source {
+    /// The owner's stream.
+    Owner(Box<tonic::Streaming<pb::WatchResponse>>),
+    /// A watch served here.
+    Here(mpsc::Receiver<Result<pb::WatchResponse, Status>>),
+}
+
+impl Relay {
+    /// Starts relaying `stream`, opened at `address`, into the returned channel.
+    pub fn start(
+        self,
+        address: String,
+        stream: tonic::Streaming<pb::WatchResponse>,
+    ) -> mpsc::Receiver<Result<pb::WatchResponse, Status>> {
+        let (tx, rx) = mpsc::channel(RELAY_BUFFER);
+        tokio::spawn(self.run(address, Source::Owner(Box::new(stream)), tx));
+        rx
+    }
+
+    async fn run(
+        mut self,
+        mut address: String,
+        mut source: Source,
+        tx: mpsc::Sender<Result<pb::WatchResponse, Status>>,
+    ) {
+        let mut pause = RESUME_FIRST;
+        loop {
+            match source {
+                Source::Here(mut rx) => {
+                    // A watch served here ends only when the client goes, the server
+                    // drains or the store fails: the relay ends with it.
+                    while let Some(message) = rx.recv().await {
+                        if let Ok(m) = &message {
+                            self.watch.after_version = m.version;
+                        }
+                        if tx.send(message).await.is_err() {
+                            return;
+                        }
+                    }
+                    return;
+                }
+                Source::Owner(mut stream) => loop {
+                    let next = tokio::select! {
+                        next = stream.message() => next,
+                        () = tx.closed() => return,
+                        () = self.tables.shutdown.draining() => return,
+                    };
+                    match next {
+                        Ok(Some(message)) => {
+                            self.watch.after_version = message.version;
+                            pause = RESUME_FIRST;
+                            if tx.send(Ok(message)).await.is_err() {
+                                return;
+                            }
+                        }
+                        // The owner ends a watch only when it drains; UNAVAILABLE: it is
+                        // gone. Either way the table is served elsewhere now.
+                        Ok(None) => break,
+                        Err(status) if unreachable(&status) => break,
+                        Err(status) => {
+                            let _ = tx.send(Err(status)).await;
+                            return;
+                        }
+                    }
+                },
+            }
+            tokio::select! {
+                () = tokio::time::sleep(pause) => {}
+                () = tx.closed() => return,
+                () = self.tables.shutdown.draining() => return,
+            }
+            pause = (pause * 2).min(RESUME_LONGEST);
+            source = match self.reopen(&address).await {
+                Ok((at, opened)) => {
+                    address = at;
+                    opened
+                }
+                Err(status) => {
+                    let _ = tx.send(Err(status)).await;
+                    return;
+                }
+            };
+        }
+    }
+
+    /// Opens the watch again after the last version relayed: at the table's owner when the
+    /// routes name one other than the one whose stream just ended (`ended`), here otherwise.
+    async fn reopen(&self, ended: &str) -> Result<(String, Source), Status> {
+        let mut request = Request::new(self.watch.clone());
+        *request.metadata_mut() = self.metadata.clone();
+        let forward = self
+            .router
+            .as_ref()
+            .and_then(|router| router.forward(&request, &self.table_id))
+            .filter(|forward| forward.address != ended);
+        if let Some(forward) = forward {
+            let address = forward.address.clone();
+            match forward
+                .send(|mut p, r| async move { p.watch(r).await })
+                .await
+            {
+                Some(Ok(stream)) => {
+                    return Ok((address, Source::Owner(Box::new(stream.into_inner()))));
+                }
+                Some(Err(status)) => return Err(status),
+                None => {}
+            }
+        }
+        let rx = self
+            .tables
+            .watch(
+                self.player,
+                self.table_id,
+                self.watch.after_version,
+                self.watch.turn_views,
+            )
+            .await
+            .map_err(crate::grpc::status)?;
+        Ok((String::new(), Source::Here(rx)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use fairdeal_platform::ownership::{Lease, Owned, Route};
+
+    use super::*;
+
+    const PARTITIONS: u32 = 4;
+
+    /// A router for replica `me` holding partition 0, the others' routes as given.
+    fn router(routes: &[(u32, &str, &str)]) -> Router {
+        let owned: Owned = [(
+            0,
+            Lease {
+                partition: 0,
+                owner: "me".into(),
+                epoch: 1,
+                expires_at_ms: i64::MAX,
+            },
+        )]
+        .into();
+        let routes: Routes = routes
+            .iter()
+            .map(|&(p, owner, address)| {
+                (
+                    p,
+                    Route {
+                        owner: owner.into(),
+                        address: address.into(),
+                    },
+                )
+            })
+            .collect();
+        Router::new(
+            "me",
+            Ownership {
+                partitions: PARTITIONS,
+                owned: watch::channel(owned).1,
+            },
+            watch::channel(routes).1,
+        )
+    }
+
+    /// A table id in `partition`.
+    fn table_in(partition: u32) -> Uuid {
+        loop {
+            let id = Uuid::now_v7();
+            if partition_of(&id, PARTITIONS) == partition {
+                return id;
+            }
+        }
+    }
+
+    fn request() -> Request<pb::GetTableRequest> {
+        let mut request = Request::new(pb::GetTableRequest {
+            table_id: "t".into(),
+        });
+        request
+            .metadata_mut()
+            .insert("authorization", "Bearer x".parse().unwrap());
+        request
+    }
+
+    #[tokio::test]
+    async fn a_call_for_another_replicas_table_goes_to_it_with_the_callers_metadata() {
+        let router = router(&[
+            (0, "me", "http://127.0.0.1:1"),
+            (1, "b", "http://127.0.0.1:2"),
+        ]);
+        let forward = router.forward(&request(), &table_in(1)).unwrap();
+        assert_eq!(forward.address, "http://127.0.0.1:2");
+        let metadata = forward.call.metadata();
+        assert_eq!(metadata.get("authorization").unwrap(), "Bearer x");
+        assert_eq!(metadata.get(FORWARDED_BY).unwrap(), "me");
+        assert_eq!(forward.call.get_ref().table_id, "t");
+    }
+
+    #[tokio::test]
+    async fn a_call_is_served_here_when_forwarding_cannot_help() {
+        let router = router(&[
+            (0, "b", "http://127.0.0.1:2"),
+            (1, "me", "http://127.0.0.1:1"),
+            (2, "c", ""),
+        ]);
+        // Held here (whatever the routes, a round stale, say).
+        assert!(router.forward(&request(), &table_in(0)).is_none());
+        // The routes name this replica (the keeper's `owned` is a moment behind).
+        assert!(router.forward(&request(), &table_in(1)).is_none());
+        // An owner no one can reach, and no live owner at all.
+        assert!(router.forward(&request(), &table_in(2)).is_none());
+        assert!(router.forward(&request(), &table_in(3)).is_none());
+        // Forwarded already: never forwarded twice.
+        let router = router_to_b();
+        let mut forwarded = request();
+        forwarded
+            .metadata_mut()
+            .insert(FORWARDED_BY, "a".parse().unwrap());
+        assert!(router.forward(&forwarded, &table_in(1)).is_none());
+        assert!(router.forward(&request(), &table_in(1)).is_some());
+    }
+
+    fn router_to_b() -> Router {
+        router(&[(1, "b", "http://127.0.0.1:2")])
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_owner_leaves_the_call_to_this_replica() {
+        // Nothing listens on port 1.
+        let router = router(&[(1, "b", "http://127.0.0.1:1")]);
+        let forward = router.forward(&request(), &table_in(1)).unwrap();
+        let answer = forward
+            .send(|mut p, r| async move { p.get_table(r).await })
+            .await;
+        assert!(answer.is_none());
+    }
+}
