@@ -461,16 +461,21 @@ impl Keeper {
             .div_ceil(u32::try_from(live).unwrap_or(u32::MAX));
         let mut count = u32::try_from(held.len()).unwrap_or(u32::MAX);
 
-        // Above the share: give up the highest partitions (a drain: released at once).
+        // Above the share: give up the highest partitions (a drain: released at once), each
+        // only once this replica has stopped deciding for it (published without it).
+        let mut surplus = Vec::new();
         while count > share {
-            let Some((&partition, lease)) = held.iter().next_back() else {
+            let Some((_, lease)) = held.pop_last() else {
                 break;
             };
-            let lease = lease.clone();
-            held.remove(&partition);
-            self.owned.send_replace(held.clone());
-            self.leases.release(&lease).await?;
+            surplus.push(lease);
             count -= 1;
+        }
+        if !surplus.is_empty() {
+            self.owned.send_replace(held.clone());
+        }
+        for lease in &surplus {
+            self.leases.release(lease).await?;
         }
         // Below it: take free or expired partitions, in order.
         for partition in 0..self.partitions {

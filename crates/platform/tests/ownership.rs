@@ -38,6 +38,7 @@ async fn fixture() -> Fixture {
 impl Fixture {
     fn owner(&self, name: &str, ttl: Duration) -> Leases {
         Leases::new(self.pool.clone(), &self.schema, name, ttl)
+            .serving_at(format!("http://{name}:50051"))
     }
 
     async fn done(self) {
@@ -269,6 +270,20 @@ async fn keepers_share_the_partitions_hand_them_to_a_newcomer_take_a_dead_ones_a
         held[0],
         "what a keeper holds is published"
     );
+    // Each keeper's routes name every partition's holder, wherever it is.
+    for keeper in [&a, &b] {
+        let routes = keeper.routes().borrow().clone();
+        assert_eq!(routes.len(), 8, "{routes:?}");
+        for (partition, route) in &routes {
+            let holder = if held[0].contains_key(partition) {
+                "replica-a"
+            } else {
+                "replica-b"
+            };
+            assert_eq!(route.owner, holder);
+            assert_eq!(route.address, format!("http://{holder}:50051"));
+        }
+    }
 
     // A third joins: 3, 3 and 2.
     let c = Keeper::new(f.owner("replica-c", ttl), 8);

@@ -371,6 +371,9 @@ async fn raw_appends(app: &TestApp, writers: usize, run: Duration) -> (f64, f64,
 async fn run(db: Db, tables: usize, seconds: u64) {
     let replicas = replicas();
     let app = Arc::new(TestApp::spawn_replicas(db, replicas).await);
+    // The replicas' keepers share the partitions a second or two after they start: the
+    // window measures the shape they run in, not the handover.
+    app.partitions_settled().await;
     let tally = Arc::new(Mutex::new(Tally::default()));
     let (stop_tx, stop) = watch::channel(false);
     let pool = match app.tables_storage().db() {

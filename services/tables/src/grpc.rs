@@ -19,7 +19,7 @@ use uuid::Uuid;
 
 use crate::domain;
 use crate::lobby::LobbyQuery;
-use crate::route::{Forward, Relay, Router, SharedRouter};
+use crate::route::{FORWARDED_BY, Forward, Relay, Router, SharedRouter, Source};
 use crate::service::{Failure, Tables, TablesError};
 use crate::{Game, TableError};
 use fairdeal_games_wire::WireGame;
@@ -51,6 +51,18 @@ impl TablesApi {
     pub fn routing(mut self, router: Router) -> Self {
         self.router = Some(Arc::new(router));
         self
+    }
+
+    /// A relay of `player`'s watch of `table_id` asked by `request` (`route.rs`).
+    fn relay(&self, request: &Request<pb::WatchRequest>, player: Uuid, table_id: Uuid) -> Relay {
+        Relay {
+            tables: self.tables.clone(),
+            router: self.router.clone(),
+            player,
+            table_id,
+            metadata: request.metadata().clone(),
+            watch: request.get_ref().clone(),
+        }
     }
 
     /// The call `request` for `table_id` on its way to the table's owner; `None`: served
@@ -288,15 +300,9 @@ impl TablesService for TablesApi {
                 .await
             {
                 Some(Ok(stream)) => {
-                    let relay = Relay {
-                        tables: self.tables.clone(),
-                        router: self.router.clone(),
-                        player: me,
-                        table_id: id,
-                        metadata: request.metadata().clone(),
-                        watch: request.get_ref().clone(),
-                    };
-                    let rx = relay.start(address, stream.into_inner());
+                    let rx = self
+                        .relay(&request, me, id)
+                        .start(address, Source::Owner(Box::new(stream.into_inner())));
                     return Ok(Response::new(Box::pin(ReceiverStream::new(rx))));
                 }
                 Some(Err(status)) => return Err(status),
@@ -304,11 +310,19 @@ impl TablesService for TablesApi {
             }
         }
         let r = request.get_ref();
-        let rx = self
+        let mut rx = self
             .tables
             .watch(me, id, r.after_version, r.turn_views)
             .await
             .map_err(status)?;
+        // With several replicas a client's own watch is relayed, so that when the table
+        // moves to another replica the watch goes on there. A watch forwarded by another
+        // replica just ends: that replica's relay opens it again at the new owner.
+        if self.router.is_some() && !request.metadata().contains_key(FORWARDED_BY) {
+            rx = self
+                .relay(&request, me, id)
+                .start(String::new(), Source::Here(rx));
+        }
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 

@@ -179,9 +179,10 @@ const RESUME_FIRST: std::time::Duration = std::time::Duration::from_millis(50);
 /// The longest pause between attempts to open a relayed watch again.
 const RESUME_LONGEST: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// A `Watch` forwarded to the table's owner: what it relays, and how it opens the watch again
-/// from the last version relayed when the owner's stream ends (the owner drained, or lost the
-/// partition and went away, or died): at the table's new owner, or here.
+/// A `Watch` with ownership: what it relays (the owner's stream, or a watch served here),
+/// and how it opens the watch again from the last version relayed when that ends without
+/// an error (the owner drained or died; the table moved away from this replica, or to it):
+/// at the table's owner, or here. The client's stream goes on through every handover.
 #[derive(Debug)]
 pub struct Relay {
     /// The use cases (a watch served here).
@@ -199,7 +200,8 @@ pub struct Relay {
 }
 
 /// Where a relayed watch reads from.
-enum Source {
+#[derive(Debug)]
+pub enum Source {
     /// The owner's stream.
     Owner(Box<tonic::Streaming<pb::WatchResponse>>),
     /// A watch served here.
@@ -207,14 +209,15 @@ enum Source {
 }
 
 impl Relay {
-    /// Starts relaying `stream`, opened at `address`, into the returned channel.
+    /// Starts relaying `source`, opened at `address` (empty: here), into the returned
+    /// channel.
     pub fn start(
         self,
         address: String,
-        stream: tonic::Streaming<pb::WatchResponse>,
+        source: Source,
     ) -> mpsc::Receiver<Result<pb::WatchResponse, Status>> {
         let (tx, rx) = mpsc::channel(RELAY_BUFFER);
-        tokio::spawn(self.run(address, Source::Owner(Box::new(stream)), tx));
+        tokio::spawn(self.run(address, source, tx));
         rx
     }
 
@@ -228,17 +231,22 @@ impl Relay {
         loop {
             match source {
                 Source::Here(mut rx) => {
-                    // A watch served here ends only when the client goes, the server
-                    // drains or the store fails: the relay ends with it.
+                    // A watch served here ends when the client goes or the server drains
+                    // (the relay ends with it), when the store fails (after an error, passed
+                    // on), or when the table moves to another replica (opened there).
                     while let Some(message) = rx.recv().await {
-                        if let Ok(m) = &message {
-                            self.watch.after_version = m.version;
-                        }
-                        if tx.send(message).await.is_err() {
+                        let failed = match &message {
+                            Ok(m) => {
+                                self.watch.after_version = m.version;
+                                false
+                            }
+                            Err(_) => true,
+                        };
+                        if tx.send(message).await.is_err() || failed {
                             return;
                         }
                     }
-                    return;
+                    pause = RESUME_FIRST;
                 }
                 Source::Owner(mut stream) => loop {
                     let next = tokio::select! {

@@ -40,6 +40,22 @@ impl Ownership {
             .borrow()
             .contains_key(&partition_of(table_id, self.partitions))
     }
+
+    /// Resolves at the first keeper round (one a second) after which `table_id`'s partition
+    /// is not held here: the table is served elsewhere from then on. Never, once the keeper
+    /// has stopped (the replica drains, and its watchers end with it).
+    pub async fn moved_away(&self, table_id: &Uuid) {
+        let mut owned = self.owned.clone();
+        let partition = partition_of(table_id, self.partitions);
+        loop {
+            if owned.changed().await.is_err() {
+                return std::future::pending().await;
+            }
+            if !owned.borrow_and_update().contains_key(&partition) {
+                return;
+            }
+        }
+    }
 }
 
 /// The deadlines of the tables this replica advanced last, and a wake-up for the timer task
@@ -68,6 +84,15 @@ impl Timers {
     /// Whether this replica keeps `table_id`'s clock.
     pub(crate) fn keeps(&self, table_id: &Uuid) -> bool {
         self.ownership.as_ref().is_none_or(|o| o.owns(table_id))
+    }
+
+    /// Resolves when `table_id` is served by another replica ([`Ownership::moved_away`]);
+    /// never without ownership (every table is this replica's).
+    pub(crate) async fn moved_away(&self, table_id: &Uuid) {
+        match &self.ownership {
+            Some(ownership) => ownership.moved_away(table_id).await,
+            None => std::future::pending().await,
+        }
     }
 
     /// The deadlines, locked.

@@ -37,7 +37,9 @@ const WATCH_BUFFER: usize = 64;
 
 impl Tables {
     /// `player`'s view of the table's events after `after_version`, then live, into a
-    /// channel; ends when the client goes, the server drains, or the store fails.
+    /// channel; ends when the client goes, the server drains, the store fails, or the table
+    /// is served by another replica from now on (ownership: the API's relay then opens the
+    /// watch again there, from the last version sent).
     pub async fn watch(
         &self,
         player: Uuid,
@@ -96,6 +98,8 @@ impl Tables {
     ) -> Result<(), Status> {
         let stream = stream_of::<Table>(&table_id).map_err(|e| internal(e.into()))?;
         let mut waiter = self.signal.subscribe_stream(&stream);
+        let moved_away = self.timers.moved_away(&table_id);
+        tokio::pin!(moved_away);
         let mut next = after_version.saturating_add(1);
         // What was appended before the subscription is read from the store.
         let mut woken = false;
@@ -177,6 +181,7 @@ impl Tables {
                 () = waiter.changed() => woken = true,
                 () = tx.closed() => return Ok(()),
                 () = self.shutdown.draining() => return Ok(()),
+                () = &mut moved_away => return Ok(()),
             }
         }
     }

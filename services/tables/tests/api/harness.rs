@@ -307,6 +307,37 @@ impl TestApp {
         server.await.unwrap();
     }
 
+    /// Waits (30 s at most) until the replicas share the tables' partitions evenly, as their
+    /// keepers settle a second or two after they start (PostgreSQL).
+    pub(crate) async fn partitions_settled(&self) {
+        let fairdeal_db::Db::Postgres { pool, schema } = self.tables_storage().db() else {
+            return;
+        };
+        let partitions = u64::from(fairdeal_tables::startup::PARTITIONS);
+        let replicas = self.replicas.len().max(1) as u64;
+        let sql = format!(
+            "SELECT count(*) FROM {}.partition_leases WHERE expires_at > now() GROUP BY owner",
+            schema.quoted()
+        );
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let held: Vec<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql.clone()))
+                .fetch_all(pool)
+                .await
+                .unwrap();
+            let held: Vec<u64> = held.into_iter().map(|n| n as u64).collect();
+            let share = partitions.div_ceil(replicas);
+            if held.len() as u64 == replicas
+                && held.iter().sum::<u64>() == partitions
+                && held.iter().all(|n| *n >= share - 1 && *n <= share)
+            {
+                return;
+            }
+            assert!(std::time::Instant::now() < until, "partitions: {held:?}");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+
     /// The tables' storage, opened here (for replicas run as processes); closed at the end.
     pub(crate) async fn open_tables_storage(&mut self) -> Storage {
         let storage = Storage::open(
