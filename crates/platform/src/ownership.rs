@@ -329,6 +329,21 @@ impl Leases {
             .await?)
     }
 
+    /// The partitions held now, by any owner (unexpired leases).
+    pub async fn held(&self) -> Result<std::collections::BTreeSet<u32>, LeaseError> {
+        let sql = format!(
+            "SELECT partition FROM {} WHERE expires_at > now()",
+            self.table
+        );
+        let rows: Vec<i32> = sqlx::query_scalar(AssertSqlSafe(sql))
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|p| u32::try_from(p).ok())
+            .collect())
+    }
+
     /// Every lease of the service's partitions, in partition order.
     pub async fn all(&self) -> Result<Vec<Lease>, LeaseError> {
         let sql = format!("SELECT {COLUMNS} FROM {} ORDER BY partition", self.table);
@@ -477,17 +492,22 @@ impl Keeper {
         for lease in &surplus {
             self.leases.release(lease).await?;
         }
-        // Below it: take free or expired partitions, in order.
-        for partition in 0..self.partitions {
-            if count >= share {
-                break;
-            }
-            if held.contains_key(&partition) {
-                continue;
-            }
-            if let Some(lease) = self.leases.acquire(partition).await? {
-                held.insert(partition, lease);
-                count += 1;
+        // Below it: take free or expired partitions, in order: those the lease table shows
+        // free or expired now (one read), each taken by its own statement, which checks
+        // again (another keeper may be quicker).
+        if count < share {
+            let taken = self.leases.held().await?;
+            for partition in 0..self.partitions {
+                if count >= share {
+                    break;
+                }
+                if held.contains_key(&partition) || taken.contains(&partition) {
+                    continue;
+                }
+                if let Some(lease) = self.leases.acquire(partition).await? {
+                    held.insert(partition, lease);
+                    count += 1;
+                }
             }
         }
         self.owned.send_replace(held.clone());

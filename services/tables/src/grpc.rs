@@ -300,17 +300,17 @@ impl TablesService for TablesApi {
                 .await
             {
                 Some(Ok(stream)) => {
-                    let rx = self
+                    let relayed = self
                         .relay(&request, me, id)
-                        .start(address, Source::Owner(Box::new(stream.into_inner())));
-                    return Ok(Response::new(Box::pin(ReceiverStream::new(rx))));
+                        .stream(address, Source::Owner(Box::new(stream.into_inner())));
+                    return Ok(Response::new(Box::pin(relayed)));
                 }
                 Some(Err(status)) => return Err(status),
                 None => {}
             }
         }
         let r = request.get_ref();
-        let mut rx = self
+        let rx = self
             .tables
             .watch(me, id, r.after_version, r.turn_views)
             .await
@@ -319,9 +319,10 @@ impl TablesService for TablesApi {
         // moves to another replica the watch goes on there. A watch forwarded by another
         // replica just ends: that replica's relay opens it again at the new owner.
         if self.router.is_some() && !request.metadata().contains_key(FORWARDED_BY) {
-            rx = self
+            let relayed = self
                 .relay(&request, me, id)
-                .start(String::new(), Source::Here(rx));
+                .stream(String::new(), Source::Here(rx));
+            return Ok(Response::new(Box::pin(relayed)));
         }
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }

@@ -170,19 +170,18 @@ pub fn unreachable(status: &Status) -> bool {
 /// The router, shared by the API's handlers.
 pub type SharedRouter = Arc<Router>;
 
-/// Messages relayed per watcher before the relay waits for the client.
-const RELAY_BUFFER: usize = 64;
-
 /// The first pause before a relayed watch is opened again.
 const RESUME_FIRST: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// The longest pause between attempts to open a relayed watch again.
 const RESUME_LONGEST: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// A `Watch` with ownership: what it relays (the owner's stream, or a watch served here),
-/// and how it opens the watch again from the last version relayed when that ends without
-/// an error (the owner drained or died; the table moved away from this replica, or to it):
-/// at the table's owner, or here. The client's stream goes on through every handover.
+/// A `Watch` with ownership: a stream of what it relays (the owner's stream, or a watch
+/// served here), which opens the watch again from the last version relayed when that ends
+/// without an error (the owner drained or died; the table moved away from this replica, or
+/// to it): at the table's owner, or here. The client's stream goes on through every
+/// handover; it ends when the server drains, after an error, or when the client goes (the
+/// stream is dropped, and the watch it reads with it).
 #[derive(Debug)]
 pub struct Relay {
     /// The use cases (a watch served here).
@@ -208,87 +207,112 @@ pub enum Source {
     Here(mpsc::Receiver<Result<pb::WatchResponse, Status>>),
 }
 
+/// A relay between two messages.
+struct Relaying {
+    relay: Relay,
+    /// Where `source` was opened (empty: here).
+    address: String,
+    /// What is read now; `None`: to be opened again after `pause`.
+    source: Option<Source>,
+    pause: std::time::Duration,
+    /// An error was passed on: nothing follows.
+    failed: bool,
+}
+
+/// What one read of a relay's source gave (a value of one step, moved on at once: boxing the
+/// message would cost an allocation per message).
+#[allow(clippy::large_enum_variant)]
+enum Read {
+    /// A message to pass on.
+    Message(pb::WatchResponse),
+    /// An error to pass on, the last thing the stream says.
+    Failed(Status),
+    /// The source ended without an error: open it again.
+    Ended,
+    /// The server drains: the stream ends.
+    Drained,
+}
+
 impl Relay {
-    /// Starts relaying `source`, opened at `address` (empty: here), into the returned
-    /// channel.
-    pub fn start(
+    /// The client's stream: `source`, opened at `address` (empty: here), and what follows
+    /// it.
+    pub fn stream(
         self,
         address: String,
         source: Source,
-    ) -> mpsc::Receiver<Result<pb::WatchResponse, Status>> {
-        let (tx, rx) = mpsc::channel(RELAY_BUFFER);
-        tokio::spawn(self.run(address, source, tx));
-        rx
+    ) -> impl tokio_stream::Stream<Item = Result<pb::WatchResponse, Status>> + Send + 'static {
+        let state = Relaying {
+            relay: self,
+            address,
+            source: Some(source),
+            pause: RESUME_FIRST,
+            failed: false,
+        };
+        futures::stream::unfold(state, |mut state| async move {
+            loop {
+                if state.failed {
+                    return None;
+                }
+                let read = match state.source.as_mut() {
+                    Some(source) => state.relay.read(source).await,
+                    None => {
+                        tokio::select! {
+                            () = tokio::time::sleep(state.pause) => {}
+                            () = state.relay.tables.shutdown.draining() => return None,
+                        }
+                        state.pause = (state.pause * 2).min(RESUME_LONGEST);
+                        match state.relay.reopen(&state.address).await {
+                            Ok((address, source)) => {
+                                state.address = address;
+                                state.source = Some(source);
+                                continue;
+                            }
+                            Err(status) => Read::Failed(status),
+                        }
+                    }
+                };
+                match read {
+                    Read::Message(message) => {
+                        state.relay.watch.after_version = message.version;
+                        state.pause = RESUME_FIRST;
+                        return Some((Ok(message), state));
+                    }
+                    Read::Failed(status) => {
+                        state.failed = true;
+                        return Some((Err(status), state));
+                    }
+                    Read::Ended => state.source = None,
+                    Read::Drained => return None,
+                }
+            }
+        })
     }
 
-    async fn run(
-        mut self,
-        mut address: String,
-        mut source: Source,
-        tx: mpsc::Sender<Result<pb::WatchResponse, Status>>,
-    ) {
-        let mut pause = RESUME_FIRST;
-        loop {
-            match source {
-                Source::Here(mut rx) => {
-                    // A watch served here ends when the client goes or the server drains
-                    // (the relay ends with it), when the store fails (after an error, passed
-                    // on), or when the table moves to another replica (opened there).
-                    while let Some(message) = rx.recv().await {
-                        let failed = match &message {
-                            Ok(m) => {
-                                self.watch.after_version = m.version;
-                                false
-                            }
-                            Err(_) => true,
-                        };
-                        if tx.send(message).await.is_err() || failed {
-                            return;
-                        }
-                    }
-                    pause = RESUME_FIRST;
+    /// The next thing `source` gives.
+    async fn read(&self, source: &mut Source) -> Read {
+        match source {
+            // A watch served here ends when the server drains (after which this one ends
+            // too), or when the table moves to another replica (opened there).
+            Source::Here(rx) => match rx.recv().await {
+                Some(Ok(message)) => Read::Message(message),
+                Some(Err(status)) => Read::Failed(status),
+                None if self.tables.shutdown.is_draining() => Read::Drained,
+                None => Read::Ended,
+            },
+            Source::Owner(stream) => {
+                let next = tokio::select! {
+                    next = stream.message() => next,
+                    () = self.tables.shutdown.draining() => return Read::Drained,
+                };
+                match next {
+                    Ok(Some(message)) => Read::Message(message),
+                    // The owner ends a watch when it drains or the table moves on;
+                    // UNAVAILABLE: it is gone. Either way the table is served elsewhere now.
+                    Ok(None) => Read::Ended,
+                    Err(status) if unreachable(&status) => Read::Ended,
+                    Err(status) => Read::Failed(status),
                 }
-                Source::Owner(mut stream) => loop {
-                    let next = tokio::select! {
-                        next = stream.message() => next,
-                        () = tx.closed() => return,
-                        () = self.tables.shutdown.draining() => return,
-                    };
-                    match next {
-                        Ok(Some(message)) => {
-                            self.watch.after_version = message.version;
-                            pause = RESUME_FIRST;
-                            if tx.send(Ok(message)).await.is_err() {
-                                return;
-                            }
-                        }
-                        // The owner ends a watch only when it drains; UNAVAILABLE: it is
-                        // gone. Either way the table is served elsewhere now.
-                        Ok(None) => break,
-                        Err(status) if unreachable(&status) => break,
-                        Err(status) => {
-                            let _ = tx.send(Err(status)).await;
-                            return;
-                        }
-                    }
-                },
             }
-            tokio::select! {
-                () = tokio::time::sleep(pause) => {}
-                () = tx.closed() => return,
-                () = self.tables.shutdown.draining() => return,
-            }
-            pause = (pause * 2).min(RESUME_LONGEST);
-            source = match self.reopen(&address).await {
-                Ok((at, opened)) => {
-                    address = at;
-                    opened
-                }
-                Err(status) => {
-                    let _ = tx.send(Err(status)).await;
-                    return;
-                }
-            };
         }
     }
 

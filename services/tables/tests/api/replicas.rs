@@ -15,6 +15,9 @@ use crate::play::{check_watched, watch_to_the_end};
 #[tokio::test]
 async fn two_replicas_play_one_match_postgres_nats() {
     let app = TestApp::spawn_replicas(Db::Postgres, 2).await;
+    // Each replica holds half the partitions: the table is born on A (the creator's), and
+    // B forwards the calls it gets for it.
+    app.partitions_settled().await;
     let (a, b) = (&app.replicas[0], &app.replicas[1]);
     // Seats 0 and 2 call replica A, seats 1 and 3 replica B; the spectator watches on B.
     let players: Vec<Player> = (0..4)

@@ -306,7 +306,7 @@ async fn three_replicas_play_32_tables_through_random_replicas_through_a_kill_an
     let failover = held_by(pool, schema, &survivors).await;
     println!("after the kill, every partition held by the survivors in {failover:?}");
     assert!(
-        failover <= fairdeal_tables::startup::LEASE_TTL + Duration::from_secs(1),
+        failover <= Duration::from_secs(5),
         "the killed owner's partitions moved in {failover:?}"
     );
 
