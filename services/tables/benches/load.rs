@@ -7,8 +7,9 @@
 //! (default 20), `LOAD_CONNECTIONS=shared|player` (default shared: every client on one
 //! HTTP/2 connection, as behind one gateway; `player`: a connection per player),
 //! `LOAD_REPLICAS` tables replicas over the one PostgreSQL database (default 1): with 2,
-//! each seat sends its moves to one replica and watches through the other, so every move
-//! reaches two of its four watchers across replicas (LISTEN/NOTIFY and a read)).
+//! each seat sends its moves to one replica and watches through the other (`LOAD_WATCH=same`:
+//! through the same one), so half the moves and half the watches reach a replica that does
+//! not own the table and are forwarded to the owner).
 //!
 //! Each seat's client watches the table (`Watch` with turn views): when a message brings its
 //! view (its seat is to act), it chooses with the engine's bot and sends `Act`.
@@ -56,6 +57,13 @@ fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
 /// `LOAD_REPLICAS`: tables replicas sharing the database (PostgreSQL only).
 fn replicas() -> usize {
     env("LOAD_REPLICAS", 1usize).max(1)
+}
+
+/// `LOAD_WATCH=same`: with replicas, each seat watches through the replica it acts on
+/// (default: through the next one), to tell the relayed watches' cost from the forwarded
+/// moves'.
+fn watch_same() -> bool {
+    std::env::var("LOAD_WATCH").is_ok_and(|w| w == "same")
 }
 
 /// `LOAD_CONNECTIONS=player`: each player on a connection of its own (as separate devices);
@@ -256,7 +264,8 @@ async fn drive(app: Arc<TestApp>, tally: Arc<Mutex<Tally>>, stop: watch::Receive
                 if own_connections() {
                     p.clone()
                 } else {
-                    p.on(&app.replicas[(seat + 1) % app.replicas.len()])
+                    let shift = usize::from(!watch_same());
+                    p.on(&app.replicas[(seat + shift) % app.replicas.len()])
                 }
             })
             .collect();
