@@ -161,10 +161,13 @@ impl<T> Forward<T> {
 }
 
 /// Whether `status` says the owner could not be reached (rather than that it answered):
-/// UNAVAILABLE. The owner answers it itself only when a dependency is down, before anything
-/// is appended, and serving here then fails the same way.
+/// UNAVAILABLE, or any status made here from a transport error (it has a source; an answer
+/// read from the owner's trailers has none), such as the HTTP/2 error of a connection the
+/// owner reset as it died or drained, which tonic reports as INTERNAL. The owner answers
+/// UNAVAILABLE itself only when a dependency is down, before anything is appended, and
+/// serving here then fails the same way; a move is recorded once by its command id.
 pub fn unreachable(status: &Status) -> bool {
-    status.code() == Code::Unavailable
+    status.code() == Code::Unavailable || std::error::Error::source(status).is_some()
 }
 
 /// The router, shared by the API's handlers.

@@ -18,11 +18,7 @@ use crate::moves;
 
 /// A `fairdeal-tables` process of `app`'s backend, serving.
 pub(crate) async fn start(app: &TestApp, dir: &std::path::Path, run: usize) -> (Child, u16) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = crate::harness::free_port();
     let (env, flags) = app.tables_args(port);
     let log = std::fs::File::create(dir.join(format!("tables-{run}.log"))).unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_fairdeal-tables"))

@@ -142,11 +142,7 @@ impl TestApp {
 
         // The dealing service's address is fixed now, so the tables services can be given it
         // before it runs.
-        let dealing_port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let dealing_port = free_port();
         let mut dealing_common = common("dealing", &urls[1], prefix.as_deref());
         dealing_common.listen_addr = format!("127.0.0.1:{dealing_port}").parse().unwrap();
         let commitment_link = Link::to(commitment_port).await;
@@ -253,24 +249,14 @@ impl TestApp {
     /// separate process would); returns its client.
     pub(crate) async fn start_replica(&mut self) -> TablesServiceClient<Channel> {
         // Its address is fixed before it starts, so it can announce it to the others.
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let mut common = self.tables_common.clone();
         common.listen_addr = format!("127.0.0.1:{port}").parse().unwrap();
-        let storage = Storage::open(
-            &self.tables_common,
-            fairdeal_tables::startup::SCHEMA,
-            <fairdeal_tables::TablesService as fairdeal_kit::Service>::MIGRATIONS,
-        )
-        .await
-        .unwrap();
+        let storage = self.open_tables_storage().await;
         let tables = fairdeal_tables::Application::assemble(
             &common,
             fairdeal_tables::startup::Parts {
-                storage: storage.clone(),
+                storage,
                 commitment: lazy(self.commitment_link.port),
                 dealing: lazy(self.dealing_port),
                 tokens: self.service_tokens("tables"),
@@ -287,7 +273,6 @@ impl TestApp {
             tables.run_until_stopped().await.unwrap();
         });
         serving(port).await;
-        self.storages.push(storage);
         self.replica_servers.push((shutdown, server));
         let client = TablesServiceClient::new(lazy(port));
         self.replicas.push(client.clone());
@@ -403,6 +388,15 @@ impl TestApp {
             database.drop().await.unwrap();
         }
     }
+}
+
+/// A port free now on 127.0.0.1, for a server whose address must be known before it starts.
+pub(crate) fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// A player and their client.
