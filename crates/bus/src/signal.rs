@@ -32,7 +32,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use fairdeal_eventstore::{
-    Appended, EventStore, ExpectedVersion, NewEvent, RecordedEvent, StoreError, StreamId,
+    Appended, EventStore, ExpectedVersion, Fence, NewEvent, RecordedEvent, StoreError, StreamId,
 };
 use fairdeal_telemetry::metrics::{Counter, Histogram, KeyValue};
 use tokio::sync::watch;
@@ -660,6 +660,7 @@ fn append_outcome(result: &Result<Appended, StoreError>) -> &'static str {
     match result {
         Ok(_) => "ok",
         Err(StoreError::Conflict { .. } | StoreError::DuplicateEventId { .. }) => "conflict",
+        Err(StoreError::Fenced { .. }) => "fenced",
         Err(StoreError::InvalidEvent(_) | StoreError::InvalidArgument(_)) => "refused",
         Err(_) => "error",
     }
@@ -673,17 +674,14 @@ impl fmt::Debug for NotifyingEventStore {
     }
 }
 
-#[async_trait]
-impl EventStore for NotifyingEventStore {
-    async fn append(
+impl NotifyingEventStore {
+    /// An append's outcome, measured since `started`; announced when events were written.
+    fn record(
         &self,
-        stream_id: &StreamId,
-        expected: ExpectedVersion,
-        events: Vec<NewEvent>,
+        started: std::time::Instant,
+        appending: Appending,
+        result: Result<Appended, StoreError>,
     ) -> Result<Appended, StoreError> {
-        let started = std::time::Instant::now();
-        let appending = self.signal.appending(stream_id.as_str());
-        let result = self.inner.append(stream_id, expected, events).await;
         self.duration.record(
             started.elapsed().as_secs_f64(),
             &[KeyValue::new("outcome", append_outcome(&result))],
@@ -698,6 +696,37 @@ impl EventStore for NotifyingEventStore {
             appending.appended(&appended.events);
         }
         Ok(appended)
+    }
+}
+
+#[async_trait]
+impl EventStore for NotifyingEventStore {
+    async fn append(
+        &self,
+        stream_id: &StreamId,
+        expected: ExpectedVersion,
+        events: Vec<NewEvent>,
+    ) -> Result<Appended, StoreError> {
+        let started = std::time::Instant::now();
+        let appending = self.signal.appending(stream_id.as_str());
+        let result = self.inner.append(stream_id, expected, events).await;
+        self.record(started, appending, result)
+    }
+
+    async fn append_fenced(
+        &self,
+        stream_id: &StreamId,
+        expected: ExpectedVersion,
+        events: Vec<NewEvent>,
+        fence: &Fence,
+    ) -> Result<Appended, StoreError> {
+        let started = std::time::Instant::now();
+        let appending = self.signal.appending(stream_id.as_str());
+        let result = self
+            .inner
+            .append_fenced(stream_id, expected, events, fence)
+            .await;
+        self.record(started, appending, result)
     }
 
     async fn read_stream(

@@ -1,6 +1,7 @@
 //! [`AnyEventStore`]: the store of a service's [`Db`], whichever backend it is on.
 
 use crate::error::StoreError;
+use crate::fence::Fence;
 use crate::postgres::PgEventStore;
 use crate::sqlite::SqliteEventStore;
 use crate::store::{Appended, EventStore};
@@ -72,6 +73,18 @@ impl EventStore for AnyEventStore {
         events: Vec<NewEvent>,
     ) -> Result<Appended, StoreError> {
         self.inner().append(stream_id, expected, events).await
+    }
+
+    async fn append_fenced(
+        &self,
+        stream_id: &StreamId,
+        expected: ExpectedVersion,
+        events: Vec<NewEvent>,
+        fence: &Fence,
+    ) -> Result<Appended, StoreError> {
+        self.inner()
+            .append_fenced(stream_id, expected, events, fence)
+            .await
     }
 
     async fn read_stream(

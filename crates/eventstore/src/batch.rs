@@ -42,6 +42,9 @@ pub struct AppendRequest {
     pub expected: ExpectedVersion,
     /// The events, appended atomically (all or none) as the next versions.
     pub events: Vec<NewEvent>,
+    /// The lease the append must hold when it is written (PostgreSQL only; see
+    /// [`crate::fence`]); `None`: unfenced.
+    pub fence: Option<crate::Fence>,
 }
 
 /// Appends a writer gathers into one transaction at most.
@@ -170,6 +173,7 @@ fn plan_one(
         stream_id,
         expected,
         events,
+        fence: _,
     } = request;
     check_distinct_ids(&events)?;
     if let Some(e) = events
@@ -506,6 +510,7 @@ mod tests {
             events: (0..events)
                 .map(|i| NewEvent::new("fairdeal.test.v1.E", vec![u8::try_from(i).unwrap_or(0)]))
                 .collect(),
+            fence: None,
         }
     }
 

@@ -886,6 +886,7 @@ pub async fn conflicts_inside_one_batch_fail_alone(backend: Arc<dyn Backend>) {
         stream_id: s.clone(),
         expected,
         events,
+        fence: None,
     };
     let batch = vec![
         request(&raced, ExpectedVersion::Exact(0), events("Win", 10..12)),

@@ -21,6 +21,19 @@ pub enum StoreError {
         /// The stream's last version when the conflict was seen (0: no stream).
         actual: u64,
     },
+    /// The append's [`crate::Fence`] did not hold when it was to be written: this process
+    /// does not hold the lease of the stream's partition (it lost it, or never had it), or
+    /// it holds none at all. Nothing was written; the partition's owner may write.
+    #[error(
+        "{stream_id} is in partition {partition}, whose lease this replica does not hold \
+         (another replica owns it, or it is changing hands): nothing was written; retry"
+    )]
+    Fenced {
+        /// The stream appended to.
+        stream_id: StreamId,
+        /// Its partition.
+        partition: u32,
+    },
     /// An event with this id is already stored (in any stream). Nothing was written.
     #[error("duplicate event id {event_id}")]
     DuplicateEventId {

@@ -13,6 +13,7 @@
 //!   by conflicts.
 //! - [`any`]: [`AnyEventStore`], the backend picked from a configured URL.
 //! - [`error`]: the [`StoreError`] enum.
+//! - [`fence`]: [`Fence`], the lease an append of a partitioned service must hold.
 //! - `conformance` (feature `conformance`): the backend-independent test suite, with
 //!   PostgreSQL and SQLite test backends, reused by other crates.
 //! - The event types themselves ([`NewEvent`], [`RecordedEvent`], [`StreamId`], hashing) live
@@ -25,6 +26,7 @@ mod codec;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod error;
+pub mod fence;
 pub mod postgres;
 pub mod sqlite;
 pub mod store;
@@ -60,6 +62,7 @@ pub use fairdeal_event::{
     ChainVerifier, Envelope, EventError, GENESIS_PREV_HASH, Hash, MAX_EVENT_BYTES, NewEvent,
     RecordedEvent, StreamId, is_event_type, seal,
 };
+pub use fence::Fence;
 pub use postgres::PgEventStore;
 pub use sqlite::SqliteEventStore;
 pub use store::{Appended, EventStore};

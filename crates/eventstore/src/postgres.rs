@@ -32,13 +32,14 @@
 //! counter) or advance the counter (`pg_resetwal -x`) above the largest stored `tx_id`.
 
 use crate::batch::{
-    AppendRequest, BatchWriter, GroupCommit, Head, HeadCache, Sealed, all_failed, appended,
+    AppendRequest, BatchWriter, GroupCommit, Head, HeadCache, Plan, Sealed, all_failed, appended,
     breaks_connection, plan, seal_rows,
 };
 use crate::codec::{
     Row, check_distinct_ids, limit_i64, stored_u64, to_i64, trace_context_json, verify_stream_rows,
 };
 use crate::error::StoreError;
+use crate::fence::Fence;
 use crate::store::{Appended, EventStore};
 use crate::version::ExpectedVersion;
 use async_trait::async_trait;
@@ -113,6 +114,9 @@ struct PgSql {
     committed_position: SqlStr,
     batch_heads: SqlStr,
     insert: SqlStr,
+    /// `insert` behind fences (see [`crate::fence`]): written only if every fence bound
+    /// ($13 partitions, $14 owners, $15 epochs) holds; otherwise nothing, and no position.
+    insert_fenced: SqlStr,
 }
 
 impl PgSql {
@@ -182,21 +186,24 @@ impl PgSql {
             // transaction's xid, in row order from $12 (the index of the first event within
             // the transaction: 0, unless it already appended); the statement returns the
             // first one.
-            insert: safe(format!(
-                "WITH inserted AS ( \
-                 INSERT INTO {t} (position, event_id, stream_id, version, event_type, \
-                     occurred_at_us, correlation_id, causation_id, trace_context, payload, \
-                     prev_hash, hash) \
-                 SELECT (pg_current_xact_id()::text::bigint << {TX_SHIFT}) + $12 + u.ord - 1, \
-                     u.event_id, u.stream_id, u.version, u.event_type, u.occurred_at_us, \
-                     u.correlation_id, u.causation_id, u.trace_context::jsonb, u.payload, \
-                     u.prev_hash, u.hash \
-                 FROM UNNEST($1::uuid[], $2::text[], $3::bigint[], $4::text[], $5::bigint[], \
-                     $6::text[], $7::text[], $8::text[], $9::bytea[], $10::bytea[], \
-                     $11::bytea[]) WITH ORDINALITY AS u(event_id, stream_id, version, \
-                     event_type, occurred_at_us, correlation_id, causation_id, trace_context, \
-                     payload, prev_hash, hash, ord) \
-                 RETURNING position, stream_id, version){notify}"
+            insert: safe(insert_sql(&t, &notify, None)),
+            // The same behind fences: the lease rows of the batch's distinct fences, each at
+            // its owner and epoch and unexpired by the clock at the check, locked for share
+            // until the commit (a takeover's UPDATE waits for it); the rows are inserted
+            // only if every fence is found.
+            insert_fenced: safe(insert_sql(
+                &t,
+                &notify,
+                Some(&format!(
+                    "fence AS ( \
+                     SELECT l.partition FROM \"{schema}\".partition_leases AS l \
+                     JOIN UNNEST($13::int[], $14::text[], $15::bigint[]) \
+                         AS f(partition, owner, epoch) \
+                       ON l.partition = f.partition AND l.owner = f.owner \
+                          AND l.epoch = f.epoch \
+                     WHERE l.expires_at > clock_timestamp() \
+                     FOR SHARE OF l), "
+                )),
             )),
             stream_version: safe(format!(
                 "SELECT coalesce(max(version), 0) FROM {t} WHERE stream_id = $1"
@@ -222,6 +229,43 @@ impl PgSql {
             )),
         }
     }
+}
+
+/// The fences of the appends `plan` writes (`requests` are its requests, in order).
+fn fences_of<'a>(plan: &Plan, requests: &'a [AppendRequest]) -> Vec<&'a Fence> {
+    plan.spans
+        .iter()
+        .filter_map(|(index, _)| requests.get(*index).and_then(|r| r.fence.as_ref()))
+        .collect()
+}
+
+/// The appending statement into `t` (see `PgSql::new`), ending with `notify`; behind
+/// `fence`, a `WITH` query named `fence` whose rows must number the bound fences ($13), when
+/// given.
+fn insert_sql(t: &str, notify: &str, fence: Option<&str>) -> String {
+    let (fence, fenced) = match fence {
+        Some(fence) => (
+            fence,
+            "WHERE (SELECT count(*) FROM fence) = cardinality($13::int[]) ",
+        ),
+        None => ("", ""),
+    };
+    format!(
+        "WITH {fence}inserted AS ( \
+         INSERT INTO {t} (position, event_id, stream_id, version, event_type, \
+             occurred_at_us, correlation_id, causation_id, trace_context, payload, \
+             prev_hash, hash) \
+         SELECT (pg_current_xact_id()::text::bigint << {TX_SHIFT}) + $12 + u.ord - 1, \
+             u.event_id, u.stream_id, u.version, u.event_type, u.occurred_at_us, \
+             u.correlation_id, u.causation_id, u.trace_context::jsonb, u.payload, \
+             u.prev_hash, u.hash \
+         FROM UNNEST($1::uuid[], $2::text[], $3::bigint[], $4::text[], $5::bigint[], \
+             $6::text[], $7::text[], $8::text[], $9::bytea[], $10::bytea[], \
+             $11::bytea[]) WITH ORDINALITY AS u(event_id, stream_id, version, \
+             event_type, occurred_at_us, correlation_id, causation_id, trace_context, \
+             payload, prev_hash, hash, ord) \
+         {fenced}RETURNING position, stream_id, version){notify}"
+    )
 }
 
 /// The channel appends are announced on (see `PgSql::new`).
@@ -349,7 +393,7 @@ impl PgEventStore {
         let mut savepoint = (**tx).begin().await?;
         match self
             .core
-            .append_on(&mut savepoint, stream_id, expected, events, true)
+            .append_on(&mut savepoint, stream_id, expected, events, true, None)
             .await
         {
             Ok(appended) => {
@@ -382,6 +426,7 @@ impl PgCore {
         expected: ExpectedVersion,
         events: Vec<NewEvent>,
         in_tx: bool,
+        fence: Option<&Fence>,
     ) -> Result<Appended, Failure> {
         check_distinct_ids(&events)?;
         let sql = if in_tx {
@@ -460,9 +505,15 @@ impl PgCore {
         }
 
         let sealed = seal_rows(stream_id, current, current_hash.as_deref(), events)?;
-        match self.insert_rows(conn, first_index, &sealed).await {
+        let fences: Vec<&Fence> = fence.into_iter().collect();
+        match self.insert_rows(conn, first_index, &sealed, &fences).await {
             // Rows got first, first + 1, ... in order (UNNEST WITH ORDINALITY).
-            Ok(first) => Ok(appended(sealed, first, current)),
+            Ok(Inserted::At(first)) => Ok(appended(sealed, first, current)),
+            Ok(Inserted::Fenced) => Err(StoreError::Fenced {
+                stream_id: stream_id.clone(),
+                partition: fence.map_or(0, |f| f.partition),
+            }
+            .into()),
             Err(sqlx::Error::Database(db)) if db.is_unique_violation() => Err(Failure::Unique {
                 constraint: db.constraint().unwrap_or_default().to_owned(),
                 ids: sealed.iter().map(|row| row.event.event_id).collect(),
@@ -529,9 +580,10 @@ impl PgCore {
             stream_id,
             expected,
             events,
+            fence,
         } = request;
         match self
-            .append_on(conn, &stream_id, expected, events, false)
+            .append_on(conn, &stream_id, expected, events, false, fence.as_ref())
             .await
         {
             Ok(appended) => Ok(appended),
@@ -590,10 +642,17 @@ impl PgCore {
             if plan.is_empty() {
                 return Written::ok(plan.finish(0));
             }
-            match self.insert_rows(conn, 0, &plan.rows).await {
-                Ok(first) => {
+            match self
+                .insert_rows(conn, 0, &plan.rows, &fences_of(&plan, &retry))
+                .await
+            {
+                Ok(Inserted::At(first)) => {
                     cache.remember(&plan);
                     return Written::ok(plan.finish(first));
+                }
+                Ok(Inserted::Fenced) => {
+                    cache.forget(&retry);
+                    return self.one_by_one(conn, retry).await;
                 }
                 Err(sqlx::Error::Database(db)) => {
                     tracing::debug!(error = %db, appends = n, "group commit refused; reading the heads again");
@@ -616,29 +675,42 @@ impl PgCore {
         if plan.is_empty() {
             return Written::ok(plan.finish(0));
         }
-        match self.insert_rows(conn, 0, &plan.rows).await {
-            Ok(first) => {
+        match self
+            .insert_rows(conn, 0, &plan.rows, &fences_of(&plan, &retry))
+            .await
+        {
+            Ok(Inserted::At(first)) => {
                 cache.remember(&plan);
                 Written::ok(plan.finish(first))
             }
-            // The server refused the statement: it rolled back, nothing of the batch is
-            // stored. Each append on its own gets its own answer.
+            // A fence did not hold (nothing of the batch is stored), or the server refused
+            // the statement (it rolled back). Each append on its own gets its own answer.
+            Ok(Inserted::Fenced) => {
+                cache.forget(&retry);
+                self.one_by_one(conn, retry).await
+            }
             Err(sqlx::Error::Database(db)) => {
                 tracing::debug!(error = %db, appends = n, "group commit refused; appending one by one");
                 cache.forget(&retry);
-                let mut written = Written::ok(Vec::with_capacity(n));
-                for request in retry {
-                    let result = self.append_alone(conn, request).await;
-                    written.broken |= result.as_ref().is_err_and(breaks_connection);
-                    written.results.push(result);
-                }
-                written
+                self.one_by_one(conn, retry).await
             }
             Err(e) => {
                 cache.forget(&retry);
                 Written::failed(n, e.into())
             }
         }
+    }
+
+    /// Each of `requests` appended on its own (each under its own fence), with its own
+    /// answer.
+    async fn one_by_one(&self, conn: &mut PgConnection, requests: Vec<AppendRequest>) -> Written {
+        let mut written = Written::ok(Vec::with_capacity(requests.len()));
+        for request in requests {
+            let result = self.append_alone(conn, request).await;
+            written.broken |= result.as_ref().is_err_and(breaks_connection);
+            written.results.push(result);
+        }
+        written
     }
 
     /// Inserts `rows` in one statement (in autocommit, one transaction), positions from
@@ -649,7 +721,8 @@ impl PgCore {
         conn: &mut PgConnection,
         first_index: i64,
         rows: &[Sealed],
-    ) -> Result<u64, sqlx::Error> {
+        fences: &[&Fence],
+    ) -> Result<Inserted, sqlx::Error> {
         let n = rows.len();
         let mut ids = Vec::with_capacity(n);
         let mut streams = Vec::with_capacity(n);
@@ -676,7 +749,12 @@ impl PgCore {
             prev_hashes.push(e.prev_hash.as_slice());
             hashes.push(e.hash.as_slice());
         }
-        let first: Option<i64> = sqlx::query_scalar(self.sql.insert.clone())
+        let sql = if fences.is_empty() {
+            &self.sql.insert
+        } else {
+            &self.sql.insert_fenced
+        };
+        let mut query = sqlx::query_scalar(sql.clone())
             .bind(ids)
             .bind(streams)
             .bind(versions)
@@ -688,12 +766,23 @@ impl PgCore {
             .bind(payloads)
             .bind(prev_hashes)
             .bind(hashes)
-            .bind(first_index)
-            .fetch_one(&mut *conn)
-            .await?;
-        let first =
-            first.ok_or_else(|| sqlx::Error::Protocol("the insert returned no position".into()))?;
+            .bind(first_index);
+        if !fences.is_empty() {
+            let (partitions, owners, epochs) = Fence::columns(fences.iter().copied());
+            query = query.bind(partitions).bind(owners).bind(epochs);
+        }
+        let first: Option<i64> = query.fetch_one(&mut *conn).await?;
+        let Some(first) = first else {
+            // Rows were given, none went in: a fence did not hold.
+            if fences.is_empty() {
+                return Err(sqlx::Error::Protocol(
+                    "the insert returned no position".into(),
+                ));
+            }
+            return Ok(Inserted::Fenced);
+        };
         u64::try_from(first)
+            .map(Inserted::At)
             .map_err(|_| sqlx::Error::Protocol(format!("the insert returned position {first}")))
     }
 
@@ -834,6 +923,14 @@ impl Written {
     }
 }
 
+/// What an appending statement did.
+enum Inserted {
+    /// Its rows went in, from this position on.
+    At(u64),
+    /// A fence did not hold: nothing went in.
+    Fenced,
+}
+
 /// How `append_on` fails: a typed error, or a unique violation still to be explained (which
 /// needs a statement outside the failed one).
 enum Failure {
@@ -869,19 +966,20 @@ fn row_from_pg(row: &PgRow) -> Result<Row, sqlx::Error> {
     })
 }
 
-#[async_trait]
-impl EventStore for PgEventStore {
-    #[tracing::instrument(skip(self, events), fields(stream_id = %stream_id, count = events.len()))]
-    async fn append(
+impl PgEventStore {
+    /// An append through the group commit, behind `fence` when given.
+    async fn append_queued(
         &self,
         stream_id: &StreamId,
         expected: ExpectedVersion,
         events: Vec<NewEvent>,
+        fence: Option<&Fence>,
     ) -> Result<Appended, StoreError> {
         let request = |events| AppendRequest {
             stream_id: stream_id.clone(),
             expected,
             events,
+            fence: fence.cloned(),
         };
         let writer = || PgWriter {
             core: self.core.clone(),
@@ -903,6 +1001,32 @@ impl EventStore for PgEventStore {
                 other => return other,
             }
         }
+    }
+}
+
+#[async_trait]
+impl EventStore for PgEventStore {
+    #[tracing::instrument(skip(self, events), fields(stream_id = %stream_id, count = events.len()))]
+    async fn append(
+        &self,
+        stream_id: &StreamId,
+        expected: ExpectedVersion,
+        events: Vec<NewEvent>,
+    ) -> Result<Appended, StoreError> {
+        self.append_queued(stream_id, expected, events, None).await
+    }
+
+    /// Traced as an `append`, with the fence's partition.
+    #[tracing::instrument(name = "append", skip(self, events, fence), fields(stream_id = %stream_id, count = events.len(), partition = fence.partition))]
+    async fn append_fenced(
+        &self,
+        stream_id: &StreamId,
+        expected: ExpectedVersion,
+        events: Vec<NewEvent>,
+        fence: &Fence,
+    ) -> Result<Appended, StoreError> {
+        self.append_queued(stream_id, expected, events, Some(fence))
+            .await
     }
 
     async fn read_stream(

@@ -104,6 +104,15 @@ impl SqliteEventStore {
         if requests.is_empty() {
             return Vec::new();
         }
+        // The embedded store is one process's: it keeps no leases to fence by.
+        if requests.iter().any(|r| r.fence.is_some()) {
+            return all_failed(
+                requests.len(),
+                StoreError::InvalidArgument(
+                    "fenced appends need PostgreSQL (the embedded store holds no leases)".into(),
+                ),
+            );
+        }
         let mut conn = match self.pool.acquire().await {
             Ok(conn) => conn,
             Err(e) => return all_failed(requests.len(), e.into()),
@@ -485,6 +494,7 @@ impl EventStore for SqliteEventStore {
             stream_id: stream_id.clone(),
             expected,
             events,
+            fence: None,
         };
         let pool = self.pool.clone();
         let writer = || SqliteWriter {

@@ -1,6 +1,7 @@
 //! The [`EventStore`] trait and the result of an append ([`Appended`]).
 
 use crate::error::StoreError;
+use crate::fence::Fence;
 use crate::version::ExpectedVersion;
 use async_trait::async_trait;
 use fairdeal_event::{NewEvent, RecordedEvent, StreamId};
@@ -44,6 +45,25 @@ pub trait EventStore: Send + Sync + fmt::Debug {
         expected: ExpectedVersion,
         events: Vec<NewEvent>,
     ) -> Result<Appended, StoreError>;
+
+    /// [`EventStore::append`] behind `fence`: written only if the lease `fence` names is
+    /// still the appender's when the append's transaction writes (see [`crate::fence`]).
+    ///
+    /// Errors: those of `append`, and [`StoreError::Fenced`] when the lease is not held
+    /// (nothing is written). Stores that keep no leases (the embedded one) refuse every
+    /// fenced append with [`StoreError::InvalidArgument`].
+    async fn append_fenced(
+        &self,
+        stream_id: &StreamId,
+        expected: ExpectedVersion,
+        events: Vec<NewEvent>,
+        fence: &Fence,
+    ) -> Result<Appended, StoreError> {
+        let _ = (stream_id, expected, events, fence);
+        Err(StoreError::InvalidArgument(
+            "fenced appends need PostgreSQL (this store holds no leases)".into(),
+        ))
+    }
 
     /// Up to `limit` events of `stream_id` with version >= `from_version` (1 = from the
     /// start), in version order. An unknown stream gives an empty list.

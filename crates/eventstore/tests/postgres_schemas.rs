@@ -188,11 +188,13 @@ async fn appends_announce_each_stream_at_commit_and_rollbacks_nothing() {
                     stream_id: b.clone(),
                     expected: ExpectedVersion::NoStream,
                     events: vec![event(3)],
+                    fence: None,
                 },
                 AppendRequest {
                     stream_id: a.clone(),
                     expected: ExpectedVersion::Exact(2),
                     events: vec![event(4)],
+                    fence: None,
                 },
             ])
             .await;
@@ -254,6 +256,7 @@ async fn a_large_group_commit_is_announced_in_parts() {
                 stream_id: s.clone(),
                 expected: ExpectedVersion::NoStream,
                 events: vec![NewEvent::new("t.v1.A", vec![1])],
+                fence: None,
             })
             .collect();
         let results = store.append_batch(requests).await;

@@ -174,6 +174,11 @@ pub fn store_error(error: StoreError) -> ServiceError {
         StoreError::InvalidEvent(_) => ServiceError::InvalidArgument(error.to_string()),
         StoreError::InvalidArgument(message) => ServiceError::InvalidArgument(message),
         StoreError::Database(e) => ServiceError::unavailable("database unavailable", e),
+        // Another replica owns the stream now: the caller retries (through any replica).
+        StoreError::Fenced { .. } => ServiceError::Unavailable {
+            message: error.to_string(),
+            cause: None,
+        },
         other => ServiceError::internal(other),
     }
 }

@@ -37,6 +37,14 @@
 //! what was read is left for those watchers. After a conflict or a refusal on cached state
 //! the store is always read: it has just said the state is behind. Only for streams
 //! appended to through the notifying store (not `append_in_tx`).
+//!
+//! **Fenced streams** ([`Streams::fenced`]). When a service's replicas share its instances
+//! by partition (`crate::ownership`), only the holder of an instance's partition decides
+//! for it. A fenced runner refuses a command for an instance whose partition this process
+//! does not hold before reading or deciding anything ([`StoreError::Fenced`], gRPC
+//! UNAVAILABLE: the owner serves it), and appends behind the lease it holds
+//! ([`EventStore::append_fenced`]), so a decision made just before the lease was lost is
+//! not written either: the store checks the lease in the append's own statement.
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -46,7 +54,7 @@ use std::sync::Arc;
 
 use fairdeal_bus::{AppendSignal, StreamWaiter};
 use fairdeal_event::{EventError, NewEvent, RecordedEvent, StreamId};
-use fairdeal_eventstore::{EventStore, ExpectedVersion, StoreError};
+use fairdeal_eventstore::{EventStore, ExpectedVersion, Fence, StoreError};
 
 /// Events read per call when catching up.
 const PAGE: usize = 1000;
@@ -266,7 +274,14 @@ pub struct Streams<A: Aggregate> {
     settings: RunnerSettings,
     /// The storage's notifications (see "Notified streams" in the module docs).
     signal: Option<AppendSignal>,
+    /// Which lease an append to an instance's stream must hold (see "Fenced streams").
+    fencing: Option<Fencing<A::Id>>,
 }
+
+/// The fence an append to an instance's stream passes: the lease this process holds for
+/// it, or `Err(partition)` when it holds none for it (see "Fenced streams" in the module
+/// docs).
+pub type Fencing<Id> = Arc<dyn Fn(&Id) -> Result<Fence, u32> + Send + Sync>;
 
 impl<A: Aggregate> Clone for Streams<A> {
     fn clone(&self) -> Self {
@@ -275,6 +290,7 @@ impl<A: Aggregate> Clone for Streams<A> {
             owners: Arc::clone(&self.owners),
             settings: self.settings,
             signal: self.signal.clone(),
+            fencing: self.fencing.clone(),
         }
     }
 }
@@ -285,6 +301,7 @@ impl<A: Aggregate> fmt::Debug for Streams<A> {
             .field("category", &A::CATEGORY)
             .field("settings", &self.settings)
             .field("notified", &self.signal.is_some())
+            .field("fenced", &self.fencing.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -302,6 +319,7 @@ impl<A: Aggregate> Streams<A> {
             owners: Arc::new(parking_lot::Mutex::new(HashMap::new())),
             settings,
             signal: None,
+            fencing: None,
         }
     }
 
@@ -311,6 +329,28 @@ impl<A: Aggregate> Streams<A> {
         Self {
             signal: Some(signal),
             ..Self::new(store)
+        }
+    }
+
+    /// The same runner appending only behind the fence `fencing` gives for each instance:
+    /// see "Fenced streams" in the module docs.
+    #[must_use]
+    pub fn fenced(mut self, fencing: Fencing<A::Id>) -> Self {
+        self.fencing = Some(fencing);
+        self
+    }
+
+    /// The fence an append to `id`'s stream must pass (`None`: unfenced), or the error when
+    /// this process may not append to it.
+    fn fence(&self, id: &A::Id, stream: &StreamId) -> Result<Option<Fence>, StoreError> {
+        match &self.fencing {
+            None => Ok(None),
+            Some(fencing) => fencing(id)
+                .map(Some)
+                .map_err(|partition| StoreError::Fenced {
+                    stream_id: stream.clone(),
+                    partition,
+                }),
         }
     }
 
@@ -479,6 +519,8 @@ impl<A: Aggregate> Streams<A> {
         F: Future<Output = Result<C, E>>,
     {
         let stream = stream_of::<A>(id)?;
+        // Not this process's to decide: refused before anything is read or fetched.
+        self.fence(id, &stream)?;
         let owner = self.owner(&stream);
         let mut owned = owner.lock().await;
         if owned.known_behind() {
@@ -528,7 +570,15 @@ impl<A: Aggregate> Streams<A> {
                 0 => ExpectedVersion::NoStream,
                 version => ExpectedVersion::Exact(version),
             };
-            match self.store.append(&stream, expected, encoded).await {
+            let appended = match self.fence(id, &stream)? {
+                None => self.store.append(&stream, expected, encoded).await,
+                Some(fence) => {
+                    self.store
+                        .append_fenced(&stream, expected, encoded, &fence)
+                        .await
+                }
+            };
+            match appended {
                 Ok(appended) => {
                     let mut state = owned.snapshot.state.take();
                     for (event, recorded) in decision.events.iter().zip(&appended.events) {

@@ -36,8 +36,8 @@ pub mod storage;
 pub mod wake;
 
 pub use aggregate::{
-    Aggregate, CorruptStream, Decision, Executed, RunError, RunnerSettings, Snapshot, Streams,
-    stream_of,
+    Aggregate, CorruptStream, Decision, Executed, Fencing, RunError, RunnerSettings, Snapshot,
+    Streams, stream_of,
 };
 pub use bus::Bus;
 pub use error::SetupError;

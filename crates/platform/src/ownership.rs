@@ -12,7 +12,9 @@
 //! - a takeover waits for every write already past its check to commit, so none lands after
 //!   the new owner starts deciding.
 //!
-//! [`Leases::append`] is such a write: an event store append fenced by its lease.
+//! The event store checks the same fence itself, inside its group commit's one statement:
+//! an append carrying a lease's [`Fence`] ([`Lease::fence`], [`Ownership::fence`]) is
+//! written only while that lease holds (`fairdeal_eventstore::fence`).
 //! [`Keeper`] holds one replica's fair share of the partitions: it renews, takes what is free
 //! or expired, drains what is above its share, and releases everything when it stops. Each
 //! round it also reads who holds every partition and where that replica serves
@@ -23,8 +25,7 @@
 use std::time::Duration;
 
 use fairdeal_db::Schema;
-use fairdeal_event::{NewEvent, StreamId};
-use fairdeal_eventstore::{Appended, ExpectedVersion, PgEventStore, StoreError};
+use fairdeal_eventstore::Fence;
 use sqlx::{AssertSqlSafe, PgConnection, PgPool};
 use uuid::Uuid;
 
@@ -57,6 +58,19 @@ pub struct Lease {
     pub expires_at_ms: i64,
 }
 
+impl Lease {
+    /// The fence an append for this lease's partition passes: written only while the lease
+    /// is still this one (see `fairdeal_eventstore::fence`; the store's
+    /// [`EventStore::append_fenced`](fairdeal_eventstore::EventStore::append_fenced)).
+    pub fn fence(&self) -> Fence {
+        Fence {
+            partition: self.partition,
+            owner: self.owner.clone(),
+            epoch: self.epoch,
+        }
+    }
+}
+
 /// Why a write for a partition may not go on.
 #[derive(Debug, thiserror::Error)]
 pub enum LeaseError {
@@ -72,9 +86,6 @@ pub enum LeaseError {
     /// The database failed.
     #[error("partition leases: {0}")]
     Database(#[from] sqlx::Error),
-    /// The append itself failed (a version conflict, say); nothing was written.
-    #[error(transparent)]
-    Store(#[from] StoreError),
 }
 
 /// The leases of one owner over a service's partitions, in that service's schema. The
@@ -246,28 +257,6 @@ impl Leases {
         })
     }
 
-    /// Appends `events` to `stream` for `held`'s partition, fenced: the lease is checked in
-    /// the append's own transaction ([`Leases::fence`]), so a stale owner's append fails
-    /// with [`LeaseError::Fenced`] and writes nothing, and a takeover waits for this append
-    /// to commit. One transaction per append (the store's group commit does not take fences
-    /// yet).
-    pub async fn append(
-        &self,
-        store: &PgEventStore,
-        held: &Lease,
-        stream: &StreamId,
-        expected: ExpectedVersion,
-        events: Vec<NewEvent>,
-    ) -> Result<Appended, LeaseError> {
-        let mut tx = store.begin().await?;
-        self.fence(&mut tx, held).await?;
-        let appended = store
-            .append_in_tx(&mut tx, stream, expected, events)
-            .await?;
-        tx.commit().await?;
-        Ok(appended)
-    }
-
     /// Records this owner as taking part for the ttl, serving at its address (a keeper's
     /// heartbeat).
     pub async fn heartbeat(&self) -> Result<(), LeaseError> {
@@ -377,6 +366,54 @@ mod tests {
 
 /// What a [`Keeper`] holds: its leases by partition.
 pub type Owned = std::collections::BTreeMap<u32, Lease>;
+
+/// What one replica holds, as its [`Keeper`] publishes it: which aggregates are its own to
+/// decide for (their clocks, their watchers fed from memory), and the [`Fence`] its appends
+/// to them pass.
+#[derive(Debug, Clone)]
+pub struct Ownership {
+    /// The number of partitions the aggregates' ids map to.
+    pub partitions: u32,
+    /// The partitions held now (the keeper's, [`Keeper::owned`]).
+    pub owned: tokio::sync::watch::Receiver<Owned>,
+}
+
+impl Ownership {
+    /// Whether `id`'s partition is held now.
+    pub fn owns(&self, id: &Uuid) -> bool {
+        self.owned
+            .borrow()
+            .contains_key(&partition_of(id, self.partitions))
+    }
+
+    /// The fence an append to `id`'s stream passes: the lease of its partition as held now
+    /// (owner and epoch). `Err(partition)` when this replica does not hold that partition:
+    /// it must not write for `id` (another replica owns it, or none does yet).
+    pub fn fence(&self, id: &Uuid) -> Result<Fence, u32> {
+        let partition = partition_of(id, self.partitions);
+        self.owned
+            .borrow()
+            .get(&partition)
+            .map(Lease::fence)
+            .ok_or(partition)
+    }
+
+    /// Resolves at the first keeper round (one a second) after which `id`'s partition is
+    /// not held here: the aggregate is served elsewhere from then on. Never, once the keeper
+    /// has stopped (the replica drains, and what waits on this ends with it).
+    pub async fn moved_away(&self, id: &Uuid) {
+        let mut owned = self.owned.clone();
+        let partition = partition_of(id, self.partitions);
+        loop {
+            if owned.changed().await.is_err() {
+                return std::future::pending().await;
+            }
+            if !owned.borrow_and_update().contains_key(&partition) {
+                return;
+            }
+        }
+    }
+}
 
 /// Where a partition's owner serves.
 #[derive(Debug, Clone, PartialEq, Eq)]

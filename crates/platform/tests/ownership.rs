@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use fairdeal_db::{DatabaseUrl, Db, Schema};
 use fairdeal_event::{NewEvent, StreamId};
-use fairdeal_eventstore::{EventStore, ExpectedVersion, PgEventStore};
-use fairdeal_platform::ownership::{Keeper, LeaseError, Leases, MIGRATIONS, Owned, partition_of};
+use fairdeal_eventstore::{AppendRequest, EventStore, ExpectedVersion, PgEventStore, StoreError};
+use fairdeal_platform::ownership::{
+    Keeper, Lease, LeaseError, Leases, MIGRATIONS, Owned, partition_of,
+};
 use fairdeal_testkit::TestDatabase;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -180,41 +182,52 @@ async fn a_stale_owners_append_fails_and_writes_nothing_and_the_new_owners_goes_
     let event = |n: u8| NewEvent::new("test.v1.Moved", vec![n]);
 
     let held_a = a.acquire(partition).await.unwrap().unwrap();
-    let appended = a
-        .append(
-            &store,
-            &held_a,
+    let appended = store
+        .append_fenced(
             &stream,
             ExpectedVersion::Exact(0),
             vec![event(1)],
+            &held_a.fence(),
         )
         .await
         .unwrap();
     assert_eq!(appended.version, 1);
 
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let held_b = b.acquire(partition).await.unwrap().unwrap();
-    // A still believes it owns the table and its expected version is right: fenced anyway.
-    let stale = a
-        .append(
-            &store,
-            &held_a,
+    // Expired and not yet taken: fenced already (the database's clock judges).
+    let expired = store
+        .append_fenced(
             &stream,
             ExpectedVersion::Exact(1),
-            vec![event(2)],
+            vec![event(9)],
+            &held_a.fence(),
         )
         .await
         .unwrap_err();
-    assert!(matches!(stale, LeaseError::Fenced { .. }), "{stale}");
+    assert!(
+        matches!(expired, StoreError::Fenced { partition: p, .. } if p == partition),
+        "{expired}"
+    );
+    let held_b = b.acquire(partition).await.unwrap().unwrap();
+    // A still believes it owns the table and its expected version is right: fenced anyway.
+    let stale = store
+        .append_fenced(
+            &stream,
+            ExpectedVersion::Exact(1),
+            vec![event(2)],
+            &held_a.fence(),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(stale, StoreError::Fenced { .. }), "{stale}");
     assert_eq!(store.read_stream(&stream, 1, 10).await.unwrap().len(), 1);
     // The new owner goes on from where the stream stands.
-    let appended = b
-        .append(
-            &store,
-            &held_b,
+    let appended = store
+        .append_fenced(
             &stream,
             ExpectedVersion::Exact(1),
             vec![event(3)],
+            &held_b.fence(),
         )
         .await
         .unwrap();
@@ -224,6 +237,109 @@ async fn a_stale_owners_append_fails_and_writes_nothing_and_the_new_owners_goes_
         stored.iter().map(|e| e.payload.clone()).collect::<Vec<_>>(),
         [vec![1], vec![3]]
     );
+    // A fence naming the right owner at an older epoch is refused too: a lease taken back
+    // after it expired is a new lease.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    b.release(&held_b).await.unwrap();
+    let again_a = a.acquire(partition).await.unwrap().unwrap();
+    assert!(again_a.epoch > held_a.epoch);
+    let old_epoch = store
+        .append_fenced(
+            &stream,
+            ExpectedVersion::Exact(2),
+            vec![event(4)],
+            &held_a.fence(),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(old_epoch, StoreError::Fenced { .. }),
+        "{old_epoch}"
+    );
+    store
+        .append_fenced(
+            &stream,
+            ExpectedVersion::Exact(2),
+            vec![event(5)],
+            &again_a.fence(),
+        )
+        .await
+        .unwrap();
+    f.done().await;
+}
+
+/// A group commit holding appends under several fences, one of them lost: only the appends
+/// of the lost lease fail; the others are written, each with its own answer, whether the
+/// batch is written at once or concurrent callers are gathered by the store.
+#[tokio::test]
+async fn a_group_commit_fails_only_the_appends_of_a_lost_lease() {
+    let f = fixture().await;
+    let store = PgEventStore::new(f.pool.clone(), f.schema.as_str()).unwrap();
+    store.migrate().await.unwrap();
+    let a = f.owner("replica-a", Duration::from_secs(30));
+    let b = f.owner("replica-b", Duration::from_secs(30));
+    let held = a.acquire(1).await.unwrap().unwrap();
+    let lost = a.acquire(2).await.unwrap().unwrap();
+    a.release(&lost).await.unwrap();
+    let taken = b.acquire(2).await.unwrap().unwrap();
+    let event = |n: u8| NewEvent::new("test.v1.Moved", vec![n]);
+    let stream = |n: u32| StreamId::of("table", format!("t{n}")).unwrap();
+    let request = |n: u32, fence: &Lease| AppendRequest {
+        stream_id: stream(n),
+        expected: ExpectedVersion::NoStream,
+        events: vec![event(u8::try_from(n).unwrap())],
+        fence: Some(fence.fence()),
+    };
+
+    // One batch, written now.
+    let results = store
+        .append_batch(vec![
+            request(1, &held),
+            request(2, &lost),
+            request(3, &held),
+            request(4, &taken),
+        ])
+        .await;
+    assert!(results[0].is_ok(), "{:?}", results[0]);
+    assert!(
+        matches!(&results[1], Err(StoreError::Fenced { partition: 2, .. })),
+        "{:?}",
+        results[1]
+    );
+    assert!(results[2].is_ok() && results[3].is_ok(), "{results:?}");
+    for (n, written) in [(1, 1), (2, 0), (3, 1), (4, 1)] {
+        assert_eq!(store.stream_version(&stream(n)).await.unwrap(), written);
+    }
+
+    // Many callers at once through the store's own group commit.
+    let mut calls = tokio::task::JoinSet::new();
+    for n in 10..50u32 {
+        let store = store.clone();
+        let fence = if n % 3 == 0 {
+            lost.fence()
+        } else {
+            held.fence()
+        };
+        let stream = stream(n);
+        let events = vec![event(u8::try_from(n).unwrap())];
+        calls.spawn(async move {
+            let result = store
+                .append_fenced(&stream, ExpectedVersion::NoStream, events, &fence)
+                .await;
+            (n, result)
+        });
+    }
+    for (n, result) in calls.join_all().await {
+        if n % 3 == 0 {
+            assert!(
+                matches!(result, Err(StoreError::Fenced { .. })),
+                "{n}: {result:?}"
+            );
+            assert_eq!(store.stream_version(&stream(n)).await.unwrap(), 0);
+        } else {
+            assert_eq!(result.unwrap().version, 1, "{n}");
+        }
+    }
     f.done().await;
 }
 

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use fairdeal_event::{NewEvent, RecordedEvent, StreamId};
-use fairdeal_eventstore::{Appended, EventStore, ExpectedVersion, SqliteEventStore, StoreError};
+use fairdeal_eventstore::{
+    Appended, EventStore, ExpectedVersion, Fence, SqliteEventStore, StoreError,
+};
 use fairdeal_platform::{Aggregate, Decision, RunError, RunnerSettings, Streams};
 
 /// A counter that may not go below zero.
@@ -138,6 +140,8 @@ struct Probe {
     inner: Arc<dyn EventStore>,
     racing: bool,
     reads: std::sync::atomic::AtomicUsize,
+    /// The fences appended behind.
+    fences: std::sync::Mutex<Vec<Fence>>,
 }
 
 impl Probe {
@@ -146,6 +150,7 @@ impl Probe {
             inner,
             racing,
             reads: std::sync::atomic::AtomicUsize::new(0),
+            fences: std::sync::Mutex::new(Vec::new()),
         }
     }
     fn reads(&self) -> usize {
@@ -174,6 +179,17 @@ impl EventStore for Probe {
                 .await?;
         }
         self.inner.append(stream_id, expected, events).await
+    }
+    /// Records the fence, then appends (the embedded store keeps no leases).
+    async fn append_fenced(
+        &self,
+        stream_id: &StreamId,
+        expected: ExpectedVersion,
+        events: Vec<NewEvent>,
+        fence: &Fence,
+    ) -> Result<Appended, StoreError> {
+        self.fences.lock().unwrap().push(fence.clone());
+        self.append(stream_id, expected, events).await
     }
     async fn read_stream(
         &self,
@@ -307,4 +323,46 @@ async fn a_notified_stream_is_read_only_when_a_later_version_was_notified() {
     assert_eq!(here.load(&id).await.unwrap().version, 5);
     assert_eq!(here.load(&id).await.unwrap().version, 5);
     assert_eq!(counting.reads(), first + 4);
+}
+
+/// A fenced runner: an instance whose partition this process does not hold is refused
+/// before anything is read or written; one it holds is appended behind its lease's fence.
+#[tokio::test]
+async fn a_fenced_runner_decides_only_for_what_it_holds_and_appends_behind_the_lease() {
+    let (_dir, store) = store().await;
+    let probe = Arc::new(Probe::new(Arc::clone(&store), false));
+    let fencing: fairdeal_platform::Fencing<String> = Arc::new(|id: &String| match id.as_str() {
+        "mine" => Ok(Fence {
+            partition: 3,
+            owner: "replica-a".into(),
+            epoch: 7,
+        }),
+        _ => Err(5),
+    });
+    let streams =
+        Streams::<Counter>::new(Arc::clone(&probe) as Arc<dyn EventStore>).fenced(fencing);
+
+    match add(&streams, "theirs", 1).await {
+        Err(RunError::Store(StoreError::Fenced {
+            stream_id,
+            partition,
+        })) => {
+            assert_eq!(stream_id.as_str(), "counter-theirs");
+            assert_eq!(partition, 5);
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert_eq!(probe.reads(), 0, "nothing read for another's instance");
+    let theirs = StreamId::of("counter", "theirs").unwrap();
+    assert_eq!(store.stream_version(&theirs).await.unwrap(), 0);
+
+    assert_eq!(add(&streams, "mine", 2).await.unwrap(), (1, 2));
+    assert_eq!(
+        *probe.fences.lock().unwrap(),
+        [Fence {
+            partition: 3,
+            owner: "replica-a".into(),
+            epoch: 7
+        }]
+    );
 }

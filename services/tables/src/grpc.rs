@@ -181,8 +181,20 @@ impl TablesService for TablesApi {
         request: Request<pb::CreateTableRequest>,
     ) -> Result<Response<pb::CreateTableResponse>, Status> {
         let creator = player(&request)?;
+        let options = Game::options_of("options", request.get_ref().options.as_ref())
+            .map_err(wire_invalid)?;
+        // A replica holding no partition yet has the table created where it can be written.
+        if let Some(forward) = self
+            .router
+            .as_ref()
+            .and_then(|router| router.forward_creation(&request))
+            && let Some(answer) = forward
+                .send(|mut p, r| async move { p.create_table(r).await })
+                .await
+        {
+            return answer;
+        }
         let r = request.into_inner();
-        let options = Game::options_of("options", r.options.as_ref()).map_err(wire_invalid)?;
         let created = self
             .tables
             .create(creator, options, &r.bot_seats, r.move_seconds)

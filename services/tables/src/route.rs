@@ -90,6 +90,37 @@ impl Router {
             }
             route.address.clone()
         };
+        self.to(request, address)
+    }
+
+    /// The replica to forward a `CreateTable` to when this one holds no partition (it has
+    /// just started and the others have not drained to it yet, or it is cut off), so the
+    /// table is born on a replica that may write it: the owner of a held partition drawn at
+    /// random (creations spread as partitions do). `None`: create here (a partition is held
+    /// here, the call was forwarded already, or no other replica holds one either).
+    pub fn forward_creation<T: Clone>(&self, request: &Request<T>) -> Option<Forward<T>> {
+        if request.metadata().contains_key(FORWARDED_BY)
+            || !self.ownership.owned.borrow().is_empty()
+        {
+            return None;
+        }
+        let address = {
+            let routes = self.routes.borrow();
+            let others: Vec<&str> = routes
+                .values()
+                .filter(|route| route.owner != self.me && !route.address.is_empty())
+                .map(|route| route.address.as_str())
+                .collect();
+            // Random bits of a fresh UUIDv7 pick one.
+            let count = u32::try_from(others.len()).unwrap_or(u32::MAX);
+            let drawn = partition_of(&Uuid::now_v7(), count);
+            (*others.get(usize::try_from(drawn).unwrap_or(0))?).to_owned()
+        };
+        self.to(request, address)
+    }
+
+    /// `request` on its way to the replica at `address`, marked forwarded.
+    fn to<T: Clone>(&self, request: &Request<T>, address: String) -> Option<Forward<T>> {
         let peer = self.peer(&address)?;
         let mut call = Request::new(request.get_ref().clone());
         *call.metadata_mut() = request.metadata().clone();
@@ -164,8 +195,9 @@ impl<T> Forward<T> {
 /// UNAVAILABLE, or any status made here from a transport error (it has a source; an answer
 /// read from the owner's trailers has none), such as the HTTP/2 error of a connection the
 /// owner reset as it died or drained, which tonic reports as INTERNAL. The owner answers
-/// UNAVAILABLE itself only when a dependency is down, before anything is appended, and
-/// serving here then fails the same way; a move is recorded once by its command id.
+/// UNAVAILABLE itself only when a dependency is down or the table has just left it (its
+/// lease lost: nothing written), and serving here then fails the same way unless the table
+/// has come here; a move is recorded once by its command id.
 pub fn unreachable(status: &Status) -> bool {
     status.code() == Code::Unavailable || std::error::Error::source(status).is_some()
 }

@@ -219,10 +219,17 @@ impl Tables {
         }
     }
 
-    /// The same use cases keeping the turn clocks of the tables `ownership` says are this
-    /// replica's only (before the timers and the projection's wake-ups are started).
+    /// The same use cases deciding only for the tables `ownership` says are this replica's
+    /// (before the timers and the projection's wake-ups are started): a command for another
+    /// replica's table is refused (UNAVAILABLE, nothing read or written), every append is
+    /// fenced by the lease of its table's partition (a lease lost meanwhile fails it), and
+    /// only these tables' turn clocks are kept.
     #[must_use]
-    pub fn keeping_clocks_of(mut self, ownership: Ownership) -> Self {
+    pub fn with_ownership(mut self, ownership: Ownership) -> Self {
+        let fences = ownership.clone();
+        self.streams = self
+            .streams
+            .fenced(Arc::new(move |table_id: &Uuid| fences.fence(table_id)));
         self.timers = Arc::new(Timers::new(Some(ownership)));
         self
     }

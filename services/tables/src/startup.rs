@@ -218,7 +218,7 @@ impl Service for TablesService {
                 partitions: PARTITIONS,
                 owned: keeper.owned(),
             };
-            tables = tables.keeping_clocks_of(ownership.clone());
+            tables = tables.with_ownership(ownership.clone());
             router = Some(Router::new(keeper.owner(), ownership, keeper.routes()));
             shutdown.spawn(
                 "partition-leases",

@@ -12,7 +12,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use fairdeal_platform::ownership::{Owned, partition_of};
+use fairdeal_platform::ownership::Owned;
+pub use fairdeal_platform::ownership::Ownership;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -23,40 +24,6 @@ use crate::service::Tables;
 /// How often a timer re-reads the projected deadlines (a safety net: deadlines this replica
 /// recorded are waited for at once).
 const DEADLINES_RELOAD: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// Which tables' clocks this replica keeps: those of the partitions it holds.
-#[derive(Debug, Clone)]
-pub struct Ownership {
-    /// The number of partitions the tables' ids map to.
-    pub partitions: u32,
-    /// The partitions held now (the keeper's).
-    pub owned: watch::Receiver<Owned>,
-}
-
-impl Ownership {
-    /// Whether `table_id`'s partition is held now.
-    pub fn owns(&self, table_id: &Uuid) -> bool {
-        self.owned
-            .borrow()
-            .contains_key(&partition_of(table_id, self.partitions))
-    }
-
-    /// Resolves at the first keeper round (one a second) after which `table_id`'s partition
-    /// is not held here: the table is served elsewhere from then on. Never, once the keeper
-    /// has stopped (the replica drains, and its watchers end with it).
-    pub async fn moved_away(&self, table_id: &Uuid) {
-        let mut owned = self.owned.clone();
-        let partition = partition_of(table_id, self.partitions);
-        loop {
-            if owned.changed().await.is_err() {
-                return std::future::pending().await;
-            }
-            if !owned.borrow_and_update().contains_key(&partition) {
-                return;
-            }
-        }
-    }
-}
 
 /// The deadlines of the tables this replica advanced last, and a wake-up for the timer task
 /// when one changes.

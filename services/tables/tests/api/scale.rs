@@ -185,10 +185,17 @@ async fn held_by(pool: &sqlx::PgPool, schema: &fairdeal_db::Schema, ports: &[u16
         .collect();
     loop {
         let now = leases(pool, schema).await;
-        if now.len() == fairdeal_tables::startup::PARTITIONS as usize
+        let partitions = fairdeal_tables::startup::PARTITIONS as usize;
+        let share = partitions.div_ceil(addresses.len());
+        let held = |address: &String| now.values().filter(|a| *a == address).count();
+        if now.len() == partitions
             && now.values().all(|a| addresses.contains(a))
+            && addresses.iter().all(|a| (1..=share).contains(&held(a)))
         {
-            return started.elapsed();
+            let settled = started.elapsed();
+            // A keeper round more, so every replica's routes show it.
+            tokio::time::sleep(fairdeal_tables::startup::LEASE_ROUND * 2).await;
+            return settled;
         }
         assert!(
             started.elapsed() < Duration::from_secs(60),
