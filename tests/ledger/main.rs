@@ -3,8 +3,11 @@
 //! `RatingChanged` per seat, SPEC 6), ingested from every service's events, exported, and
 //! `fairdeal audit` (the `fairdeal_cli` library the binary runs) passes it offline; a
 //! changed byte fails it; a game not finished exports nothing; the archive refuses UPDATE
-//! and DELETE; a restarted ledger rebuilds the same tree from its archive.
+//! and DELETE; a restarted ledger rebuilds the same tree from its archive. Games played
+//! across three tables replicas, one drained mid-game, audit the same (`replicas`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod replicas;
 
 use std::time::{Duration, Instant};
 

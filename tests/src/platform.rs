@@ -199,7 +199,9 @@ impl GameStack {
         schema: &str,
         migrations: &[&Migrations],
     ) -> anyhow::Result<Storage> {
-        self.services.push(schema.to_owned());
+        if !self.services.iter().any(|s| s == schema) {
+            self.services.push(schema.to_owned());
+        }
         let storage = match &self.shared {
             Some(shared) => {
                 shared.migrate(migrations).await?;
@@ -342,7 +344,29 @@ impl GameStack {
     }
 
     async fn start_tables(&mut self) -> anyhow::Result<()> {
-        let common = self.common("tables")?;
+        let (port, _) = self.tables_on_its_port().await?;
+        self.tables_port = port;
+        Ok(())
+    }
+
+    /// Another tables replica over the same database and NATS (PostgreSQL only), as a
+    /// Deployment's second pod: the replicas share the tables' partitions, and a call
+    /// reaching one that does not own its table is forwarded to the owner. Returns its port
+    /// and its shutdown: triggering it drains the replica (its partitions handed over), as a
+    /// scale-down does.
+    pub async fn start_tables_replica(&mut self) -> anyhow::Result<(u16, Shutdown)> {
+        anyhow::ensure!(
+            self.backend == Backend::PostgresNats,
+            "tables replicas share their tables over PostgreSQL"
+        );
+        self.tables_on_its_port().await
+    }
+
+    /// A tables service on a port of its own, announced to the other replicas.
+    async fn tables_on_its_port(&mut self) -> anyhow::Result<(u16, Shutdown)> {
+        let mut common = self.common("tables")?;
+        let port = fairdeal_testkit::free_port()?;
+        common.listen_addr = ([127, 0, 0, 1], port).into();
         let storage = self
             .storage(
                 fairdeal_tables::startup::SCHEMA,
@@ -359,14 +383,16 @@ impl GameStack {
                 tokens,
                 authn,
                 clock: self.clock.clone(),
-                advertise_url: String::new(),
+                advertise_url: fairdeal_harness::url(port),
             },
         )
         .await?;
-        self.tables_port = app.port();
-        self.shutdowns.push(app.shutdown());
+        let port = app.port();
+        let shutdown = app.shutdown();
+        self.shutdowns.push(shutdown.clone());
         tokio::spawn(app.run_until_stopped());
-        serving(self.tables_port).await
+        serving(port).await?;
+        Ok((port, shutdown))
     }
 
     /// Stops every service, deletes the stack's JetStream streams and drops its database.

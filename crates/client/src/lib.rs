@@ -62,6 +62,10 @@ pub enum ClientError {
 /// How long [`play_to_the_end`] waits for the next message on any of its players' streams.
 pub const PATIENCE: Duration = Duration::from_secs(60);
 
+/// How long [`Player::act`] keeps sending a move refused UNAVAILABLE: a table whose replica
+/// died moves to another within 5 s (docs/decisions.md, "Who owns a table").
+pub const UNAVAILABLE_PATIENCE: Duration = Duration::from_secs(15);
+
 /// A player (their user id and access token) and a tables service client.
 #[derive(Debug, Clone)]
 pub struct Player {
@@ -141,20 +145,37 @@ impl Player {
     }
 
     /// Sends `action` as a command (a fresh command id) expecting `expected_version`;
-    /// returns the version after it.
+    /// returns the version after it. A call refused UNAVAILABLE (the table is changing
+    /// replicas, or its replica is restarting) is sent again with the same command id, so
+    /// it is applied once, for up to [`UNAVAILABLE_PATIENCE`].
     pub async fn act(
         &self,
         table_id: &str,
         expected_version: u64,
         action: Action,
     ) -> Result<u64, ClientError> {
-        let request = self.request(pb::ActRequest {
+        let message = pb::ActRequest {
             table_id: table_id.to_owned(),
             expected_version,
             command_id: Uuid::now_v7().to_string(),
             action: Some(action),
-        })?;
-        Ok(self.client.clone().act(request).await?.into_inner().version)
+        };
+        let until = tokio::time::Instant::now() + UNAVAILABLE_PATIENCE;
+        let mut pause = Duration::from_millis(50);
+        loop {
+            let request = self.request(message.clone())?;
+            match self.client.clone().act(request).await {
+                Ok(answer) => return Ok(answer.into_inner().version),
+                Err(status)
+                    if status.code() == Code::Unavailable
+                        && tokio::time::Instant::now() + pause < until =>
+                {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+                Err(status) => return Err(status.into()),
+            }
+        }
     }
 
     /// The player's view of the table's events after `after_version`, then live.

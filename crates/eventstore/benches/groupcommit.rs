@@ -9,11 +9,14 @@
 //!   makes them;
 //! - the store: `append` of one ~300-byte event per call by 1, 8, 64 and 256 concurrent
 //!   writers, each on its own stream: events/s, p50 and p99 of the append call;
+//! - the same behind fences (issue 33: each writer's stream in one of 64 partitions whose
+//!   leases the bench holds, each append checked against its lease in the appending
+//!   statement), right after each unfenced case: the fence's cost as a ratio of the same run;
 //! - the embedded store (SQLite, WAL, synchronous=FULL) with 1 and 64 writers.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use fairdeal_eventstore::conformance::{Backend, PgBackend, SqliteBackend};
-use fairdeal_eventstore::{EventStore, ExpectedVersion, NewEvent, StreamId};
+use fairdeal_eventstore::{EventStore, ExpectedVersion, Fence, NewEvent, StreamId};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use uuid::Uuid;
@@ -50,24 +53,36 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
     sorted[i].as_secs_f64() * 1000.0
 }
 
+/// The partitions of the fenced cases, each leased to the bench for the run.
+const PARTITIONS: u32 = 64;
+
 /// `writers` tasks, each appending one event per call to its own stream until the time is
-/// up.
-async fn appends(name: String, store: Arc<dyn EventStore>, writers: usize) -> Figure {
+/// up; with `fenced`, behind the lease of the stream's partition (writer modulo
+/// [`PARTITIONS`]).
+async fn appends(name: String, store: Arc<dyn EventStore>, writers: usize, fenced: bool) -> Figure {
     let run = seconds();
     let start = Instant::now();
     let tasks: Vec<_> = (0..writers)
-        .map(|_| {
+        .map(|writer| {
             let store = store.clone();
+            let fence = fenced.then(|| Fence {
+                partition: u32::try_from(writer).unwrap() % PARTITIONS,
+                owner: "bench".into(),
+                epoch: 1,
+            });
             tokio::spawn(async move {
                 let s = StreamId::of("bench", Uuid::now_v7()).unwrap();
                 let mut latencies = Vec::new();
                 let mut version = 0u64;
                 while start.elapsed() < run {
                     let t = Instant::now();
-                    store
-                        .append(&s, ExpectedVersion::Exact(version), vec![event(version)])
-                        .await
-                        .unwrap();
+                    let expected = ExpectedVersion::Exact(version);
+                    let events = vec![event(version)];
+                    match &fence {
+                        None => store.append(&s, expected, events).await,
+                        Some(fence) => store.append_fenced(&s, expected, events, fence).await,
+                    }
+                    .unwrap();
                     latencies.push(t.elapsed());
                     version += 1;
                 }
@@ -171,15 +186,37 @@ async fn main() {
         .ok()
         .map(|c| c.split(',').filter_map(|w| w.parse().ok()).collect())
         .unwrap_or_else(|| vec![1, 8, 64, 256]);
+    // The leases of the fenced cases, as `fairdeal_platform::ownership` keeps them.
+    let pool = fairdeal_db::postgres_pool_options()
+        .max_connections(1)
+        .connect_with(backend.connect_options())
+        .await
+        .unwrap();
+    sqlx::raw_sql(
+        "CREATE TABLE eventstore.partition_leases (partition INTEGER PRIMARY KEY, \
+             owner TEXT NOT NULL, epoch BIGINT NOT NULL, expires_at TIMESTAMPTZ NOT NULL); \
+         INSERT INTO eventstore.partition_leases \
+             SELECT p, 'bench', 1, now() + interval '1 hour' FROM generate_series(0, 63) p",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
     for writers in cases {
-        figures.push(
-            appends(
-                format!("PostgreSQL append, {writers} writers"),
-                store.clone(),
-                writers,
-            )
-            .await,
-        );
+        for fenced in [false, true] {
+            figures.push(
+                appends(
+                    format!(
+                        "PostgreSQL append{}, {writers} writers",
+                        if fenced { " fenced" } else { "" }
+                    ),
+                    store.clone(),
+                    writers,
+                    fenced,
+                )
+                .await,
+            );
+        }
     }
     backend.cleanup().await;
 
@@ -191,6 +228,7 @@ async fn main() {
                 format!("SQLite append, {writers} writers"),
                 store.clone(),
                 writers,
+                false,
             )
             .await,
         );

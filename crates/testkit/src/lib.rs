@@ -51,6 +51,15 @@ pub fn now() -> i64 {
     i64::try_from(since_epoch.as_secs()).unwrap_or(i64::MAX)
 }
 
+/// A port free now on 127.0.0.1, for a server whose address must be known before it starts
+/// (a replica announcing where it serves). Another process may take it before the server
+/// binds it; tests accept that.
+pub fn free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
 /// What can go wrong while preparing a test's servers. Test code usually `unwrap`s it: the
 /// message says which server and what to do.
 #[derive(Debug, thiserror::Error)]

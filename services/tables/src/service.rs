@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use fairdeal_authn::{TokenProvider, TokenUnavailable, attach_bearer};
 use fairdeal_bus::AppendSignal;
 use fairdeal_db::Db;
-use fairdeal_eventstore::EventStore;
+use fairdeal_eventstore::{EventStore, StoreError};
 use fairdeal_kit::propagation::{TraceContextInterceptor, traced as traced_channel};
 use fairdeal_kit::{ServiceError, Shutdown};
 use fairdeal_platform::{Decision, RunError, Snapshot, Streams};
@@ -529,6 +529,10 @@ impl Tables {
     /// regardless, and nobody may ever ask again.
     pub async fn advance(&self, table_id: Uuid) {
         if let Err(error) = self.try_advance(table_id).await {
+            if moved_away(&error) {
+                tracing::debug!(%table_id, "the table moved to another replica; its owner steps it");
+                return;
+            }
             let error = ServiceError::from(error);
             tracing::warn!(%table_id, %error, "table step failed; retrying");
             self.retry_later(table_id);
@@ -578,6 +582,7 @@ impl Tables {
                 }
                 match this.try_advance(table_id).await {
                     Ok(()) => break,
+                    Err(error) if moved_away(&error) => break,
                     Err(error) => {
                         let error = ServiceError::from(error);
                         tracing::warn!(%table_id, %error, ?pause, "table step failed again; retrying");
@@ -734,6 +739,13 @@ impl Tables {
             }),
         }
     }
+}
+
+/// Whether `error` says the table is not this replica's (any more): its partition's lease
+/// is another's, so its owner takes the step (the owner's clocks and the deadlines
+/// projection see to it), and retrying here would never succeed.
+fn moved_away(error: &Failure) -> bool {
+    matches!(error, RunError::Store(StoreError::Fenced { .. }))
 }
 
 /// A load's failure as a use case's.

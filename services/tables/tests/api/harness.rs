@@ -392,11 +392,7 @@ impl TestApp {
 
 /// A port free now on 127.0.0.1, for a server whose address must be known before it starts.
 pub(crate) fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    fairdeal_testkit::free_port().unwrap()
 }
 
 /// A player and their client.
@@ -524,6 +520,34 @@ impl Player {
     }
 
     pub(crate) async fn act(
+        &self,
+        table_id: &str,
+        expected_version: u64,
+        command_id: &str,
+        action: pb::act_request::Action,
+    ) -> Result<u64, Status> {
+        // As clients do: UNAVAILABLE (the table changing replicas, over PostgreSQL a
+        // restarted replica waiting for its predecessor's leases to expire) is sent again
+        // with the same command id, for up to 15 s.
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        loop {
+            let answer = self
+                .act_once(table_id, expected_version, command_id, action.clone())
+                .await;
+            match answer {
+                Err(status)
+                    if status.code() == tonic::Code::Unavailable
+                        && std::time::Instant::now() < until =>
+                {
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+                answer => return answer,
+            }
+        }
+    }
+
+    /// [`Player::act`] sent once, whatever the answer.
+    pub(crate) async fn act_once(
         &self,
         table_id: &str,
         expected_version: u64,

@@ -110,7 +110,7 @@ async fn play(
         let version = loop {
             match player
                 .on(&cluster.any())
-                .act(&id, mine.version, &command_id, action.clone())
+                .act_once(&id, mine.version, &command_id, action.clone())
                 .await
             {
                 Ok(version) => break version,
