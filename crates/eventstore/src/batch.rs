@@ -392,8 +392,8 @@ impl GroupCommit {
         self.senders.lock().map_or(0, |s| s.len())
     }
 
-    /// Queues `request` on its stream's writer (started with `writer` if needed) and waits
-    /// for its result.
+    /// Queues `request` on its stream's writer (its partition's when fenced; started with
+    /// `writer` if needed) and waits for its result.
     pub(crate) async fn append<W, F>(
         &self,
         request: AppendRequest,
@@ -410,10 +410,16 @@ impl GroupCommit {
                 .senders
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let n = senders.len();
-            let shard =
-                usize::try_from(self.route.hash_one(queued.request.stream_id.as_str()) % n as u64)
-                    .unwrap_or(0);
+            let n = senders.len() as u64;
+            // A fenced append goes to its partition's writer: a stream is in one partition,
+            // so the process still never races itself for a stream, and a lease row is
+            // locked by one writer's transactions at a time (two transactions share-locking
+            // one row would make PostgreSQL create a multixact for it).
+            let route = match &queued.request.fence {
+                Some(fence) => u64::from(fence.partition),
+                None => self.route.hash_one(queued.request.stream_id.as_str()),
+            };
+            let shard = usize::try_from(route % n).unwrap_or(0);
             match &senders[shard] {
                 Some(sender) if !sender.is_closed() => sender.clone(),
                 _ => {
