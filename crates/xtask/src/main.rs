@@ -36,6 +36,7 @@
 #![forbid(unsafe_code)]
 #![allow(clippy::print_stderr, clippy::print_stdout)] // A developer tool: it talks to a terminal.
 
+mod delay;
 mod deploy;
 mod process;
 mod run;
@@ -69,7 +70,10 @@ usage: cargo xtask test [cargo test args...]
            only the Kubernetes manifest check of `cargo xtask test`
        cargo xtask deploy-secrets [DIR]
            writes a fresh set of the compose stack's secret files into DIR (default
-           deploy/secrets, which docker-compose.yml reads and git ignores)";
+           deploy/secrets, which docker-compose.yml reads and git ignores)
+       cargo xtask delay-proxy LISTEN_ADDR TARGET_ADDR DELAY_MS
+           a TCP proxy holding what it relays for DELAY_MS each way (latency off loopback
+           where the kernel has no tc netem; services/tables/benches/netns.sh)";
 
 /// Prints a progress line.
 fn say(message: impl std::fmt::Display) {
@@ -83,6 +87,7 @@ fn main() -> ExitCode {
         Some("services") => services(),
         Some("deploy-check") => deploy::check(&args[1..]),
         Some("deploy-manifests") => manifests().map(|()| ExitCode::SUCCESS),
+        Some("delay-proxy") => delay::proxy(&args[1..]),
         Some("deploy-secrets") if args.len() <= 2 => {
             let dir = args.get(1).map_or_else(
                 || deploy::root().join("deploy/secrets"),

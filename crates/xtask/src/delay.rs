@@ -1,0 +1,86 @@
+//! `cargo xtask delay-proxy LISTEN TARGET DELAY_MS`: a TCP proxy that holds every chunk it
+//! relays, in each direction, for DELAY_MS before passing it on, so a round trip through it
+//! takes 2 x DELAY_MS more. For measuring off loopback where the kernel has no `tc netem`
+//! (this machine kind's has none; `services/tables/benches/netns.sh` uses it between a
+//! network namespace and the host's PostgreSQL and NATS).
+//!
+//! Per connection and direction, one thread reads and stamps each chunk, another sends it
+//! when its time comes, in order: the delay is added to each chunk's latency without
+//! limiting the throughput to one chunk per delay. Threads, not async: xtask has no
+//! dependencies.
+
+use std::io::{Read as _, Write as _};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Runs the proxy until killed.
+pub(crate) fn proxy(args: &[String]) -> Result<std::process::ExitCode, String> {
+    let [listen, target, delay] = args else {
+        return Err("usage: cargo xtask delay-proxy LISTEN_ADDR TARGET_ADDR DELAY_MS".into());
+    };
+    let delay: f64 = delay
+        .parse()
+        .ok()
+        .filter(|d: &f64| d.is_finite() && *d >= 0.0)
+        .ok_or_else(|| format!("DELAY_MS: {delay:?} is not a number of milliseconds"))?;
+    let delay = Duration::from_secs_f64(delay / 1000.0);
+    let listener = TcpListener::bind(listen).map_err(|e| format!("LISTEN_ADDR {listen}: {e}"))?;
+    crate::say(format!(
+        "delay-proxy: {listen} -> {target}, {} ms each way",
+        delay.as_secs_f64() * 1000.0
+    ));
+    for client in listener.incoming() {
+        let Ok(client) = client else { continue };
+        let target = target.clone();
+        std::thread::spawn(move || match TcpStream::connect(&target) {
+            Ok(server) => {
+                let _ = client.set_nodelay(true);
+                let _ = server.set_nodelay(true);
+                if let (Ok(c), Ok(s)) = (client.try_clone(), server.try_clone()) {
+                    std::thread::spawn(move || pipe(c, s, delay));
+                    pipe(server, client, delay);
+                }
+            }
+            Err(error) => crate::say(format!("delay-proxy: {target}: {error}")),
+        });
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// Copies `from` to `to`, each chunk held for `delay`; closes `to`'s writing half at the end.
+fn pipe(mut from: TcpStream, mut to: TcpStream, delay: Duration) {
+    let (chunks, queue) = mpsc::channel::<(Instant, Vec<u8>)>();
+    let mut sink = match to.try_clone() {
+        Ok(sink) => sink,
+        Err(_) => return,
+    };
+    let sender = std::thread::spawn(move || {
+        for (due, chunk) in queue {
+            if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+            if sink.write_all(&chunk).is_err() {
+                break;
+            }
+        }
+        let _ = sink.shutdown(Shutdown::Write);
+    });
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        match from.read(&mut buffer) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                if chunks
+                    .send((Instant::now() + delay, buffer[..n].to_vec()))
+                    .is_err()
+                {
+                    break;
+                }
+            }
+        }
+    }
+    drop(chunks);
+    let _ = sender.join();
+    let _ = to.flush();
+}
