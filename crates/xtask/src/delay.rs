@@ -30,9 +30,15 @@ pub(crate) fn proxy(args: &[String]) -> Result<std::process::ExitCode, String> {
         "delay-proxy: {listen} -> {target}, {} ms each way",
         delay.as_secs_f64() * 1000.0
     ));
+    serve(&listener, target, delay);
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// Relays every connection `listener` accepts to `target`, delayed.
+fn serve(listener: &TcpListener, target: &str, delay: Duration) {
     for client in listener.incoming() {
         let Ok(client) = client else { continue };
-        let target = target.clone();
+        let target = target.to_owned();
         std::thread::spawn(move || match TcpStream::connect(&target) {
             Ok(server) => {
                 let _ = client.set_nodelay(true);
@@ -45,7 +51,6 @@ pub(crate) fn proxy(args: &[String]) -> Result<std::process::ExitCode, String> {
             Err(error) => crate::say(format!("delay-proxy: {target}: {error}")),
         });
     }
-    Ok(std::process::ExitCode::SUCCESS)
 }
 
 /// Copies `from` to `to`, each chunk held for `delay`; closes `to`'s writing half at the end.
@@ -83,4 +88,51 @@ fn pipe(mut from: TcpStream, mut to: TcpStream, delay: Duration) {
     drop(chunks);
     let _ = sender.join();
     let _ = to.flush();
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// Through the proxy to an echo server: the bytes come back whole and in order, each
+    /// round trip at least twice the delay later, and the end of the stream passes through.
+    #[test]
+    fn relays_in_order_each_way_delayed() {
+        let echo = TcpListener::bind("127.0.0.1:0").unwrap();
+        let echo_addr = echo.local_addr().unwrap().to_string();
+        std::thread::spawn(move || {
+            let (mut conn, _) = echo.accept().unwrap();
+            let mut buffer = [0u8; 4096];
+            loop {
+                match conn.read(&mut buffer) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => conn.write_all(&buffer[..n]).unwrap(),
+                }
+            }
+        });
+        let proxy = TcpListener::bind("127.0.0.1:0").unwrap();
+        let proxy_addr = proxy.local_addr().unwrap();
+        let delay = Duration::from_millis(20);
+        std::thread::spawn(move || serve(&proxy, &echo_addr, delay));
+
+        let mut client = TcpStream::connect(proxy_addr).unwrap();
+        for round in 0..3u8 {
+            let message: Vec<u8> = (0..200).map(|i: u8| i.wrapping_mul(round + 1)).collect();
+            let sent = Instant::now();
+            client.write_all(&message).unwrap();
+            let mut back = vec![0u8; message.len()];
+            client.read_exact(&mut back).unwrap();
+            assert!(
+                sent.elapsed() >= 2 * delay,
+                "round {round}: {:?}",
+                sent.elapsed()
+            );
+            assert_eq!(back, message);
+        }
+        client.shutdown(Shutdown::Write).unwrap();
+        let mut rest = Vec::new();
+        client.read_to_end(&mut rest).unwrap();
+        assert!(rest.is_empty());
+    }
 }
