@@ -89,7 +89,7 @@ async fn play(
 ) -> BTreeMap<String, u64> {
     let mut accepted = BTreeMap::new();
     let mut salt = 0;
-    loop {
+    'turns: loop {
         let table = view(&cluster, players[0].as_ref().unwrap(), &id).await;
         if table.status == pb::TableStatus::Finished as i32 && !table.server_seed.is_empty() {
             return accepted;
@@ -117,6 +117,10 @@ async fn play(
                 Err(status) if gone(&status) => {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
+                // The view was behind the table (read during a handover): nothing was
+                // applied under this command id; read again and decide again, as a client
+                // does.
+                Err(status) if status.code() == Code::Aborted => continue 'turns,
                 Err(status) => panic!("move at {id}: {status:?}"),
             }
         };
