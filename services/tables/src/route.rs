@@ -11,10 +11,11 @@
 //! A call is served where it arrived when routing cannot help: the table's partition is held
 //! here, or by no live replica known (a failover in progress), or the owner cannot be
 //! reached (it died: its lease expires within the ttl), or the call was forwarded already (a
-//! route one round stale: the receiving replica never forwards twice). Serving a table here
-//! is always correct, only slower: every append checks the stream's version, so a command
-//! decided on a stale state is decided again; a command id is appended once whoever serves
-//! it.
+//! route one round stale: the receiving replica never forwards twice). Served here, a read
+//! is answered from the database, and a command is refused UNAVAILABLE unless the table has
+//! come to this replica: only the owner decides and writes a table (its appends are fenced
+//! by the partition's lease, `Tables::with_ownership`). The client sends it again with the
+//! same command id, which is applied once whoever serves it.
 
 use std::collections::HashMap;
 use std::future::Future;
