@@ -36,7 +36,7 @@ mod more;
 mod play;
 mod smtp;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Instant;
@@ -200,7 +200,25 @@ fn compose_names_every_binary_with_its_settings() {
     let compose = compose_file();
     let services = compose.fairdeal_services();
 
-    let mut binaries: Vec<String> = services.iter().map(|s| s.command[0].clone()).collect();
+    // A service named `<name>-<n>` running `<name>`'s binary is a replica of it.
+    let names: BTreeSet<&str> = services.iter().map(|s| s.name.as_str()).collect();
+    let service_of = |name: &str| -> String {
+        match name.rsplit_once('-') {
+            Some((base, n))
+                if names.contains(base)
+                    && !n.is_empty()
+                    && n.bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                base.to_owned()
+            }
+            _ => name.to_owned(),
+        }
+    };
+    let mut binaries: Vec<String> = services
+        .iter()
+        .filter(|s| service_of(&s.name) == s.name)
+        .map(|s| s.command[0].clone())
+        .collect();
     binaries.sort();
     let mut built: Vec<String> = docker
         .services
@@ -210,13 +228,14 @@ fn compose_names_every_binary_with_its_settings() {
     built.sort();
     assert_eq!(
         binaries, built,
-        "docker-compose.yml must run each service binary deploy/Dockerfile builds, once"
+        "docker-compose.yml must run each service binary deploy/Dockerfile builds, once \
+         (replicas aside)"
     );
     let needs: BTreeMap<&str, &[(&str, &str)]> = NEEDS.iter().copied().collect();
 
-    for service in services {
-        let name = &service.name;
-        let context = |what: &str| format!("compose service {name}: {what}");
+    for service in &services {
+        let name = &service_of(&service.name);
+        let context = |what: &str| format!("compose service {}: {what}", service.name);
         assert_eq!(
             service.command,
             [format!("fairdeal-{name}")],
@@ -323,6 +342,21 @@ fn compose_names_every_binary_with_its_settings() {
             "{}",
             context("publishes its gRPC port")
         );
+    }
+    // A service with replicas: each of them, the first included, announces its own compose
+    // address to the others (they forward calls to whoever owns a table).
+    for service in &services {
+        let replicated = services.iter().any(|other| {
+            other.name != service.name && service_of(&other.name) == service_of(&service.name)
+        });
+        if replicated {
+            assert_eq!(
+                service.environment.get("FAIRDEAL_ADVERTISE_URL"),
+                Some(&format!("http://{}:{CONTAINER_PORT}", service.name)),
+                "compose service {}: a replica announces its own address",
+                service.name
+            );
+        }
     }
     // The image gives every container its listen address on the container port.
     assert_eq!(
@@ -647,6 +681,14 @@ async fn compose_services_run_natively_and_play_a_bot_table() {
         let token = play::player_token(&url("auth"), &mail).await?;
         let before = more::ledger_status(&url("ledger")).await?;
         let played = play::play_bot_table(&url("tables"), &token).await?;
+        // The second tables replica serves the same table (forwarded to its owner, or its
+        // own): the replicas share the tables.
+        let seen = more::finished_through(&url("tables-2"), &token, &played.table_id).await?;
+        ensure!(
+            seen == played.version,
+            "tables-2 sees version {seen} of {}",
+            played.version
+        );
         more::check_after_table(&url, &token, &before).await?;
         anyhow::Ok(played)
     }
@@ -695,6 +737,10 @@ async fn compose_stack_plays_a_bot_table() {
     let played = play::play_bot_table(&urls["tables"], &token)
         .await
         .unwrap_or_else(|e| panic!("{e:#}"));
+    let seen = more::finished_through(&urls["tables-2"], &token, &played.table_id)
+        .await
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    assert_eq!(seen, played.version, "tables-2 serves the same table");
     more::check_after_table(&|name| urls[name].clone(), &token, &before)
         .await
         .unwrap_or_else(|e| panic!("{e:#}"));

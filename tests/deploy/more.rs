@@ -188,3 +188,31 @@ pub(crate) async fn check_after_table(
     println!("rating: the leaderboard answers ({entries} entries)");
     Ok(())
 }
+
+/// The version of finished table `table_id` as the tables service at `tables_url` shows it
+/// (a replica that does not own the table forwards the call to the one that does).
+pub(crate) async fn finished_through(
+    tables_url: &str,
+    token: &str,
+    table_id: &str,
+) -> anyhow::Result<u64> {
+    use fairdeal_proto::fairdeal::tables::v1 as tpb;
+    use fairdeal_proto::fairdeal::tables::v1::tables_service_client::TablesServiceClient;
+    let view = TablesServiceClient::new(channel(tables_url)?)
+        .get_table(authorized(
+            tpb::GetTableRequest {
+                table_id: table_id.to_owned(),
+            },
+            token,
+        )?)
+        .await
+        .with_context(|| format!("GetTable at {tables_url}"))?
+        .into_inner()
+        .table
+        .context("GetTable returned no table")?;
+    ensure!(
+        view.status == tpb::TableStatus::Finished as i32,
+        "table {table_id} at {tables_url}: not finished"
+    );
+    Ok(view.version)
+}

@@ -20,6 +20,9 @@ use tonic::transport::{Channel, Endpoint};
 const MAIL_PATIENCE: Duration = Duration::from_secs(60);
 /// How long one whole match may take.
 const MATCH_PATIENCE: Duration = Duration::from_secs(600);
+/// How long a call refused UNAVAILABLE is sent again: a table changing replicas (as tables
+/// replicas share out the tables when they start) is served again within seconds.
+const UNAVAILABLE_PATIENCE: Duration = Duration::from_secs(15);
 
 /// What the played table ended with.
 #[derive(Debug)]
@@ -44,6 +47,31 @@ pub(crate) fn channel(url: &str) -> anyhow::Result<Channel> {
         .connect_timeout(Duration::from_secs(5))
         .timeout(Duration::from_secs(30))
         .connect_lazy())
+}
+
+/// The answer to `call`, sent again (with the same message: a move keeps its command id,
+/// so it is applied once) while it is refused UNAVAILABLE, as a careful client does.
+async fn retrying<T, M, F, Fut>(
+    what: &str,
+    message: &M,
+    token: &str,
+    mut call: F,
+) -> anyhow::Result<T>
+where
+    M: Clone,
+    F: FnMut(Request<M>) -> Fut,
+    Fut: Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+{
+    let until = Instant::now() + UNAVAILABLE_PATIENCE;
+    loop {
+        match call(authorized(message.clone(), token)?).await {
+            Ok(answer) => return Ok(answer.into_inner()),
+            Err(status) if status.code() == tonic::Code::Unavailable && Instant::now() < until => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(status) => return Err(anyhow::Error::new(status).context(what.to_owned())),
+        }
+    }
 }
 
 pub(crate) fn authorized<T>(message: T, token: &str) -> anyhow::Result<Request<T>> {
@@ -117,30 +145,27 @@ fn first_legal(view: &tpb::TableView) -> Option<tpb::act_request::Action> {
 /// Creates a table with bots in seats 1-3, sits at seat 0 and plays until the match ends.
 pub(crate) async fn play_bot_table(tables_url: &str, token: &str) -> anyhow::Result<Played> {
     let mut tables = TablesServiceClient::new(channel(tables_url)?);
-    let created = tables
-        .create_table(authorized(
-            tpb::CreateTableRequest {
-                options: None,
-                bot_seats: vec![1, 2, 3],
-                // Ample time per move: the bots must not play our seat.
-                move_seconds: 600,
-            },
-            token,
-        )?)
-        .await
-        .context("CreateTable")?
-        .into_inner();
+    let create = tpb::CreateTableRequest {
+        options: None,
+        bot_seats: vec![1, 2, 3],
+        // Ample time per move: the bots must not play our seat.
+        move_seconds: 600,
+    };
+    let created = retrying("CreateTable", &create, token, |r| {
+        let mut tables = tables.clone();
+        async move { tables.create_table(r).await }
+    })
+    .await?;
     let table_id = created.table_id;
-    tables
-        .sit(authorized(
-            tpb::SitRequest {
-                table_id: table_id.clone(),
-                seat: 0,
-            },
-            token,
-        )?)
-        .await
-        .context("Sit")?;
+    let sit = tpb::SitRequest {
+        table_id: table_id.clone(),
+        seat: 0,
+    };
+    retrying("Sit", &sit, token, |r| {
+        let mut tables = tables.clone();
+        async move { tables.sit(r).await }
+    })
+    .await?;
     println!(
         "table {table_id}: created (commitment {}), seat 0 taken, bots in 1-3",
         created.short_code
@@ -184,18 +209,17 @@ pub(crate) async fn play_bot_table(tables_url: &str, token: &str) -> anyhow::Res
             .as_ref()
             .is_some_and(|g| g.turn == Some(0) && g.my_seat == Some(0));
         if let (true, Some(action)) = (my_turn, first_legal(&view)) {
-            tables
-                .act(authorized(
-                    tpb::ActRequest {
-                        table_id: table_id.clone(),
-                        expected_version: view.version,
-                        command_id: uuid::Uuid::now_v7().to_string(),
-                        action: Some(action),
-                    },
-                    token,
-                )?)
-                .await
-                .context("Act")?;
+            let act = tpb::ActRequest {
+                table_id: table_id.clone(),
+                expected_version: view.version,
+                command_id: uuid::Uuid::now_v7().to_string(),
+                action: Some(action),
+            };
+            retrying("Act", &act, token, |r| {
+                let mut tables = tables.clone();
+                async move { tables.act(r).await }
+            })
+            .await?;
             moves += 1;
             continue;
         }

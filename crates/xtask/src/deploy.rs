@@ -51,6 +51,9 @@ const SERVICES: &[(&str, Secrets)] = &[
     ("ledger", Secrets::SigningKey),
 ];
 
+/// The compose file's replicas of a service, beside the services (`<service>-<n>`).
+const REPLICAS: &[&str] = &["tables-2"];
+
 /// The compose project deploy-check runs under (its containers, network and volumes), unless
 /// `FAIRDEAL_DEPLOY_PROJECT` names another (to run two checks side by side).
 const PROJECT: &str = "fairdeal-deploy-check";
@@ -652,11 +655,14 @@ pub(crate) fn check(args: &[String]) -> Result<ExitCode, String> {
         ),
     ];
     let mut urls = Vec::new();
-    let services = image_services()?;
+    let mut services = image_services()?;
+    // The compose file's second tables replica (docs/deploy.md): its own port, and its
+    // health waited for like a service's.
+    services.extend(REPLICAS.iter().map(|r| (*r).to_owned()));
     for service in &services {
         let port = free_port()?;
         env.push((
-            format!("FAIRDEAL_{}_PORT", service.to_uppercase()),
+            format!("FAIRDEAL_{}_PORT", service.to_uppercase().replace('-', "_")),
             port.to_string(),
         ));
         urls.push(format!("{service}=http://127.0.0.1:{port}"));
