@@ -131,6 +131,9 @@ const POSTGRES_SETTINGS: &str = "
 # given at start); no Unix socket, so no socket directory to share with another server.
 listen_addresses = '127.0.0.1'
 unix_socket_directories = ''
+# Tests run side by side, each with its services' pools (24 sessions a service by default),
+# and some start several replicas of a service: PostgreSQL's default of 100 is too few.
+max_connections = 400
 ";
 
 /// Initialises and starts a cluster; returns its port.
