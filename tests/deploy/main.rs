@@ -451,11 +451,7 @@ fn write_secrets(dir: &Path, database_url: &str, ledger_key: &str) -> anyhow::Re
 
 /// A free port of 127.0.0.1.
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    fairdeal_testkit::free_port().unwrap()
 }
 
 /// The directory holding the service binaries: `FAIRDEAL_DEPLOY_BIN_DIR` (which `cargo xtask

@@ -25,6 +25,14 @@ pub struct Fence {
     pub epoch: i64,
 }
 
+/// The refusal of a fenced append by a store that keeps no leases (the embedded one: it is
+/// one process's).
+pub(crate) fn no_leases() -> crate::StoreError {
+    crate::StoreError::InvalidArgument(
+        "fenced appends need PostgreSQL (this store holds no leases)".into(),
+    )
+}
+
 impl Fence {
     /// The distinct fences of `fences`, as the bound arrays of a fenced insert: partitions,
     /// owners, epochs.

@@ -505,8 +505,10 @@ impl PgCore {
         }
 
         let sealed = seal_rows(stream_id, current, current_hash.as_deref(), events)?;
-        let fences: Vec<&Fence> = fence.into_iter().collect();
-        match self.insert_rows(conn, first_index, &sealed, &fences).await {
+        match self
+            .insert_rows(conn, first_index, &sealed, fence.as_slice())
+            .await
+        {
             // Rows got first, first + 1, ... in order (UNNEST WITH ORDINALITY).
             Ok(Inserted::At(first)) => Ok(appended(sealed, first, current)),
             Ok(Inserted::Fenced) => Err(StoreError::Fenced {

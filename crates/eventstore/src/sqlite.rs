@@ -104,14 +104,8 @@ impl SqliteEventStore {
         if requests.is_empty() {
             return Vec::new();
         }
-        // The embedded store is one process's: it keeps no leases to fence by.
         if requests.iter().any(|r| r.fence.is_some()) {
-            return all_failed(
-                requests.len(),
-                StoreError::InvalidArgument(
-                    "fenced appends need PostgreSQL (the embedded store holds no leases)".into(),
-                ),
-            );
+            return all_failed(requests.len(), crate::fence::no_leases());
         }
         let mut conn = match self.pool.acquire().await {
             Ok(conn) => conn,

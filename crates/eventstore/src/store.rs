@@ -60,9 +60,7 @@ pub trait EventStore: Send + Sync + fmt::Debug {
         fence: &Fence,
     ) -> Result<Appended, StoreError> {
         let _ = (stream_id, expected, events, fence);
-        Err(StoreError::InvalidArgument(
-            "fenced appends need PostgreSQL (this store holds no leases)".into(),
-        ))
+        Err(crate::fence::no_leases())
     }
 
     /// Up to `limit` events of `stream_id` with version >= `from_version` (1 = from the

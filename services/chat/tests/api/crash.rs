@@ -16,11 +16,7 @@ use uuid::Uuid;
 use crate::harness::{Db, with};
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    fairdeal_testkit::free_port().unwrap()
 }
 
 /// Starts the `fairdeal-chat` binary on `port` over `database_url` (with NATS and Redis
