@@ -86,6 +86,9 @@ pub enum LeaseError {
     /// The database failed.
     #[error("partition leases: {0}")]
     Database(#[from] sqlx::Error),
+    /// The event store could not say where a new epoch starts.
+    #[error("partition leases: the event store's position: {0}")]
+    Store(#[from] fairdeal_eventstore::StoreError),
 }
 
 /// The leases of one owner over a service's partitions, in that service's schema. The
@@ -158,6 +161,8 @@ impl Leases {
                owner = excluded.owner, \
                epoch = CASE WHEN l.owner = excluded.owner AND l.expires_at > now() \
                             THEN l.epoch ELSE l.epoch + 1 END, \
+               since_position = CASE WHEN l.owner = excluded.owner AND l.expires_at > now() \
+                                     THEN l.since_position END, \
                expires_at = excluded.expires_at \
              WHERE l.owner = excluded.owner OR l.expires_at <= now() \
              RETURNING {COLUMNS}",
@@ -170,6 +175,26 @@ impl Leases {
             .fetch_optional(&self.pool)
             .await?;
         Ok(row.map(lease))
+    }
+
+    /// Records where `held`'s epoch starts in the service's event store: `position`, the
+    /// last event committed after the takeover committed (see [`Keeper::marking_starts`]).
+    /// Written once per epoch (a start already recorded stays); whether the lease is still
+    /// `held`.
+    pub async fn mark_start(&self, held: &Lease, position: u64) -> Result<bool, LeaseError> {
+        let sql = format!(
+            "UPDATE {table} SET since_position = coalesce(since_position, $4) \
+             WHERE partition = $1 AND owner = $2 AND epoch = $3 AND expires_at > now()",
+            table = self.table
+        );
+        let done = sqlx::query(AssertSqlSafe(sql))
+            .bind(i32::try_from(held.partition).unwrap_or(i32::MAX))
+            .bind(&self.owner)
+            .bind(held.epoch)
+            .bind(i64::try_from(position).unwrap_or(i64::MAX))
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
     }
 
     /// Extends `held` by the ttl while it is still this owner's at its epoch and unexpired;
@@ -367,6 +392,153 @@ mod tests {
 /// What a [`Keeper`] holds: its leases by partition.
 pub type Owned = std::collections::BTreeMap<u32, Lease>;
 
+/// The notification channel on which a projection wakes the owner of an aggregate for an
+/// event that owner cannot have seen; payload `<schema> <aggregate id>`.
+pub const WAKE_CHANNEL: &str = "fairdeal_owner_wake";
+
+/// Wakes owners for what a projection reaches late (issue 33: nothing polls).
+///
+/// An owner learns what it must do next (a table's turn deadline, a step owed) from its own
+/// writes, and, for what earlier owners wrote, from the projection's rows, which it loads
+/// when it takes a partition. A projection that lags may write such a row only after that
+/// load. The keeper records where each epoch starts in the store ([`Keeper::marking_starts`]);
+/// inside its own transaction, after writing its rows, the projection reads those starts
+/// ([`Waking::wake_owners`]) and, for each aggregate whose event lies at or below its
+/// partition's start (written under an earlier epoch), notifies [`WAKE_CHANNEL`] on commit.
+/// The owner's listener ([`spawn_wake_listener`]) hears it. Read the other way round: a row
+/// the owner's load missed was written after the load began; its projection reads the starts
+/// after that, so it sees the new epoch's start, which is recorded before the load, and
+/// wakes the owner. The owner's load must therefore wait for the projection's writers in
+/// flight (its service locks the rows' table in share mode for the load), and a start not
+/// recorded yet needs no wake-up: the load comes after it.
+#[derive(Debug, Clone)]
+pub struct Wake {
+    schema: String,
+    table: String,
+    partitions: u32,
+}
+
+impl Wake {
+    /// Wake-ups for the owners of the aggregates of `schema`, mapped to `partitions`.
+    pub fn new(schema: &Schema, partitions: u32) -> Self {
+        Wake {
+            schema: schema.as_str().to_owned(),
+            table: format!("{}.partition_leases", schema.quoted()),
+            partitions: partitions.max(1),
+        }
+    }
+}
+
+/// A projection's connection that can wake owners ([`Wake`]).
+pub trait Waking {
+    /// Inside the projection's transaction, after it wrote the rows of `written` (each an
+    /// aggregate and the store position of the event the row came from): notifies the
+    /// owners of those written under an earlier epoch than their partition's current one.
+    /// The notifications go out when the transaction commits (and never if it rolls
+    /// back). Returns how many aggregates were woken.
+    fn wake_owners(
+        &mut self,
+        wake: &Wake,
+        written: &[(Uuid, u64)],
+    ) -> impl Future<Output = Result<usize, sqlx::Error>> + Send;
+}
+
+impl Waking for PgConnection {
+    async fn wake_owners(
+        &mut self,
+        wake: &Wake,
+        written: &[(Uuid, u64)],
+    ) -> Result<usize, sqlx::Error> {
+        if written.is_empty() {
+            return Ok(0);
+        }
+        let sql = format!(
+            "SELECT partition, since_position FROM {} \
+             WHERE since_position IS NOT NULL AND expires_at > now()",
+            wake.table
+        );
+        let starts: std::collections::HashMap<i32, i64> = sqlx::query_as(AssertSqlSafe(sql))
+            .fetch_all(&mut *self)
+            .await?
+            .into_iter()
+            .collect();
+        let mut woken: Vec<String> = written
+            .iter()
+            .filter(|(id, position)| {
+                let partition =
+                    i32::try_from(partition_of(id, wake.partitions)).unwrap_or(i32::MAX);
+                starts
+                    .get(&partition)
+                    .is_some_and(|since| i64::try_from(*position).unwrap_or(i64::MAX) <= *since)
+            })
+            .map(|(id, _)| format!("{} {id}", wake.schema))
+            .collect();
+        woken.sort_unstable();
+        woken.dedup();
+        if !woken.is_empty() {
+            sqlx::query("SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS w(payload)")
+                .bind(WAKE_CHANNEL)
+                .bind(&woken)
+                .execute(&mut *self)
+                .await?;
+        }
+        Ok(woken.len())
+    }
+}
+
+impl Waking for sqlx::SqliteConnection {
+    /// The embedded default is one process holding no leases: its own timers hear its
+    /// projection directly, and there is no other owner to wake.
+    async fn wake_owners(&mut self, _: &Wake, _: &[(Uuid, u64)]) -> Result<usize, sqlx::Error> {
+        Ok(0)
+    }
+}
+
+/// What an owner's wake listener hears ([`spawn_wake_listener`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Woken {
+    /// The aggregate has an event its owner may not have seen: look at it again.
+    Aggregate(Uuid),
+    /// Wake-ups may have been missed (the listener was (re)connected, or a payload was
+    /// not understood): load what the projection holds again.
+    Missed,
+}
+
+/// Listens on `pool`'s server for the wake-ups of `schema`'s owners ([`Wake`]), telling `on`
+/// of each, until `shutdown` stops the background tasks. Every replica hears every
+/// wake-up of its schema; the one owning the aggregate acts on it.
+pub fn spawn_wake_listener(
+    pool: PgPool,
+    schema: &Schema,
+    shutdown: &crate::shutdown::Shutdown,
+    mut on: impl FnMut(Woken) + Send + 'static,
+) {
+    let schema = schema.as_str().to_owned();
+    crate::wake::spawn_channel_listener(
+        pool,
+        WAKE_CHANNEL,
+        "owner-wake-listener",
+        shutdown,
+        move |heard| match heard {
+            crate::wake::Heard::Listening => on(Woken::Missed),
+            crate::wake::Heard::Notification(payload) => {
+                if let Some(woken) = woken(payload, &schema) {
+                    on(woken);
+                }
+            }
+        },
+    );
+}
+
+/// What a wake-up's `payload` says to the owners of `schema` (`None`: another schema's).
+fn woken(payload: &str, schema: &str) -> Option<Woken> {
+    let (to, id) = payload.split_once(' ')?;
+    if to != schema {
+        return None;
+    }
+    Some(Uuid::parse_str(id).map_or(Woken::Missed, Woken::Aggregate))
+}
+
 /// What one replica holds, as its [`Keeper`] publishes it: which aggregates are its own to
 /// decide for (their clocks, their watchers fed from memory), and the [`Fence`] its appends
 /// to them pass.
@@ -445,6 +617,8 @@ pub struct Keeper {
     routes: tokio::sync::watch::Sender<Routes>,
     /// When the leases held were last renewed (this process's clock).
     renewed: std::sync::Mutex<Option<std::time::Instant>>,
+    /// The event store whose position marks where each epoch taken starts, if any.
+    starts: Option<std::sync::Arc<dyn fairdeal_eventstore::EventStore>>,
 }
 
 impl Keeper {
@@ -456,6 +630,51 @@ impl Keeper {
             owned: tokio::sync::watch::Sender::new(Owned::new()),
             routes: tokio::sync::watch::Sender::new(Routes::new()),
             renewed: std::sync::Mutex::new(None),
+            starts: None,
+        }
+    }
+
+    /// The same keeper, recording in each lease it takes where the new epoch starts in
+    /// `store` ([`Leases::mark_start`]: the last event committed once the takeover has), before
+    /// the partition is published as held. Every event of the partition at or below it was
+    /// written by an earlier owner, every later one by this epoch's: a projection that lags
+    /// can tell which events the owner cannot have seen, and wake it for them
+    /// ([`Wake`]).
+    #[must_use]
+    pub fn marking_starts(
+        mut self,
+        store: std::sync::Arc<dyn fairdeal_eventstore::EventStore>,
+    ) -> Self {
+        self.starts = Some(store);
+        self
+    }
+
+    /// Takes `partition` if it is free or expired, and marks where its epoch starts; `None`
+    /// when another owner holds it. A lease whose start cannot be marked is given up again:
+    /// a projection could not tell which of its events the owner has seen.
+    async fn take(&self, partition: u32) -> Result<Option<Lease>, LeaseError> {
+        let Some(lease) = self.leases.acquire(partition).await? else {
+            return Ok(None);
+        };
+        let Some(store) = &self.starts else {
+            return Ok(Some(lease));
+        };
+        // After the takeover's commit: every write of an earlier owner that passed its fence
+        // had committed before the takeover could (the fence's shared lock), and none can
+        // pass it since.
+        let marked = match store.committed_position().await {
+            Ok(position) => self.leases.mark_start(&lease, position).await,
+            Err(error) => Err(error.into()),
+        };
+        match marked {
+            Ok(true) => Ok(Some(lease)),
+            Ok(false) => Ok(None),
+            Err(error) => {
+                if let Err(release) = self.leases.release(&lease).await {
+                    tracing::warn!(error = %release, partition, "partition leases: release failed");
+                }
+                Err(error)
+            }
         }
     }
 
@@ -541,7 +760,7 @@ impl Keeper {
                 if held.contains_key(&partition) || taken.contains(&partition) {
                     continue;
                 }
-                if let Some(lease) = self.leases.acquire(partition).await? {
+                if let Some(lease) = self.take(partition).await? {
                     held.insert(partition, lease);
                     count += 1;
                 }

@@ -11,6 +11,9 @@
 //!
 //! Whenever the listening connection is (re)established, the signal fires for everything:
 //! whatever committed while nobody listened is re-read.
+//!
+//! [`spawn_channel_listener`] is the same listening loop for any channel (the owners' wake-ups
+//! of `crate::ownership` use it).
 
 use std::time::Duration;
 
@@ -34,15 +37,44 @@ pub(crate) fn spawn_listener(
     signal: AppendSignal,
     shutdown: &Shutdown,
 ) {
+    spawn_channel_listener(pool, CHANNEL, "append-listener", shutdown, move |heard| {
+        match heard {
+            Heard::Notification(payload) => forward(payload, schema.as_str(), &signal),
+            // Anything committed while nobody listened is read now.
+            Heard::Listening => wake_everything(&signal),
+        }
+    });
+}
+
+/// What a channel's listener hears.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Heard<'a> {
+    /// The listening connection is (re)established: notifications sent while it was not may
+    /// have been missed, so whatever they would have said must be re-read.
+    Listening,
+    /// A notification's payload.
+    Notification(&'a str),
+}
+
+/// Listens on `pool`'s server on `channel`, telling `on` of each notification and of each
+/// time the listening connection is (re)established, until `shutdown` stops the background
+/// tasks (the task is named `task`). A lost connection is re-established after a pause.
+pub fn spawn_channel_listener(
+    pool: PgPool,
+    channel: &'static str,
+    task: &'static str,
+    shutdown: &Shutdown,
+    mut on: impl FnMut(Heard<'_>) + Send + 'static,
+) {
     let stop = shutdown.token();
-    shutdown.spawn("append-listener", async move {
+    shutdown.spawn(task, async move {
         loop {
             tokio::select! {
                 () = stop.cancelled() => return,
-                result = listen(&pool, &schema, &signal) => {
+                result = listen(&pool, channel, &mut on) => {
                     if let Err(error) = result {
                         fairdeal_db::health::note_if_lost(&error);
-                        tracing::warn!(%error, "event notifications lost; reconnecting");
+                        tracing::warn!(%error, channel, "notifications lost; reconnecting");
                     }
                 }
             }
@@ -55,20 +87,23 @@ pub(crate) fn spawn_listener(
 }
 
 /// Listens until the connection fails.
-async fn listen(pool: &PgPool, schema: &Schema, signal: &AppendSignal) -> Result<(), sqlx::Error> {
+async fn listen(
+    pool: &PgPool,
+    channel: &str,
+    on: &mut (impl FnMut(Heard<'_>) + Send),
+) -> Result<(), sqlx::Error> {
     let mut listener = PgListener::connect_with(pool).await?;
-    listener.listen(CHANNEL).await?;
-    // Anything committed before we listened is read now.
-    wake_everything(signal);
+    listener.listen(channel).await?;
+    on(Heard::Listening);
     loop {
         match listener.try_recv().await? {
-            Some(notification) => forward(notification.payload(), schema.as_str(), signal),
+            Some(notification) => on(Heard::Notification(notification.payload())),
             // The connection was lost and is re-established on the next call: notifications
             // may have been missed. It is the first session to see a server restart (it is
             // always reading), so it tells the pools to ping their idle connections.
             None => {
                 fairdeal_db::health::note_lost_connection();
-                wake_everything(signal);
+                on(Heard::Listening);
             }
         }
     }

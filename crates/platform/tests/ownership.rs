@@ -469,3 +469,104 @@ async fn a_keeper_cut_off_from_the_database_gives_up_its_partitions_once_a_ttl_h
     assert!(keeper.owned().borrow().is_empty());
     f.done().await;
 }
+
+/// Nothing polls (issue 33): a keeper marks where each epoch it takes starts in the store,
+/// after the takeover committed and before it publishes the partition; a projection that
+/// reaches an event written under an earlier epoch, after the new owner loaded its rows,
+/// wakes that owner on commit, and only for such events.
+#[tokio::test]
+async fn a_takeover_marks_where_its_epoch_starts_and_a_late_projection_wakes_the_new_owner() {
+    use fairdeal_platform::Shutdown;
+    use fairdeal_platform::ownership::{Wake, Waking, Woken, spawn_wake_listener};
+
+    let f = fixture().await;
+    let store = PgEventStore::new(f.pool.clone(), f.schema.as_str()).unwrap();
+    store.migrate().await.unwrap();
+    let store: std::sync::Arc<dyn EventStore> = std::sync::Arc::new(store);
+    let partitions = 2;
+    let table_in = |partition: u32| loop {
+        let id = Uuid::now_v7();
+        if partition_of(&id, partitions) == partition {
+            return id;
+        }
+    };
+    let (early, late) = (table_in(0), table_in(0));
+    let event = |n: u8| NewEvent::new("test.v1.Moved", vec![n]);
+    let append = async |table: Uuid, fence: &fairdeal_eventstore::Fence| {
+        store
+            .append_fenced(
+                &StreamId::of("table", table).unwrap(),
+                ExpectedVersion::Any,
+                vec![event(1)],
+                fence,
+            )
+            .await
+            .unwrap()
+            .events[0]
+            .position
+    };
+
+    let a = Keeper::new(f.owner("replica-a", Duration::from_millis(300)), partitions)
+        .marking_starts(store.clone());
+    let held = a.tick().await.unwrap();
+    let start_a = since(&f, 0).await.expect("marked when taken");
+    let written_by_a = append(early, &held[&0].fence()).await;
+    assert!(written_by_a > start_a);
+
+    // A dies (no more rounds); B takes its partitions once the leases expire.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let b = Keeper::new(f.owner("replica-b", Duration::from_secs(30)), partitions)
+        .marking_starts(store.clone());
+    let held = b.tick().await.unwrap();
+    assert_eq!(held.len(), 2);
+    let start_b = since(&f, 0).await.expect("marked when taken");
+    assert!(start_b >= written_by_a, "{start_b} < {written_by_a}");
+    let written_by_b = append(late, &held[&0].fence()).await;
+
+    let (tx, mut heard) = tokio::sync::mpsc::unbounded_channel();
+    let shutdown = Shutdown::new();
+    spawn_wake_listener(f.pool.clone(), &f.schema, &shutdown, move |woken| {
+        let _ = tx.send(woken);
+    });
+    let next = async |heard: &mut tokio::sync::mpsc::UnboundedReceiver<Woken>| {
+        tokio::time::timeout(Duration::from_secs(2), heard.recv())
+            .await
+            .ok()
+            .flatten()
+    };
+    assert_eq!(next(&mut heard).await, Some(Woken::Missed), "first, a load");
+
+    let wake = Wake::new(&f.schema, partitions);
+    let rows = [(early, written_by_a), (late, written_by_b)];
+    // Rolled back: nobody is woken.
+    let mut conn = f.pool.begin().await.unwrap();
+    assert_eq!((*conn).wake_owners(&wake, &rows).await.unwrap(), 1);
+    conn.rollback().await.unwrap();
+    // Committed: the owner hears of the event A wrote, not of B's own.
+    let mut conn = f.pool.begin().await.unwrap();
+    assert_eq!((*conn).wake_owners(&wake, &rows).await.unwrap(), 1);
+    conn.commit().await.unwrap();
+    assert_eq!(next(&mut heard).await, Some(Woken::Aggregate(early)));
+    assert_eq!(next(&mut heard).await, None);
+
+    // A renewal keeps the mark.
+    b.tick().await.unwrap();
+    assert_eq!(since(&f, 0).await, Some(start_b));
+    shutdown.trigger();
+    shutdown.stop_background();
+    f.done().await;
+}
+
+/// Partition `partition`'s epoch start, as recorded.
+async fn since(f: &Fixture, partition: i32) -> Option<u64> {
+    let sql = format!(
+        "SELECT since_position FROM {}.partition_leases WHERE partition = $1",
+        f.schema.quoted()
+    );
+    let since: Option<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+        .bind(partition)
+        .fetch_one(&f.pool)
+        .await
+        .unwrap();
+    since.map(|s| u64::try_from(s).unwrap())
+}

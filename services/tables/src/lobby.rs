@@ -15,6 +15,7 @@ use fairdeal_bus::{Handler, HandlerError};
 use fairdeal_db::Db;
 use fairdeal_eventstore::RecordedEvent;
 use fairdeal_games::{Purchase, TableOptions};
+use fairdeal_platform::ownership::{Wake, Waking};
 use fairdeal_table_game::Seat;
 use sqlx::{QueryBuilder, Transaction};
 use std::collections::HashMap;
@@ -40,17 +41,32 @@ pub static MIGRATIONS: fairdeal_db::Migrations = fairdeal_db::Migrations {
 };
 
 /// Keeps the lobby and deadlines tables, and tells this replica's timers of each step the
-/// service owes as it records it (see [`OwedSteps`]).
+/// service owes as it records it (see [`OwedSteps`]). With several replicas, it also wakes
+/// a table's owner for a row the owner cannot have seen ([`Wake`]: an event written before
+/// the owner took the table, projected after it loaded the rows).
 #[derive(Debug, Default)]
 pub struct LobbyProjection {
     /// This replica's timers, if any run here.
     owed: Option<OwedSteps>,
+    /// The owners' wake-ups, with ownership.
+    wake: Option<Wake>,
 }
 
 impl LobbyProjection {
     /// A projection that wakes `owed` for each step the service owes.
     pub fn waking(owed: OwedSteps) -> Self {
-        Self { owed: Some(owed) }
+        Self {
+            owed: Some(owed),
+            wake: None,
+        }
+    }
+
+    /// The same projection, also waking tables' owners through `wake` for what they cannot
+    /// have seen.
+    #[must_use]
+    pub fn with_owner_wake(mut self, wake: Wake) -> Self {
+        self.wake = Some(wake);
+        self
     }
 
     /// Tells the timers of a deadline row just written, if it is an owed step (negative).
@@ -91,14 +107,15 @@ fn mark(seats: &str, seat: Seat, mark: char) -> String {
 }
 
 fairdeal_db::for_each_backend! { DB =>
-    impl Handler<DB> for LobbyProjection {
-        async fn handle(
-            &self,
-            event: &RecordedEvent,
-            tx: &mut Transaction<'_, DB>,
-        ) -> Result<(), HandlerError> {
+    /// Projects one event; the table and position of the deadline row it wrote, if any.
+    async fn project_one(
+        this: &LobbyProjection,
+        event: &RecordedEvent,
+        tx: &mut Transaction<'_, DB>,
+    ) -> Result<Option<(Uuid, u64)>, HandlerError> {
             let table_id = event.correlation_id.clone();
             let decoded: TableEvent = from_recorded::<Game>(event).map_err(|e| permanent(e.to_string()))?;
+            let mut written = None;
             match deadline_of(event, decoded.due()) {
                 Some(Some(deadline_ms)) => {
                     sqlx::query(
@@ -110,7 +127,8 @@ fairdeal_db::for_each_backend! { DB =>
                     .execute(&mut **tx)
                     .await
                     .map_err(transient)?;
-                    self.recorded(&table_id, deadline_ms);
+                    this.recorded(&table_id, deadline_ms);
+                    written = written_row(event);
                 }
                 Some(None) => {
                     sqlx::query("DELETE FROM deadlines WHERE table_id = $1")
@@ -151,7 +169,7 @@ fairdeal_db::for_each_backend! { DB =>
                     let (seat, taken) = match ev {
                         TableEvent::SeatTaken { seat, .. } => (seat, true),
                         TableEvent::SeatLeft { seat, .. } => (seat, false),
-                        _ => return Ok(()),
+                        _ => return Ok(written),
                     };
                     let seats: Option<String> =
                         sqlx::query_scalar("SELECT seats FROM lobby WHERE table_id = $1")
@@ -159,7 +177,7 @@ fairdeal_db::for_each_backend! { DB =>
                             .fetch_optional(&mut **tx)
                             .await
                             .map_err(transient)?;
-                    let Some(seats) = seats else { return Ok(()) };
+                    let Some(seats) = seats else { return Ok(written) };
                     let seats = mark(&seats, seat, if taken { 'p' } else { 'o' });
                     let open = seats.chars().filter(|c| *c == 'o').count() as i64;
                     sqlx::query("UPDATE lobby SET seats = $2, open_seats = $3 WHERE table_id = $1")
@@ -180,7 +198,29 @@ fairdeal_db::for_each_backend! { DB =>
                 }
                 _ => {}
             }
-            Ok(())
+            Ok(written)
+    }
+
+    /// Wakes the owners of the tables of `written` that cannot have seen their rows.
+    async fn wake_owners(
+        this: &LobbyProjection,
+        written: &[(Uuid, u64)],
+        tx: &mut Transaction<'_, DB>,
+    ) -> Result<(), HandlerError> {
+        if let Some(wake) = &this.wake {
+            (**tx).wake_owners(wake, written).await.map_err(transient)?;
+        }
+        Ok(())
+    }
+
+    impl Handler<DB> for LobbyProjection {
+        async fn handle(
+            &self,
+            event: &RecordedEvent,
+            tx: &mut Transaction<'_, DB>,
+        ) -> Result<(), HandlerError> {
+            let written = project_one(self, event, tx).await?;
+            wake_owners(self, written.as_slice(), tx).await
         }
 
         /// A batch: the deadlines table gets only each table's last word in the batch (its
@@ -192,7 +232,8 @@ fairdeal_db::for_each_backend! { DB =>
             events: &[&RecordedEvent],
             tx: &mut Transaction<'_, DB>,
         ) -> Result<(), HandlerError> {
-            let mut last: HashMap<String, Option<i64>> = HashMap::new();
+            let mut last: HashMap<String, (Option<i64>, &RecordedEvent)> = HashMap::new();
+            let mut written = Vec::new();
             for event in events {
                 if event.is::<pb::TurnClock>()
                     || carries_command(event)
@@ -201,20 +242,20 @@ fairdeal_db::for_each_backend! { DB =>
                 {
                     let decoded: TableEvent = from_recorded::<Game>(event).map_err(|e| permanent(e.to_string()))?;
                     if let Some(deadline) = deadline_of(event, decoded.due()) {
-                        last.insert(event.correlation_id.clone(), deadline);
+                        last.insert(event.correlation_id.clone(), (deadline, *event));
                     }
                 } else {
                     // The lobby's events (and MatchStarted, which also owes the first deal).
-                    self.handle(event, tx).await?;
+                    written.extend(project_one(self, event, tx).await?);
                 }
             }
             let (set, finished): (Vec<_>, Vec<_>) =
-                last.into_iter().partition(|(_, deadline)| deadline.is_some());
+                last.into_iter().partition(|(_, (deadline, _))| deadline.is_some());
             for chunk in set.chunks(DEADLINE_ROWS) {
                 let mut query = QueryBuilder::<DB>::new(
                     "INSERT INTO deadlines (table_id, deadline_ms) ",
                 );
-                query.push_values(chunk, |mut row, (table_id, deadline)| {
+                query.push_values(chunk, |mut row, (table_id, (deadline, _))| {
                     row.push_bind(table_id.clone()).push_bind(deadline.unwrap_or_default());
                 });
                 query.push(
@@ -222,8 +263,9 @@ fairdeal_db::for_each_backend! { DB =>
                 );
                 query.build().execute(&mut **tx).await.map_err(transient)?;
             }
-            for (table_id, deadline) in &set {
+            for (table_id, (deadline, event)) in &set {
                 self.recorded(table_id, deadline.unwrap_or_default());
+                written.extend(written_row(event));
             }
             for chunk in finished.chunks(DEADLINE_ROWS) {
                 let mut query = QueryBuilder::<DB>::new("DELETE FROM deadlines WHERE table_id IN ");
@@ -232,7 +274,8 @@ fairdeal_db::for_each_backend! { DB =>
                 });
                 query.build().execute(&mut **tx).await.map_err(transient)?;
             }
-            Ok(())
+            // After the rows are written (see `Wake`).
+            wake_owners(self, &written, tx).await
         }
 
         fn batches(&self) -> bool {
@@ -261,6 +304,11 @@ fn deadline_of(event: &RecordedEvent, due: Option<Due>) -> Option<Option<i64>> {
         Due::Service => Some(-i64::try_from(event.version).unwrap_or(i64::MAX)),
         Due::Nobody => None,
     })
+}
+
+/// The table and store position of the event a deadline row came from.
+fn written_row(event: &RecordedEvent) -> Option<(Uuid, u64)> {
+    Some((Uuid::parse_str(&event.correlation_id).ok()?, event.position))
 }
 
 /// Whether `event` is of a type that records a seat's command (and may carry the next
@@ -348,13 +396,25 @@ fn lobby_table(row: Row) -> pb::LobbyTable {
     }
 }
 
-/// Every table's last recorded turn deadline (Unix ms), as projected so far.
+/// Every table's last recorded turn deadline (Unix ms), as projected so far. On
+/// PostgreSQL the read waits for the projection's transactions writing rows to commit (a
+/// share lock on the table, for the read only): a row written after the read began is
+/// written by a projection that reads the partitions' epoch starts after it, and wakes the
+/// owner if it must ([`Wake`]).
 pub async fn deadlines(db: &Db) -> Result<Vec<(Uuid, i64)>, sqlx::Error> {
-    let rows: Vec<(String, i64)> = fairdeal_db::on_db!(db, pool => {
-        sqlx::query_as("SELECT table_id, deadline_ms FROM deadlines")
-            .fetch_all(pool)
-            .await?
-    });
+    const SQL: &str = "SELECT table_id, deadline_ms FROM deadlines";
+    let rows: Vec<(String, i64)> = match db {
+        Db::Postgres { pool, .. } => {
+            let mut tx = pool.begin().await?;
+            sqlx::query("LOCK TABLE deadlines IN SHARE MODE")
+                .execute(&mut *tx)
+                .await?;
+            let rows = sqlx::query_as(SQL).fetch_all(&mut *tx).await?;
+            tx.commit().await?;
+            rows
+        }
+        Db::Sqlite { pool } => sqlx::query_as(SQL).fetch_all(pool).await?,
+    };
     Ok(rows
         .into_iter()
         .filter_map(|(id, deadline)| Some((Uuid::parse_str(&id).ok()?, deadline)))

@@ -8,7 +8,7 @@
 //! replicas) advancing the same table at once only ever append a step once. A table left
 //! mid-step (a crash, a dependency down) resumes at its next request.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use fairdeal_authn::{TokenProvider, TokenUnavailable, attach_bearer};
@@ -189,8 +189,9 @@ pub struct Tables {
     pub(crate) clock: Arc<dyn TableClock>,
     /// The turn deadlines this replica waits for.
     pub(crate) timers: Arc<Timers>,
-    /// Tables whose step failed and is being retried here (one retry loop per table).
-    retrying: Arc<Mutex<HashSet<Uuid>>>,
+    /// Tables whose step failed and is being retried here (one retry loop per table), each
+    /// with whether a step failed again meanwhile (the loop then goes on after a success).
+    retrying: Arc<Mutex<HashMap<Uuid, bool>>>,
 }
 
 impl Tables {
@@ -214,7 +215,7 @@ impl Tables {
             tokens,
             shutdown,
             clock,
-            retrying: Arc::new(Mutex::new(HashSet::new())),
+            retrying: Arc::new(Mutex::new(HashMap::new())),
             timers: Arc::new(Timers::new(None)),
         }
     }
@@ -558,18 +559,17 @@ impl Tables {
     /// [`RETRY_LONGEST`], until it succeeds or the server drains: a seat waits on `Watch`
     /// for the hand it is owed, and after the game nobody asks for the reveal at all. The
     /// longest pause bounds how long a peer that is healthy again goes unused. One loop per
-    /// table; a step that fails while one runs leaves the retry to it (and should the loop be
-    /// ending just then, the deadlines projection records the owed step, which the timer's
-    /// reload takes within [`DEADLINES_RELOAD`](crate::timers::DEADLINES_RELOAD)). Real time, not the table's clock: this is
-    /// not game time.
+    /// table; a step that fails while one runs leaves the retry to it, and the loop steps
+    /// the table once more after its own success, so no failure is left behind. Real time,
+    /// not the table's clock: this is not game time.
     fn retry_later(&self, table_id: Uuid) {
-        if !self
-            .retrying
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(table_id)
         {
-            return;
+            let mut retrying = self.retrying.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(again) = retrying.get_mut(&table_id) {
+                *again = true;
+                return;
+            }
+            retrying.insert(table_id, false);
         }
         let this = self.clone();
         let stop = self.shutdown.token();
@@ -581,7 +581,21 @@ impl Tables {
                     () = tokio::time::sleep(pause) => {}
                 }
                 match this.try_advance(table_id).await {
-                    Ok(()) => break,
+                    Ok(()) => {
+                        let mut retrying =
+                            this.retrying.lock().unwrap_or_else(PoisonError::into_inner);
+                        match retrying.get_mut(&table_id) {
+                            // Another step failed while this one ran: step again.
+                            Some(again) if *again => {
+                                *again = false;
+                                pause = RETRY_FIRST;
+                            }
+                            _ => {
+                                retrying.remove(&table_id);
+                                return;
+                            }
+                        }
+                    }
                     Err(error) if moved_away(&error) => break,
                     Err(error) => {
                         let error = ServiceError::from(error);

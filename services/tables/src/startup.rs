@@ -12,7 +12,7 @@ use fairdeal_authn::{
 use fairdeal_kit::client::{self, Target};
 use fairdeal_kit::config::{Config, ConfigError, Section};
 use fairdeal_kit::{CommonConfig, Embedded, Mount, Service, Shutdown, StartError};
-use fairdeal_platform::ownership::{self, Keeper, Leases};
+use fairdeal_platform::ownership::{self, Keeper, Leases, Wake, Woken, spawn_wake_listener};
 use fairdeal_platform::{Bus, Storage};
 use fairdeal_proto::fairdeal::tables::v1::tables_service_server::TablesServiceServer;
 use serde::Serialize;
@@ -204,10 +204,14 @@ impl Service for TablesService {
         // the turn clocks of its own only, and forwards calls for the others' to them
         // (docs/decisions.md, "Who owns a table").
         let mut router = None;
+        let mut projection = LobbyProjection::waking(tables.owed_steps());
         if let fairdeal_db::Db::Postgres { pool, schema } = parts.storage.db() {
             let leases = Leases::new(pool.clone(), schema, replica_name(), LEASE_TTL)
                 .serving_at(parts.advertise_url);
-            let keeper = Keeper::new(leases, PARTITIONS);
+            // Each epoch taken is marked with where it starts in the store, so the
+            // projection can tell which rows the new owner's load may have missed.
+            let keeper = Keeper::new(leases, PARTITIONS)
+                .marking_starts(parts.storage.backend().clone().into_dyn());
             // A first share before the clocks start, so they do not start with none; a
             // lease table that cannot be used stops the start rather than every clock.
             keeper.tick().await.map_err(|e| StartError::Dependency {
@@ -219,6 +223,13 @@ impl Service for TablesService {
                 owned: keeper.owned(),
             };
             tables = tables.with_ownership(ownership.clone());
+            // What the projection reaches late, the owner hears of at once (nothing polls).
+            projection = projection.with_owner_wake(Wake::new(schema, PARTITIONS));
+            let owed = tables.owed_steps();
+            spawn_wake_listener(pool.clone(), schema, shutdown, move |woken| match woken {
+                Woken::Aggregate(table_id) => owed.wake(table_id),
+                Woken::Missed => owed.reload(),
+            });
             router = Some(Router::new(keeper.owner(), ownership, keeper.routes()));
             shutdown.spawn(
                 "partition-leases",
@@ -229,7 +240,6 @@ impl Service for TablesService {
         if let Some(router) = router {
             api = api.routing(router);
         }
-        let projection = LobbyProjection::waking(tables.owed_steps());
         bus.spawn_consumer(Self::NAME, CONSUMER, Arc::new(projection), shutdown)
             .await?;
         shutdown.spawn("turn-clocks", tables.clone().run_timers(shutdown.token()));

@@ -8,22 +8,27 @@
 //! owner of a table's partition waits for its deadlines, so two replicas' timers never race
 //! for one. Without ownership (the embedded default, one process) every table is this
 //! replica's.
+//!
+//! Nothing polls. A replica learns a table's next deadline from its own steps; what it did
+//! not write itself it loads from the deadlines projection when it starts and whenever it
+//! takes partitions, and hears of at once when the projection reaches it later
+//! (`fairdeal_platform::ownership::Wake`: [`OwedSteps::wake`]). A listener that may have
+//! missed such a wake-up loads the projection again ([`OwedSteps::reload`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use fairdeal_platform::ownership::Owned;
 pub use fairdeal_platform::ownership::Ownership;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::lobby;
-use crate::service::Tables;
 
-/// How often a timer re-reads the projected deadlines (a safety net: deadlines this replica
-/// recorded are waited for at once).
-const DEADLINES_RELOAD: std::time::Duration = std::time::Duration::from_secs(5);
+/// The pause before loading the projected deadlines again after a load failed.
+const LOAD_AGAIN: std::time::Duration = std::time::Duration::from_secs(1);
+use crate::service::Tables;
 
 /// The deadlines of the tables this replica advanced last, and a wake-up for the timer task
 /// when one changes.
@@ -33,6 +38,8 @@ pub(crate) struct Timers {
     deadlines: Mutex<HashMap<Uuid, i64>>,
     /// Bumped whenever `deadlines` changes.
     changed: watch::Sender<u64>,
+    /// Asks the timer task to load the projected deadlines again.
+    reload: Notify,
     /// Whose clocks are kept here (`None`: every table's).
     ownership: Option<Ownership>,
 }
@@ -44,6 +51,7 @@ impl Timers {
         Timers {
             deadlines: Mutex::new(HashMap::new()),
             changed: watch::Sender::new(0),
+            reload: Notify::new(),
             ownership,
         }
     }
@@ -90,9 +98,9 @@ impl Timers {
 }
 
 /// A way into this replica's timers for the deadlines projection: a step the service owes,
-/// recorded by the projection, is taken at once rather than at the timer's next reload of the
-/// projection (up to `DEADLINES_RELOAD` later), which matters when the replica that owed it
-/// stopped before the projection caught up.
+/// recorded by the projection, is taken at once, which matters when the replica that owed it
+/// stopped before the projection caught up; and a table's owner is woken for what the
+/// projection reached after the owner loaded it.
 #[derive(Clone, Debug)]
 pub struct OwedSteps(Arc<Timers>);
 
@@ -102,6 +110,18 @@ impl OwedSteps {
     /// table's state, so one owed no longer does nothing.
     pub fn owe(&self, table_id: Uuid, deadline: i64) {
         self.0.set(table_id, Some(deadline));
+    }
+
+    /// `table_id` has an event this replica may not have seen: if its clock is kept here,
+    /// the table is advanced at once, which takes any step owed and waits for its real
+    /// deadline from then on.
+    pub fn wake(&self, table_id: Uuid) {
+        self.0.set(table_id, Some(i64::MIN));
+    }
+
+    /// Wake-ups may have been missed: the timer task loads the projected deadlines again.
+    pub fn reload(&self) {
+        self.0.reload.notify_one();
     }
 }
 
@@ -114,30 +134,59 @@ impl Tables {
     /// The timer task: waits for the earliest deadline this replica knows of, then advances
     /// that table (the step plays for the seat if its player has not acted by then); until
     /// `stop`. Another replica firing the same deadline appends nothing more: the step is
-    /// decided on the table's current state. At start, and then every
-    /// `DEADLINES_RELOAD` as a safety net, it also takes the deadlines the projection holds,
-    /// so a restarted replica waits for the tables nobody has touched since.
+    /// decided on the table's current state. At start, whenever the partitions held change,
+    /// and when asked ([`OwedSteps::reload`]), it also takes the deadlines the projection
+    /// holds for the tables whose clocks are kept here, so a (re)started replica, or one
+    /// that took partitions over, waits for the tables nobody has touched since.
     ///
-    /// Each reload also samples `fairdeal.tables.active`: the tables started and not
-    /// finished (the projection's deadlines), the same figure on every replica.
+    /// It reports `fairdeal.tables.active`: the tables whose clock this replica keeps
+    /// (started, not finished, a deadline or a step pending).
     pub async fn run_timers(self, stop: CancellationToken) {
         let active = fairdeal_kit::metrics::gauge(
             "fairdeal.tables.active",
-            "Tables started and not finished (every replica reports the whole platform's)",
+            "Tables whose turn clock this replica keeps (started, not finished); the platform's are the sum over replicas",
             "{table}",
         );
         let mut changed = self.timers.changed.subscribe();
         // Deadlines fired here, so a projected row that is stale is not fired again.
         let mut fired: HashMap<Uuid, i64> = HashMap::new();
-        let mut reload = tokio::time::interval(DEADLINES_RELOAD);
-        // A change of the partitions held: reload at once (the new ones' deadlines are
+        // A change of the partitions held: load at once (the new ones' deadlines are
         // waited for now, the lost ones' forgotten).
         let mut owned = self.timers.ownership.as_ref().map(|o| o.owned.clone());
         let ownership_changed = async |owned: &mut Option<watch::Receiver<Owned>>| match owned {
             Some(rx) => rx.changed().await.is_ok(),
             None => std::future::pending().await,
         };
+        let mut load = true;
         loop {
+            if std::mem::take(&mut load) {
+                match lobby::deadlines(&self.db).await {
+                    Ok(rows) => {
+                        // A finished table's row is gone: forget that it fired.
+                        fired.retain(|id, _| rows.iter().any(|(row, _)| row == id));
+                        let mut deadlines = self.timers.deadlines();
+                        for (table_id, deadline) in rows {
+                            if fired.get(&table_id) != Some(&deadline)
+                                && self.timers.keeps(&table_id)
+                            {
+                                deadlines.entry(table_id).or_insert(deadline);
+                            }
+                        }
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "turn deadlines unreadable; reading again");
+                        let this = self.clone();
+                        self.shutdown.tracker().spawn(async move {
+                            tokio::time::sleep(LOAD_AGAIN).await;
+                            this.timers.reload.notify_one();
+                        });
+                    }
+                }
+            }
+            active.record(
+                u64::try_from(self.timers.deadlines().len()).unwrap_or(u64::MAX),
+                &[],
+            );
             changed.borrow_and_update();
             let wait = async {
                 match self.timers.earliest() {
@@ -156,23 +205,9 @@ impl Tables {
                         owned = None;
                     }
                     self.timers.deadlines().retain(|id, _| self.timers.keeps(id));
-                    reload.reset_immediately();
+                    load = true;
                 }
-                _ = reload.tick() => match lobby::deadlines(&self.db).await {
-                    Ok(rows) => {
-                        active.record(u64::try_from(rows.len()).unwrap_or(u64::MAX), &[]);
-                        // A finished table's row is gone: forget that it fired.
-                        fired.retain(|id, _| rows.iter().any(|(row, _)| row == id));
-                        for (table_id, deadline) in rows {
-                            if fired.get(&table_id) != Some(&deadline)
-                                && self.timers.keeps(&table_id)
-                            {
-                                self.timers.deadlines().entry(table_id).or_insert(deadline);
-                            }
-                        }
-                    }
-                    Err(error) => tracing::warn!(%error, "turn deadlines unreadable"),
-                },
+                () = self.timers.reload.notified() => load = true,
                 (deadline, table_id) = wait => {
                     self.timers.deadlines().remove(&table_id);
                     if !self.timers.keeps(&table_id) {
