@@ -11,6 +11,7 @@ mod client_seed;
 mod commit;
 mod deal;
 mod demo;
+mod drand;
 mod duplicate;
 mod error;
 mod number;
@@ -58,6 +59,9 @@ enum Command {
     Audit(audit_cmd::AuditArgs),
     /// A verification walk-through: a fresh seed, its commitment, a real deal and its number.
     Demo,
+    /// drand quicknet rounds offline: verify a round's signature, open a timelocked ciphertext.
+    #[command(subcommand)]
+    Drand(drand::DrandCommand),
 }
 
 fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
@@ -73,6 +77,7 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
         Command::Rating(args) => rating::run(args, out),
         Command::Audit(args) => audit_cmd::run(args, out),
         Command::Demo => demo::run(out),
+        Command::Drand(cmd) => drand::run(cmd, out),
     }
 }
 
