@@ -139,6 +139,12 @@ fn first_legal(view: &tpb::TableView) -> Option<tpb::act_request::Action> {
         Legal::Pass(pass) => Action::Pass(pass),
         Legal::NameTrump(suit) => Action::NameTrump(suit),
         Legal::PlayCard(card) => Action::PlayCard(card),
+        Legal::TarotBid(bid) => Action::TarotBid(bid),
+        Legal::TarotCallKing(card) => Action::TarotCallKing(card),
+        Legal::TarotDiscard(card) => Action::TarotDiscard(card),
+        Legal::TarotDeclareChelem(chelem) => Action::TarotDeclareChelem(chelem),
+        Legal::TarotShowPoignee(poignee) => Action::TarotShowPoignee(poignee),
+        Legal::TarotPlayCard(card) => Action::TarotPlayCard(card),
     })
 }
 

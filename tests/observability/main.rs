@@ -179,6 +179,7 @@ impl Platform {
                 storage: storage.clone(),
                 keys: fairdeal_commitment::vault::KeyRing::generate("test").unwrap(),
                 authn: authn(),
+                drand: None,
             },
         )
         .await
@@ -308,6 +309,12 @@ fn action(legal: &pb::LegalAction) -> pb::act_request::Action {
         Legal::Pass(pass) => Action::Pass(pass),
         Legal::NameTrump(suit) => Action::NameTrump(suit),
         Legal::PlayCard(card) => Action::PlayCard(card),
+        Legal::TarotBid(bid) => Action::TarotBid(bid),
+        Legal::TarotCallKing(card) => Action::TarotCallKing(card),
+        Legal::TarotDiscard(card) => Action::TarotDiscard(card),
+        Legal::TarotDeclareChelem(chelem) => Action::TarotDeclareChelem(chelem),
+        Legal::TarotShowPoignee(poignee) => Action::TarotShowPoignee(poignee),
+        Legal::TarotPlayCard(card) => Action::TarotPlayCard(card),
     }
 }
 

@@ -314,6 +314,7 @@ impl GameStack {
                 storage,
                 keys: fairdeal_commitment::vault::KeyRing::generate("test")?,
                 authn: self.authenticator(),
+                drand: None,
             },
         )
         .await?;

@@ -63,7 +63,9 @@ use fairdeal_proto::fairdeal::commitment::v1 as cpb;
 use fairdeal_proto::fairdeal::dealing::v1 as dpb;
 use fairdeal_proto::fairdeal::rating::v1 as rpb;
 use fairdeal_proto::fairdeal::tables::v1 as tpb;
-use fairdeal_rating::{Exactness, KFactor, Opponents, Rating, RecordedChange, Score};
+use fairdeal_rating::{
+    Exactness, KFactor, Opponents, Placing, Rating, RecordedChange, Score, placing_score,
+};
 use fairdeal_table_game::{Actor, Dealt, Layout, MAX_SEATS, Seat, TableGame, VerifyError};
 use fairdeal_tlog::entry::Salt;
 use fairdeal_tlog::export::{
@@ -76,7 +78,7 @@ use serde::Serialize;
 
 /// The game the auditor replays: Jeu du 10, through its contract (`TableGame`) and its
 /// messages (`WireGame`), as the tables service plays it.
-type Audited = fairdeal_games::Game;
+type Audited = fairdeal_games_wire::any::AnyGame;
 
 /// The checks, in the order the summary lists them.
 pub const CHECKS: [&str; 16] = [
@@ -1485,7 +1487,7 @@ impl<'a> GameAudit<'a> {
         if changes.is_empty() {
             return;
         }
-        let team_of = |seat: u32| seat % 2;
+        let sides = Sides::of(finished);
         let players: HashMap<&str, &tpb::SeatPlayer> = finished
             .players
             .iter()
@@ -1502,7 +1504,7 @@ impl<'a> GameAudit<'a> {
             report.check(
                 "rating",
                 *line,
-                self.rating(m, finished, &players, &before, team_of),
+                self.rating(m, finished, &players, &before, &sides),
             );
             if !seen.insert(m.player_id.as_str()) {
                 report.fail(
@@ -1529,7 +1531,7 @@ impl<'a> GameAudit<'a> {
         finished: &tpb::GameFinished,
         players: &HashMap<&str, &tpb::SeatPlayer>,
         before: &HashMap<&str, f64>,
-        team_of: impl Fn(u32) -> u32,
+        sides: &Sides,
     ) -> Result<(), String> {
         let who = &m.player_id;
         if m.table_id != self.header.table_id {
@@ -1538,8 +1540,57 @@ impl<'a> GameAudit<'a> {
         let player = players
             .get(who.as_str())
             .ok_or_else(|| format!("{who} did not play this game"))?;
-        let won = team_of(player.seat) == finished.winner && !player.abandoned;
-        let score = if won { Score::Win } else { Score::Loss };
+        let score = match sides {
+            Sides::Teams => {
+                let team_of = |seat: u32| seat % 2;
+                let won = team_of(player.seat) == finished.winner && !player.abandoned;
+                let score = if won { Score::Win } else { Score::Loss };
+                for o in &m.opponents {
+                    let theirs = players.get(o.player_id.as_str());
+                    if theirs.is_none_or(|p| team_of(p.seat) == team_of(player.seat)) {
+                        return Err(format!(
+                            "{who}: opponent {} was not on the other team",
+                            o.player_id
+                        ));
+                    }
+                }
+                score
+            }
+            Sides::EachAlone { placings } => {
+                // Every other seat is an opponent, once; the score is the mean of the
+                // player's results against them (a loss if they abandoned).
+                let mut theirs = BTreeSet::new();
+                for o in &m.opponents {
+                    let seat = players
+                        .get(o.player_id.as_str())
+                        .map(|p| p.seat)
+                        .filter(|seat| *seat != player.seat && placings.contains_key(seat));
+                    if !seat.is_some_and(|seat| theirs.insert(seat)) {
+                        return Err(format!(
+                            "{who}: opponent {} is not another player of the game, once",
+                            o.player_id
+                        ));
+                    }
+                }
+                if theirs.len() + 1 != placings.len() {
+                    return Err(format!(
+                        "{who}: {} opponents, the game has {} other players",
+                        theirs.len(),
+                        placings.len().saturating_sub(1)
+                    ));
+                }
+                let mine = placings
+                    .get(&player.seat)
+                    .copied()
+                    .ok_or_else(|| format!("{who}: seat {} has no final score", player.seat))?;
+                if player.abandoned {
+                    Score::Loss
+                } else {
+                    placing_score(mine, theirs.iter().filter_map(|s| placings.get(s).copied()))
+                        .map_err(|e| format!("{who}: {e}"))?
+                }
+            }
+        };
         if m.score.to_bits() != score.value().to_bits() {
             return Err(format!(
                 "{who}: score {}, the game gives {}",
@@ -1548,13 +1599,6 @@ impl<'a> GameAudit<'a> {
             ));
         }
         for o in &m.opponents {
-            let theirs = players.get(o.player_id.as_str());
-            if theirs.is_none_or(|p| team_of(p.seat) == team_of(player.seat)) {
-                return Err(format!(
-                    "{who}: opponent {} was not on the other team",
-                    o.player_id
-                ));
-            }
             if let Some(b) = before.get(o.player_id.as_str())
                 && b.to_bits() != o.rating_before.to_bits()
             {
@@ -1594,6 +1638,38 @@ impl<'a> GameAudit<'a> {
             return Err(format!("{who}: games_played 0 after a rated game"));
         }
         Ok(())
+    }
+}
+
+/// How a game's players face each other, for the rating check.
+enum Sides {
+    /// Jeu du 10: teams {0, 2} and {1, 3}; a player's opponents are the other team.
+    Teams,
+    /// French Tarot: every seat its own side, placed by its final score (equal scores
+    /// sharing a placing); a player's opponents are all the other seats.
+    EachAlone {
+        /// Each seat's placing (1 is first).
+        placings: HashMap<u32, Placing>,
+    },
+}
+
+impl Sides {
+    /// The sides of `finished`: a Tarot game's when its options name Tarot.
+    fn of(finished: &tpb::GameFinished) -> Sides {
+        if finished.variant.as_ref().is_none_or(|v| v.tarot.is_none()) {
+            return Sides::Teams;
+        }
+        let scores = &finished.final_scores;
+        let placings = finished
+            .players
+            .iter()
+            .filter_map(|p| {
+                let mine = scores.get(usize::try_from(p.seat).ok()?)?;
+                let above = scores.iter().filter(|other| *other > mine).count();
+                Some((p.seat, 1 + u32::try_from(above).ok()?))
+            })
+            .collect();
+        Sides::EachAlone { placings }
     }
 }
 

@@ -160,6 +160,7 @@ fn record(with_chat: bool) -> Game {
             seed_id: "seed-1".into(),
             commitment: commitment.clone(),
             delayed_source: String::new(),
+            ..Default::default()
         },
     );
     let options = tpb::TableOptions {
@@ -1638,4 +1639,173 @@ fn write_sample_export() {
         text(&chatty.export_v2(0, ledger_rule(2))),
     )
     .unwrap();
+}
+
+/// The ratings check of a French Tarot game: the `RatingChanged` of every seat as the rating
+/// service records them (crates/rating's `each_alone` from the final scores), read as
+/// decoded events of the export.
+mod tarot_ratings {
+    use fairdeal_rating::{DEFAULT_K, Placing, each_alone};
+    use fairdeal_tlog::export::Header;
+
+    use super::super::{Ev, GameAudit};
+    use super::*;
+
+    const SCORES: [i32; 4] = [40, 250, -145, -145];
+    const PLACINGS: [Placing; 4] = [2, 1, 3, 3];
+
+    fn finished(table: &str, players: &[String]) -> tpb::GameFinished {
+        tpb::GameFinished {
+            table_id: table.to_owned(),
+            players: (0u32..)
+                .zip(players)
+                .map(|(seat, p)| tpb::SeatPlayer {
+                    seat,
+                    player_id: p.clone(),
+                    bot: false,
+                    abandoned: false,
+                })
+                .collect(),
+            teams: (0..4)
+                .map(|seat| tpb::TeamSeats {
+                    team: seat,
+                    seats: vec![seat],
+                })
+                .collect(),
+            final_scores: SCORES.to_vec(),
+            winner: 1,
+            variant: Some(tpb::TableOptions {
+                tarot: Some(tpb::TarotOptions {
+                    seats: 4,
+                    rounds: 1,
+                }),
+                ..Default::default()
+            }),
+            hands_played: 4,
+            reason: tpb::FinishReason::Completed as i32,
+        }
+    }
+
+    /// Each seat's `RatingChanged`, ratings before as given.
+    fn changes(table: &str, players: &[String], before: [f64; 4]) -> Vec<rpb::RatingChanged> {
+        let by_seat: Vec<(Rating, Placing)> = before
+            .iter()
+            .map(|&r| Rating::new(r).unwrap())
+            .zip(PLACINGS)
+            .collect();
+        let computed = each_alone(&by_seat, DEFAULT_K).unwrap();
+        computed
+            .iter()
+            .enumerate()
+            .map(|(s, c)| rpb::RatingChanged {
+                player_id: players[s].clone(),
+                table_id: table.to_owned(),
+                game_kind: "tarot/4".into(),
+                rating_before: c.before().value(),
+                rating_after: c.after().value(),
+                expectation: c.expectation(),
+                score: c.score().value(),
+                k: c.k().value(),
+                opponents: (1..4)
+                    .map(|d| (s + d) % 4)
+                    .zip(c.weights())
+                    .map(|(o, weight)| rpb::Opponent {
+                        player_id: players[o].clone(),
+                        rating_before: before[o],
+                        weight,
+                    })
+                    .collect(),
+                games_played: 3,
+                abandoned: false,
+                seat: s as u32,
+            })
+            .collect()
+    }
+
+    fn check(finished: &tpb::GameFinished, changes: &[rpb::RatingChanged]) -> Report {
+        let header = Header {
+            format: String::new(),
+            table_id: finished.table_id.clone(),
+            checkpoint: String::new(),
+            server_seed: String::new(),
+        };
+        let events: Vec<Ev> = changes
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let mut log = Log::new();
+                log.append(&format!("rating-{}", m.player_id), &m.table_id, m);
+                Ev {
+                    line: i + 1,
+                    env: log.leaves.pop().unwrap(),
+                }
+            })
+            .collect();
+        let mut report = Report::default();
+        GameAudit::new(&header, &events).ratings(&mut report, finished);
+        report
+    }
+
+    fn game() -> (String, Vec<String>) {
+        (Uuid::now_v7().to_string(), players().to_vec())
+    }
+
+    #[test]
+    fn an_honest_tarot_game_passes() {
+        let (table, players) = game();
+        let before = [1510.0, 1620.0, 1480.0, 1390.0];
+        let recorded = changes(&table, &players, before);
+        // Seat 2 level last with seat 3: (0 + 0.5) / 3; seat 0 above two of three.
+        assert_eq!(recorded[2].score, 1.0 / 6.0);
+        assert_eq!(recorded[0].score, 2.0 / 3.0);
+        let report = check(&finished(&table, &players), &recorded);
+        assert_clean(&report);
+        assert_eq!(report.ratings, 4);
+        assert_eq!(report.checks["rating"].checked, 4);
+    }
+
+    #[test]
+    fn a_tampered_tarot_rating_fails() {
+        let (table, players) = game();
+        let before = [1510.0, 1620.0, 1480.0, 1390.0];
+        let honest = changes(&table, &players, before);
+        let finished = finished(&table, &players);
+        type Spoil = Box<dyn Fn(&mut rpb::RatingChanged)>;
+        let spoils: Vec<(&str, Spoil)> = vec![
+            // One ulp of the new rating.
+            (
+                "recomputed",
+                Box::new(|m| m.rating_after = f64::from_bits(m.rating_after.to_bits() + 1)),
+            ),
+            // Scored as the team games would (a loss for all but the winner).
+            ("score", Box::new(|m| m.score = 0.0)),
+            // An opponent dropped: the game has three others.
+            (
+                "other players",
+                Box::new(|m| {
+                    m.opponents.pop();
+                }),
+            ),
+            // The same opponent twice.
+            (
+                "once",
+                Box::new(|m| m.opponents[1].player_id = m.opponents[0].player_id.clone()),
+            ),
+            // An opponent's weight.
+            ("weight", Box::new(|m| m.opponents[0].weight = 0.9)),
+        ];
+        for (what, spoil) in spoils {
+            let mut recorded = honest.clone();
+            spoil(&mut recorded[2]);
+            let report = check(&finished, &recorded);
+            assert_fails(&report, "rating", 3);
+            let detail = &report.failures[0].detail;
+            assert!(detail.contains(what), "{what}: {detail}");
+        }
+        // An abandoned seat scores a loss whatever its placing.
+        let mut abandoned = finished.clone();
+        abandoned.players[2].abandoned = true;
+        let report = check(&abandoned, &honest);
+        assert_fails(&report, "rating", 3);
+    }
 }

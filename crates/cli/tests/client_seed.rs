@@ -52,6 +52,7 @@ fn fixed_by_the_service(contributions: &Contributions, delayed: Option<&str>) ->
         Uuid::from_u128(2),
         &seed,
         source,
+        None,
     )];
     for (seat, text) in contributions {
         let player = Uuid::from_u128(100 + u128::from(*seat));

@@ -13,7 +13,7 @@ use fairdeal_proto::fairdeal::tables::v1 as pb;
 use pb::act_request::Action;
 
 /// The game the client's bot plays: Jeu du 10.
-type Played = fairdeal_games::Game;
+type Played = fairdeal_games_wire::any::AnyGame;
 
 /// A view the engine cannot read: the server sent something this client does not
 /// understand (a newer protocol, or a bug); the field is named, with why.

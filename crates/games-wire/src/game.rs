@@ -10,7 +10,7 @@
 //! the game's own fields or variants); the callers stay as they are.
 
 use fairdeal_proto::fairdeal::tables::v1 as pb;
-use fairdeal_table_game::TableGame;
+use fairdeal_table_game::{Seat, TableGame};
 
 use crate::error::WireError;
 
@@ -51,6 +51,13 @@ pub trait WireGame: TableGame {
     /// checked; `None` when the variant is none of this game's events (a table's own, a
     /// deal's parts, another game's).
     fn event_of(message: &WireEvent) -> Option<ReadEvent<Self>>;
+
+    /// The one seat that may see `message`, one of this game's event variants, before the
+    /// game finishes (a card the rules show only to that seat: Tarot's écart); `None`: the
+    /// event is public as far as the game is concerned. The deal's parts (`CardsDealt`,
+    /// `TalonDealt`) are the table's own to classify. A seat that does not map is an
+    /// error, never a public event.
+    fn private_to(message: &WireEvent) -> Result<Option<Seat>, WireError>;
 
     /// A stored message of one of this game's event types (its full protobuf name) as the
     /// variant that carries it; `None` for any other type.

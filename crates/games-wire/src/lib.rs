@@ -16,19 +16,30 @@
 //!   named by its path in the message, with the [`Reason`].
 //! - [`table`]: the table's own values, the same for every game (seats, a move's command
 //!   reference and next turn, a hand's public start).
+//! - [`any`]: [`AnyGame`](any::AnyGame), every game a table can play as one game, the
+//!   registration the tables service, the auditor and the client name.
 //! - [`jeu_du_10`]: Jeu du 10 (`fairdeal.tables.v1`): seats, teams, cards, suits, bids,
 //!   options, hand scores, the engine's events, views and actions.
+//! - [`tarot`]: French Tarot (`fairdeal.tables.v1`, `tarot.proto` and `tarot_events.proto`):
+//!   cards, contracts, poignées, chelems, options, deal scores, the engine's events (the
+//!   écart's plain cards in a message private to the taker), views and actions.
 //!
-//! Reading validates everything it maps (a seat is 0..3, a suit one of four, a card code
-//! one the engine knows); whether a value is *legal* (a bid above the last, a card the seat
+//! Each game reads only its own messages: a Tarot variant (event, options part, view part,
+//! move) is not Jeu du 10's (`event_of` gives `None`, the others an error naming the field),
+//! and the other way round.
+//!
+//! Reading validates everything it maps (a seat is one a table may have, a suit one of four,
+//! a card code one the game's deck has); whether a value is *legal* (a bid above the last, a card the seat
 //! holds) is the engine's to say. Writing is total: every engine value has its message.
 //! Decoding bytes, message envelopes and which event a viewer may see stay with the callers.
 #![forbid(unsafe_code)]
 
+pub mod any;
 pub mod error;
 pub mod game;
 pub mod jeu_du_10;
 pub mod table;
+pub mod tarot;
 
 pub use error::{Reason, WireError};
 pub use game::{WireEvent, WireGame};

@@ -12,12 +12,17 @@
 //!   serves;
 //! - [`delete_streams`]: a test's JetStream streams deleted at its end;
 //! - [`authenticator`], [`player_token`], [`service_token`] and [`with`]: tokens signed with
-//!   a test key, the authenticator that accepts them, and a request carrying one.
+//!   a test key, the authenticator that accepts them, and a request carrying one;
+//! - `drand` (feature `drand`): a local test beacon serving a test chain's rounds over
+//!   drand's HTTP API, with switches to be slow, down or lying (not drand).
 //!
 //! Each helper panics with a message instead of returning an error: it is test code, and a
 //! failure here is the test's failure.
 #![forbid(unsafe_code)]
 #![allow(clippy::expect_used)]
+
+#[cfg(feature = "drand")]
+pub mod drand;
 
 use std::sync::Arc;
 

@@ -125,6 +125,7 @@ impl Bus {
                 pool.clone(),
                 schema.clone(),
                 storage.signal().clone(),
+                storage.owner_wakes_sender().clone(),
                 shutdown,
             );
         }

@@ -177,24 +177,38 @@ impl Leases {
         Ok(row.map(lease))
     }
 
-    /// Records where `held`'s epoch starts in the service's event store: `position`, the
-    /// last event committed after the takeover committed (see [`Keeper::marking_starts`]).
-    /// Written once per epoch (a start already recorded stays); whether the lease is still
-    /// `held`.
-    pub async fn mark_start(&self, held: &Lease, position: u64) -> Result<bool, LeaseError> {
+    /// Records where the epochs of `held` start in the service's event store: `position`,
+    /// the last event committed after their takeovers committed (see
+    /// [`Keeper::marking_starts`]), in one statement. Written once per epoch (a start
+    /// already recorded stays). Returns the partitions still held, whose start is recorded.
+    pub async fn mark_starts(&self, held: &[Lease], position: u64) -> Result<Vec<u32>, LeaseError> {
+        if held.is_empty() {
+            return Ok(Vec::new());
+        }
         let sql = format!(
-            "UPDATE {table} SET since_position = coalesce(since_position, $4) \
-             WHERE partition = $1 AND owner = $2 AND epoch = $3 AND expires_at > now()",
+            "UPDATE {table} AS l SET since_position = coalesce(l.since_position, $4) \
+             FROM unnest($1::integer[], $2::bigint[]) AS h(partition, epoch) \
+             WHERE l.partition = h.partition AND l.epoch = h.epoch AND l.owner = $3 \
+               AND l.expires_at > now() \
+             RETURNING l.partition",
             table = self.table
         );
-        let done = sqlx::query(AssertSqlSafe(sql))
-            .bind(i32::try_from(held.partition).unwrap_or(i32::MAX))
+        let partitions: Vec<i32> = held
+            .iter()
+            .map(|l| i32::try_from(l.partition).unwrap_or(i32::MAX))
+            .collect();
+        let epochs: Vec<i64> = held.iter().map(|l| l.epoch).collect();
+        let marked: Vec<i32> = sqlx::query_scalar(AssertSqlSafe(sql))
+            .bind(partitions)
+            .bind(epochs)
             .bind(&self.owner)
-            .bind(held.epoch)
             .bind(i64::try_from(position).unwrap_or(i64::MAX))
-            .execute(&self.pool)
+            .fetch_all(&self.pool)
             .await?;
-        Ok(done.rows_affected() == 1)
+        Ok(marked
+            .into_iter()
+            .filter_map(|p| u32::try_from(p).ok())
+            .collect())
     }
 
     /// Extends `held` by the ttl while it is still this owner's at its epoch and unexpired;
@@ -405,7 +419,8 @@ pub const WAKE_CHANNEL: &str = "fairdeal_owner_wake";
 /// inside its own transaction, after writing its rows, the projection reads those starts
 /// ([`Waking::wake_owners`]) and, for each aggregate whose event lies at or below its
 /// partition's start (written under an earlier epoch), notifies [`WAKE_CHANNEL`] on commit.
-/// The owner's listener ([`spawn_wake_listener`]) hears it. Read the other way round: a row
+/// The owner hears it through its storage (`crate::Storage::owner_wakes`: the process's one
+/// listening connection). Read the other way round: a row
 /// the owner's load missed was written after the load began; its projection reads the starts
 /// after that, so it sees the new epoch's start, which is recorded before the load, and
 /// wakes the owner. The owner's load must therefore wait for the projection's writers in
@@ -494,7 +509,7 @@ impl Waking for sqlx::SqliteConnection {
     }
 }
 
-/// What an owner's wake listener hears ([`spawn_wake_listener`]).
+/// What an owner hears through its storage's `owner_wakes` (`crate::Storage::owner_wakes`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Woken {
     /// The aggregate has an event its owner may not have seen: look at it again.
@@ -504,34 +519,8 @@ pub enum Woken {
     Missed,
 }
 
-/// Listens on `pool`'s server for the wake-ups of `schema`'s owners ([`Wake`]), telling `on`
-/// of each, until `shutdown` stops the background tasks. Every replica hears every
-/// wake-up of its schema; the one owning the aggregate acts on it.
-pub fn spawn_wake_listener(
-    pool: PgPool,
-    schema: &Schema,
-    shutdown: &crate::shutdown::Shutdown,
-    mut on: impl FnMut(Woken) + Send + 'static,
-) {
-    let schema = schema.as_str().to_owned();
-    crate::wake::spawn_channel_listener(
-        pool,
-        WAKE_CHANNEL,
-        "owner-wake-listener",
-        shutdown,
-        move |heard| match heard {
-            crate::wake::Heard::Listening => on(Woken::Missed),
-            crate::wake::Heard::Notification(payload) => {
-                if let Some(woken) = woken(payload, &schema) {
-                    on(woken);
-                }
-            }
-        },
-    );
-}
-
 /// What a wake-up's `payload` says to the owners of `schema` (`None`: another schema's).
-fn woken(payload: &str, schema: &str) -> Option<Woken> {
+pub(crate) fn woken(payload: &str, schema: &str) -> Option<Woken> {
     let (to, id) = payload.split_once(' ')?;
     if to != schema {
         return None;
@@ -635,7 +624,7 @@ impl Keeper {
     }
 
     /// The same keeper, recording in each lease it takes where the new epoch starts in
-    /// `store` ([`Leases::mark_start`]: the last event committed once the takeover has), before
+    /// `store` ([`Leases::mark_starts`]: the last event committed once the takeovers have, read once a round), before
     /// the partition is published as held. Every event of the partition at or below it was
     /// written by an earlier owner, every later one by this epoch's: a projection that lags
     /// can tell which events the owner cannot have seen, and wake it for them
@@ -649,29 +638,33 @@ impl Keeper {
         self
     }
 
-    /// Takes `partition` if it is free or expired, and marks where its epoch starts; `None`
-    /// when another owner holds it. A lease whose start cannot be marked is given up again:
-    /// a projection could not tell which of its events the owner has seen.
-    async fn take(&self, partition: u32) -> Result<Option<Lease>, LeaseError> {
-        let Some(lease) = self.leases.acquire(partition).await? else {
-            return Ok(None);
-        };
+    /// Marks where the epochs of `taken` (just acquired) start, and returns the leases
+    /// whose start is recorded. Leases whose start cannot be marked are given up again: a
+    /// projection could not tell which of their events the owner has seen.
+    async fn mark(&self, taken: Vec<Lease>) -> Result<Vec<Lease>, LeaseError> {
         let Some(store) = &self.starts else {
-            return Ok(Some(lease));
+            return Ok(taken);
         };
-        // After the takeover's commit: every write of an earlier owner that passed its fence
-        // had committed before the takeover could (the fence's shared lock), and none can
-        // pass it since.
+        if taken.is_empty() {
+            return Ok(taken);
+        }
+        // After the takeovers' commits: every write of an earlier owner that passed its
+        // fence had committed before its takeover could (the fence's shared lock), and none
+        // can pass it since.
         let marked = match store.committed_position().await {
-            Ok(position) => self.leases.mark_start(&lease, position).await,
+            Ok(position) => self.leases.mark_starts(&taken, position).await,
             Err(error) => Err(error.into()),
         };
         match marked {
-            Ok(true) => Ok(Some(lease)),
-            Ok(false) => Ok(None),
+            Ok(marked) => Ok(taken
+                .into_iter()
+                .filter(|lease| marked.contains(&lease.partition))
+                .collect()),
             Err(error) => {
-                if let Err(release) = self.leases.release(&lease).await {
-                    tracing::warn!(error = %release, partition, "partition leases: release failed");
+                for lease in &taken {
+                    if let Err(release) = self.leases.release(lease).await {
+                        tracing::warn!(error = %release, partition = lease.partition, "partition leases: release failed");
+                    }
                 }
                 Err(error)
             }
@@ -751,8 +744,12 @@ impl Keeper {
         // Below it: take free or expired partitions, in order: those the lease table shows
         // free or expired now (one read), each taken by its own statement, which checks
         // again (another keeper may be quicker).
+        // What is taken is published even when a statement fails midway: a lease taken and
+        // not published would be nobody's until it expired.
+        let mut failed = None;
         if count < share {
             let taken = self.leases.held().await?;
+            let mut acquired = Vec::new();
             for partition in 0..self.partitions {
                 if count >= share {
                     break;
@@ -760,13 +757,27 @@ impl Keeper {
                 if held.contains_key(&partition) || taken.contains(&partition) {
                     continue;
                 }
-                if let Some(lease) = self.take(partition).await? {
-                    held.insert(partition, lease);
-                    count += 1;
+                match self.leases.acquire(partition).await {
+                    Ok(Some(lease)) => {
+                        acquired.push(lease);
+                        count += 1;
+                    }
+                    Ok(None) => {}
+                    Err(error) => {
+                        failed = Some(error);
+                        break;
+                    }
                 }
+            }
+            match self.mark(acquired).await {
+                Ok(marked) => held.extend(marked.into_iter().map(|l| (l.partition, l))),
+                Err(error) => failed = failed.or(Some(error)),
             }
         }
         self.owned.send_replace(held.clone());
+        if let Some(error) = failed {
+            return Err(error);
+        }
         self.routes.send_replace(self.leases.routes().await?);
         Ok(held)
     }

@@ -16,6 +16,11 @@ use fairdeal_bus::{AppendSignal, NotifyingEventStore};
 use fairdeal_db::{ConnectionBudget, Db, Migrations, Schema};
 use fairdeal_eventstore::{AnyEventStore, EventStore};
 
+use crate::ownership::Woken;
+
+/// Owners' wake-ups a receiver may fall behind by before it counts as having missed some.
+const OWNER_WAKES: usize = 1024;
+
 /// A service's opened storage. Cheap to clone: every clone shares the pool and the signal.
 #[derive(Debug, Clone)]
 pub struct Storage {
@@ -27,6 +32,9 @@ pub struct Storage {
     events: Arc<dyn EventStore>,
     /// Fired after each append: wakes the relay, in-process consumers and live readers.
     signal: AppendSignal,
+    /// The wake-ups of this schema's aggregate owners the listener hears
+    /// (`crate::ownership::Wake`).
+    owner_wakes: tokio::sync::broadcast::Sender<Woken>,
 }
 
 impl Storage {
@@ -78,6 +86,7 @@ impl Storage {
             backend,
             events,
             signal,
+            owner_wakes: tokio::sync::broadcast::Sender::new(OWNER_WAKES),
         };
         storage.migrate(migrations).await?;
         Ok(storage)
@@ -118,6 +127,20 @@ impl Storage {
     /// The signal fired after each append.
     pub fn signal(&self) -> &AppendSignal {
         &self.signal
+    }
+
+    /// The wake-ups of this schema's aggregate owners, as the PostgreSQL listener hears them
+    /// (the bus's, on the same connection as the appends'): an aggregate with an event its
+    /// owner may not have seen, or [`Woken::Missed`] whenever the listener (re)connects. A
+    /// receiver that lags behind has missed some: it must act as for `Missed`. Nothing
+    /// is heard on SQLite (one process, no other owner).
+    pub fn owner_wakes(&self) -> tokio::sync::broadcast::Receiver<Woken> {
+        self.owner_wakes.subscribe()
+    }
+
+    /// The sender the listener tells of owners' wake-ups.
+    pub(crate) fn owner_wakes_sender(&self) -> &tokio::sync::broadcast::Sender<Woken> {
+        &self.owner_wakes
     }
 
     /// Tells the relay and readers that events were committed outside [`Storage::events`].

@@ -12,8 +12,10 @@
 //! Whenever the listening connection is (re)established, the signal fires for everything:
 //! whatever committed while nobody listened is re-read.
 //!
-//! [`spawn_channel_listener`] is the same listening loop for any channel (the owners' wake-ups
-//! of `crate::ownership` use it).
+//! The same connection hears the wake-ups of the schema's aggregate owners
+//! (`crate::ownership::Wake`), handed to the storage's `owner_wakes`: one listening session
+//! a process, whatever it listens for (the connection budget counts one).
+//! [`spawn_channel_listener`] is the listening loop, for any channels.
 
 use std::time::Duration;
 
@@ -23,25 +25,43 @@ use fairdeal_db::Schema;
 use sqlx::PgPool;
 use sqlx::postgres::PgListener;
 
+use crate::ownership::Woken;
+
 /// The notification channel of every event store.
 pub const CHANNEL: &str = fairdeal_eventstore::postgres::NOTIFY_CHANNEL;
 
 /// Wait before reconnecting after the listening connection failed.
 const RECONNECT: Duration = Duration::from_secs(1);
 
-/// Listens on `pool`'s server for appends to `schema` and fires `signal` for each, until
-/// `shutdown` stops the background tasks.
-pub(crate) fn spawn_listener(
+/// Listens on `pool`'s server for appends to `schema` and fires `signal` for each, and for
+/// the wake-ups of `schema`'s aggregate owners (`crate::ownership::Wake`) and tells `wakes`
+/// of each, on one connection, until `shutdown` stops the background tasks. Whenever the
+/// connection is (re)established, everything is woken and `wakes` hears
+/// [`Woken::Missed`].
+pub fn spawn_listener(
     pool: PgPool,
     schema: Schema,
     signal: AppendSignal,
+    wakes: tokio::sync::broadcast::Sender<Woken>,
     shutdown: &Shutdown,
 ) {
-    spawn_channel_listener(pool, CHANNEL, "append-listener", shutdown, move |heard| {
+    let channels = &[CHANNEL, crate::ownership::WAKE_CHANNEL];
+    spawn_channel_listener(pool, channels, "append-listener", shutdown, move |heard| {
         match heard {
-            Heard::Notification(payload) => forward(payload, schema.as_str(), &signal),
+            Heard::Notification { channel, payload } if channel == CHANNEL => {
+                forward(payload, schema.as_str(), &signal);
+            }
+            Heard::Notification { payload, .. } => {
+                if let Some(woken) = crate::ownership::woken(payload, schema.as_str()) {
+                    // Nobody listening (no owner in this process) is no error.
+                    let _ = wakes.send(woken);
+                }
+            }
             // Anything committed while nobody listened is read now.
-            Heard::Listening => wake_everything(&signal),
+            Heard::Listening => {
+                wake_everything(&signal);
+                let _ = wakes.send(Woken::Missed);
+            }
         }
     });
 }
@@ -52,16 +72,22 @@ pub enum Heard<'a> {
     /// The listening connection is (re)established: notifications sent while it was not may
     /// have been missed, so whatever they would have said must be re-read.
     Listening,
-    /// A notification's payload.
-    Notification(&'a str),
+    /// A notification.
+    Notification {
+        /// Its channel.
+        channel: &'a str,
+        /// Its payload.
+        payload: &'a str,
+    },
 }
 
-/// Listens on `pool`'s server on `channel`, telling `on` of each notification and of each
-/// time the listening connection is (re)established, until `shutdown` stops the background
-/// tasks (the task is named `task`). A lost connection is re-established after a pause.
+/// Listens on `pool`'s server on `channels` (one connection), telling `on` of each
+/// notification and of each time the listening connection is (re)established, until
+/// `shutdown` stops the background tasks (the task is named `task`). A lost connection is
+/// re-established after a pause.
 pub fn spawn_channel_listener(
     pool: PgPool,
-    channel: &'static str,
+    channels: &'static [&'static str],
     task: &'static str,
     shutdown: &Shutdown,
     mut on: impl FnMut(Heard<'_>) + Send + 'static,
@@ -71,10 +97,10 @@ pub fn spawn_channel_listener(
         loop {
             tokio::select! {
                 () = stop.cancelled() => return,
-                result = listen(&pool, channel, &mut on) => {
+                result = listen(&pool, channels, &mut on) => {
                     if let Err(error) = result {
                         fairdeal_db::health::note_if_lost(&error);
-                        tracing::warn!(%error, channel, "notifications lost; reconnecting");
+                        tracing::warn!(%error, ?channels, "notifications lost; reconnecting");
                     }
                 }
             }
@@ -89,15 +115,18 @@ pub fn spawn_channel_listener(
 /// Listens until the connection fails.
 async fn listen(
     pool: &PgPool,
-    channel: &str,
+    channels: &[&str],
     on: &mut (impl FnMut(Heard<'_>) + Send),
 ) -> Result<(), sqlx::Error> {
     let mut listener = PgListener::connect_with(pool).await?;
-    listener.listen(channel).await?;
+    listener.listen_all(channels.iter().copied()).await?;
     on(Heard::Listening);
     loop {
         match listener.try_recv().await? {
-            Some(notification) => on(Heard::Notification(notification.payload())),
+            Some(notification) => on(Heard::Notification {
+                channel: notification.channel(),
+                payload: notification.payload(),
+            }),
             // The connection was lost and is re-established on the next call: notifications
             // may have been missed. It is the first session to see a server restart (it is
             // always reading), so it tells the pools to ping their idle connections.

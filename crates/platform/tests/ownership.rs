@@ -477,7 +477,7 @@ async fn a_keeper_cut_off_from_the_database_gives_up_its_partitions_once_a_ttl_h
 #[tokio::test]
 async fn a_takeover_marks_where_its_epoch_starts_and_a_late_projection_wakes_the_new_owner() {
     use fairdeal_platform::Shutdown;
-    use fairdeal_platform::ownership::{Wake, Waking, Woken, spawn_wake_listener};
+    use fairdeal_platform::ownership::{Wake, Waking, Woken};
 
     let f = fixture().await;
     let store = PgEventStore::new(f.pool.clone(), f.schema.as_str()).unwrap();
@@ -523,16 +523,21 @@ async fn a_takeover_marks_where_its_epoch_starts_and_a_late_projection_wakes_the
     assert!(start_b >= written_by_a, "{start_b} < {written_by_a}");
     let written_by_b = append(late, &held[&0].fence()).await;
 
-    let (tx, mut heard) = tokio::sync::mpsc::unbounded_channel();
+    // The process's one listening connection: appends and owners' wake-ups.
+    let (wakes, mut heard) = tokio::sync::broadcast::channel(16);
     let shutdown = Shutdown::new();
-    spawn_wake_listener(f.pool.clone(), &f.schema, &shutdown, move |woken| {
-        let _ = tx.send(woken);
-    });
-    let next = async |heard: &mut tokio::sync::mpsc::UnboundedReceiver<Woken>| {
+    fairdeal_platform::wake::spawn_listener(
+        f.pool.clone(),
+        f.schema.clone(),
+        fairdeal_bus::AppendSignal::new(),
+        wakes,
+        &shutdown,
+    );
+    let next = async |heard: &mut tokio::sync::broadcast::Receiver<Woken>| {
         tokio::time::timeout(Duration::from_secs(2), heard.recv())
             .await
             .ok()
-            .flatten()
+            .and_then(Result::ok)
     };
     assert_eq!(next(&mut heard).await, Some(Woken::Missed), "first, a load");
 

@@ -16,8 +16,9 @@
 //!   `1e-13` points in a rating near 1500); a wrong input, score, K, formula or rounding
 //!   moves a result by many orders of magnitude more.
 //!
-//! For a whole game, recompute it with [`crate::four_seats`] (or [`crate::two_teams`]) from
-//! the players' recorded ratings before it, and [`compare`] each recorded change with the
+//! For a whole game, recompute it with [`crate::four_seats`] (or [`crate::two_teams`], or
+//! [`crate::each_alone`] when every player is their own side) from the players' recorded
+//! ratings before it, and [`compare`] each recorded change with the
 //! recomputed one of the same player: that also checks that every record names the right
 //! opponents, score and K.
 

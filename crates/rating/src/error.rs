@@ -27,6 +27,18 @@ pub enum RatingError {
     /// A score other than 1, 0 or 0.5.
     #[error("a score is 1 (win), 0 (loss) or 0.5 (draw), got {0:?}")]
     NotAScore(f64),
+    /// A recorded score that is not a mean of results against that many opponents
+    /// ([`crate::Score::recorded`]).
+    #[error(
+        "a score against {opponents} opponents is 1, 0, 0.5 or a whole number of half points out of {out_of}, got {value:?}",
+        out_of = 2 * *opponents as u128
+    )]
+    NotAMeanScore {
+        /// The recorded score.
+        value: f64,
+        /// The number of opponents.
+        opponents: usize,
+    },
     /// A player without opponents (or a team game with an empty team).
     #[error("a player needs at least one opponent")]
     NoOpponents,

@@ -1,7 +1,8 @@
 //! The inputs of a rating change, parsed once into types that cannot hold invalid values.
 //!
 //! A [`Rating`] is a finite double, a [`KFactor`] a finite double above 0, a [`Score`]
-//! exactly 1, 0 or 0.5, and [`Opponents`] at least one rating. Everything downstream can
+//! exactly 1, 0 or 0.5 (or, with several opponents placed each against the player, the mean
+//! of those results: [`Score::placed`]), and [`Opponents`] at least one rating. Everything downstream can
 //! then compute without re-checking; the only checks left are those that involve several
 //! inputs at once (two ratings too far apart, a new rating beyond the range of a double).
 //!
@@ -126,34 +127,141 @@ impl FromStr for KFactor {
 }
 
 /// What a player scored in a game: `S(n)` of SPEC 6.
+///
+/// A game between two sides (two players, two teams) gives 1, 0 or 0.5. A game where every
+/// player is their own side (French Tarot) gives each player the mean of their results
+/// against each opponent ([`Score::placed`]): 1 with everyone placed below them, 0 with
+/// everyone above, and in between a [`Score::Mean`] such as 2/3. Equal scores are equal
+/// values: a mean of 1, 0 or 1/2 is always `Win`, `Loss` or `Draw`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Score {
-    /// The player lost: 0.
+    /// The player lost (to every opponent): 0.
     Loss,
-    /// Nobody won: 0.5.
+    /// Nobody won (or the player's wins and losses balance): 0.5.
     Draw,
-    /// The player won: 1.
+    /// The player won (against every opponent): 1.
     Win,
+    /// The mean of several results that is none of the above (strictly between 0 and 1,
+    /// not 0.5).
+    Mean(MeanScore),
+}
+
+/// A mean of results against several opponents that is neither 0, 0.5 nor 1: a fraction of
+/// whole numbers in lowest terms (so that equal means are equal values), made only by
+/// [`Score::placed`] and [`Score::recorded`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MeanScore {
+    /// The numerator: half points (1 per opponent placed level, 2 per opponent placed
+    /// below), in lowest terms with `out_of`.
+    points: u64,
+    /// The denominator: twice the number of opponents, in lowest terms with `points`.
+    /// Below 2^35 (counts are `u32`), so both convert to doubles exactly.
+    out_of: u64,
+}
+
+impl MeanScore {
+    /// The numerator, in lowest terms.
+    pub const fn numerator(self) -> u64 {
+        self.points
+    }
+
+    /// The denominator, in lowest terms.
+    pub const fn denominator(self) -> u64 {
+        self.out_of
+    }
 }
 
 impl Score {
-    /// 0, 0.5 or 1.
+    /// 0, 0.5 or 1, or a mean's value: `numerator / denominator`, one division of two
+    /// exact doubles, so correctly rounded and the same bits everywhere.
     pub const fn value(self) -> f64 {
         match self {
             Score::Loss => 0.0,
             Score::Draw => 0.5,
             Score::Win => 1.0,
+            Score::Mean(m) => m.points as f64 / m.out_of as f64,
         }
     }
 
-    /// The opponents' score: a win for one side is a loss for the other.
+    /// The opponents' score: a win for one side is a loss for the other (for a mean, one
+    /// minus it).
     pub const fn opposite(self) -> Score {
         match self {
             Score::Loss => Score::Win,
             Score::Draw => Score::Draw,
             Score::Win => Score::Loss,
+            Score::Mean(m) => Score::Mean(MeanScore {
+                points: m.out_of - m.points,
+                out_of: m.out_of,
+            }),
         }
     }
+
+    /// `S(n)` of a player who, against each of their opponents, was placed above
+    /// (`wins` of them: 1 each), level (`draws`: 0.5 each) or below (`losses`: 0 each):
+    /// the mean of those results, `(wins + draws / 2) / J` with `J` the number of
+    /// opponents. A single opponent gives SPEC 6's win, draw or loss.
+    ///
+    /// Fails only without opponents ([`RatingError::NoOpponents`]).
+    pub fn placed(wins: u32, draws: u32, losses: u32) -> Result<Score, RatingError> {
+        let opponents = u64::from(wins) + u64::from(draws) + u64::from(losses);
+        Score::of_half_points(2 * u64::from(wins) + u64::from(draws), opponents)
+            .ok_or(RatingError::NoOpponents)
+    }
+
+    /// The score a record gives as a double for a player with `opponents` opponents: 0,
+    /// 0.5 or 1, or a mean of results against them ([`Score::placed`]), that is a whole
+    /// number of half points out of `2 * opponents`, divided as [`Score::value`] divides
+    /// (the very bits; `-0.0` is 0).
+    pub fn recorded(value: f64, opponents: usize) -> Result<Score, RatingError> {
+        if opponents == 0 {
+            return Err(RatingError::NoOpponents);
+        }
+        if let Ok(score) = Score::try_from(value) {
+            return Ok(score);
+        }
+        let not_a_mean = || RatingError::NotAMeanScore { value, opponents };
+        let opponents_u32 = u32::try_from(opponents).map_err(|_| not_a_mean())?;
+        let out_of = 2 * u64::from(opponents_u32);
+        // `out_of` is below 2^33: exact as a double, and so is every whole number up to it.
+        let points = (value * out_of as f64).round();
+        if !(0.0..=out_of as f64).contains(&points) {
+            return Err(not_a_mean());
+        }
+        // A whole number in 0..=out_of: the cast is exact.
+        let score = Score::of_half_points(points as u64, u64::from(opponents_u32))
+            .ok_or_else(not_a_mean)?;
+        if score.value() == value {
+            Ok(score)
+        } else {
+            Err(not_a_mean())
+        }
+    }
+
+    /// `points` half points against `opponents` opponents (`points <= 2 * opponents`), in
+    /// lowest terms; `None` without opponents or with more points than possible.
+    fn of_half_points(points: u64, opponents: u64) -> Option<Score> {
+        let out_of = 2 * opponents;
+        if opponents == 0 || points > out_of {
+            return None;
+        }
+        let common = gcd(points, out_of);
+        let (points, out_of) = (points / common, out_of / common);
+        Some(match (points, out_of) {
+            (0, _) => Score::Loss,
+            (1, 2) => Score::Draw,
+            (p, q) if p == q => Score::Win,
+            (points, out_of) => Score::Mean(MeanScore { points, out_of }),
+        })
+    }
+}
+
+/// The greatest common divisor (`gcd(0, n) = n`).
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
 }
 
 impl TryFrom<f64> for Score {

@@ -15,6 +15,9 @@
 //! - [`inputs`]: [`Rating`], [`KFactor`], [`Score`], [`Opponents`], parsed once.
 //! - [`elo`]: [`expectation`] and [`change`] for one player, giving a [`RatingChange`].
 //! - [`teams`]: whole games between two teams, [`two_teams`] and [`four_seats`] (Jeu du 10).
+//! - [`placings`]: whole games where every player is their own side, placed by the game
+//!   ([`each_alone`]: French Tarot), each scoring the mean of their results against the
+//!   others ([`Score::placed`]).
 //! - [`audit`]: [`RecordedChange::verify`] and [`compare`], what the auditor calls.
 //! - `pow10`: the crate's own `10^y` (below).
 //!
@@ -48,6 +51,12 @@
 //!   for games that have them or for a service that scores an abandoned game as one.
 //! - **Team games**: a player's opponents are the other team's players with their ratings
 //!   before the game; every change of the game is computed from those pre-game ratings.
+//! - **Every player their own side** (Tarot): a player's opponents are all the other
+//!   players (`J = players - 1`), and `S(n)` is the mean of their results against each:
+//!   1 per opponent placed below, 0.5 per opponent level, 0 per opponent above (so the first
+//!   scores 1 and the last 0). With equal ratings the changes sum to zero, as in a two-sided
+//!   game; scoring 1 for the winner alone would drain `K * (players / 2 - 1)` points from
+//!   the pool with every game. See [`placings`].
 //! - **Unrounded ratings**: every value is kept as computed; [`Rating::rounded`] (halves
 //!   away from zero) is only for display.
 //!
@@ -56,7 +65,9 @@
 //! Every operation is an IEEE 754 binary64 operation rounded to nearest (ties to even),
 //! one rounding per operation and no fused multiply-add (in C, compile with
 //! `-ffp-contract=off`). Inputs: the player's rating `rn`, the opponents' ratings, `J` of
-//! them, the score `S` (0, 0.5 or 1), `K`.
+//! them, the score `S` (0, 0.5 or 1, or with several opponents the mean of the results
+//! against them: `S = h / (2 * J)` for `h` half points, one division of two whole numbers),
+//! `K`.
 //!
 //! 1. Visit the opponents in ascending order of rating. For each opponent `rm`:
 //!    - `e = rn - rm`; if `|e| > 999` the game cannot be rated.
@@ -96,13 +107,15 @@ pub mod audit;
 pub mod elo;
 pub mod error;
 pub mod inputs;
+pub mod placings;
 mod pow10;
 pub mod teams;
 
 pub use audit::{Discrepancy, Exactness, Field, RecordedChange, TOLERANCE, compare};
 pub use elo::{RatingChange, change, expectation};
 pub use error::RatingError;
-pub use inputs::{DEFAULT_K, DEFAULT_RATING, KFactor, Opponents, Rating, Score};
+pub use inputs::{DEFAULT_K, DEFAULT_RATING, KFactor, MeanScore, Opponents, Rating, Score};
+pub use placings::{Placing, each_alone, placing_score};
 pub use teams::{TeamOutcome, four_seats, two_teams};
 
 /// The largest rating difference between a player and an opponent that can be rated:

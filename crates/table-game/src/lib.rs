@@ -256,6 +256,14 @@ pub trait TableGame: Clone + fmt::Debug + Default + PartialEq + Eq + Send + Sync
     /// A short name of the event's type, for errors.
     fn kind(event: &Self::Event) -> &'static str;
 
+    /// The one seat that may see `event` while the game runs (French Tarot's écart is the
+    /// taker's); `None`, the default: everyone may. The deal's hands and talon are not the
+    /// game's to hide: the table stores them apart ([`TableGame::dealt`]).
+    fn seen_only_by(event: &Self::Event) -> Option<Seat> {
+        let _ = event;
+        None
+    }
+
     /// Whether the match has started.
     fn started(&self) -> bool;
 

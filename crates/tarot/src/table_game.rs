@@ -62,6 +62,11 @@ impl TableGame for Tarot {
         event.kind()
     }
 
+    /// The écart's plain cards are the taker's ([`Event::private_to`]).
+    fn seen_only_by(event: &Event) -> Option<Seat> {
+        event.private_to()
+    }
+
     fn started(&self) -> bool {
         self.phase() != Phase::NotStarted
     }

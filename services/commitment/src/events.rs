@@ -14,6 +14,7 @@ use prost::{Message, Name};
 use uuid::Uuid;
 
 use crate::domain::client_seed::{Contribution, DelayedSource, DelayedValue};
+use crate::domain::drand::{DrandBeacon, DrandRound};
 use crate::domain::pair::{ClientSeed, PairEvent, SeedPairs};
 use crate::domain::table::{TableCommitment, TableEvent};
 use crate::domain::tournament::{TournamentEvent, TournamentSet};
@@ -113,6 +114,7 @@ impl Aggregate for TableCommitment {
                 seed_id,
                 commitment,
                 delayed_source,
+                drand,
                 ..
             } => new_event(
                 &pb::TableCommitmentPublished {
@@ -122,6 +124,12 @@ impl Aggregate for TableCommitment {
                     delayed_source: delayed_source
                         .as_ref()
                         .map(|s| s.as_str().to_owned())
+                        .unwrap_or_default(),
+                    drand_round: drand.as_ref().map_or(0, |d| d.round),
+                    drand_fallback_round: drand.as_ref().map_or(0, |d| d.fallback_round),
+                    drand_chain_hash: drand
+                        .as_ref()
+                        .map(|d| d.chain_hash.clone())
                         .unwrap_or_default(),
                 },
                 id,
@@ -139,10 +147,32 @@ impl Aggregate for TableCommitment {
                 },
                 id,
             ),
-            TableEvent::DelayedValueBound { value } => new_event(
+            TableEvent::DelayedValueBound { value, drand } => new_event(
                 &pb::DelayedValueBound {
                     subject_id: table_id,
                     value: value.as_str().to_owned(),
+                    drand_round: drand.as_ref().map_or(0, |d| d.round),
+                    drand_signature: drand
+                        .as_ref()
+                        .map(|d| d.signature.clone())
+                        .unwrap_or_default(),
+                    drand_randomness: drand
+                        .as_ref()
+                        .map(|d| d.randomness.clone())
+                        .unwrap_or_default(),
+                },
+                id,
+            ),
+            TableEvent::DrandStalled {
+                round,
+                fallback_round,
+                reason,
+            } => new_event(
+                &pb::DrandRoundStalled {
+                    table_id,
+                    round: *round,
+                    fallback_round: *fallback_round,
+                    reason: reason.clone(),
                 },
                 id,
             ),
@@ -201,6 +231,21 @@ fn decode_table_event(event: &RecordedEvent) -> Result<TableEvent, DecodeError> 
             seed_id: uuid(event, "seed_id", &m.seed_id)?,
             commitment: commitment(event, &m.commitment)?,
             delayed_source: optional_source(event, &m.delayed_source)?,
+            drand: if m.drand_round == 0 {
+                None
+            } else {
+                Some(domain(
+                    event,
+                    DrandRound::new(&m.drand_chain_hash, m.drand_round, m.drand_fallback_round),
+                )?)
+            },
+        }
+    } else if is_event_type::<pb::DrandRoundStalled>(t) {
+        let m: pb::DrandRoundStalled = payload(event)?;
+        TableEvent::DrandStalled {
+            round: m.round,
+            fallback_round: m.fallback_round,
+            reason: m.reason,
         }
     } else if is_event_type::<pb::SeedContributed>(t) {
         let m: pb::SeedContributed = payload(event)?;
@@ -213,6 +258,11 @@ fn decode_table_event(event: &RecordedEvent) -> Result<TableEvent, DecodeError> 
         let m: pb::DelayedValueBound = payload(event)?;
         TableEvent::DelayedValueBound {
             value: domain(event, DelayedValue::recorded(&m.value))?,
+            drand: (m.drand_round != 0).then_some(DrandBeacon {
+                round: m.drand_round,
+                signature: m.drand_signature,
+                randomness: m.drand_randomness,
+            }),
         }
     } else if is_event_type::<pb::ClientSeedFixed>(t) {
         let m: pb::ClientSeedFixed = payload(event)?;
@@ -389,6 +439,7 @@ impl Aggregate for TournamentSet {
                 &pb::DelayedValueBound {
                     subject_id: tournament_id,
                     value: value.as_str().to_owned(),
+                    ..Default::default()
                 },
                 id,
             ),

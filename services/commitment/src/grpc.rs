@@ -127,6 +127,20 @@ pub fn table_message(state: &TableCommitment) -> pb::TableCommitment {
         client_seed: state.client_seed.clone().unwrap_or_default(),
         server_seed,
         reveal_reason,
+        drand_round: state.drand.as_ref().map_or(0, |d| d.round),
+        drand_fallback_round: state.drand.as_ref().map_or(0, |d| d.fallback_round),
+        drand_chain_hash: state
+            .drand
+            .as_ref()
+            .map(|d| d.chain_hash.clone())
+            .unwrap_or_default(),
+        drand_stalled: state.drand_stalled,
+        drand_bound_round: state.drand_beacon.as_ref().map_or(0, |b| b.round),
+        drand_signature: state
+            .drand_beacon
+            .as_ref()
+            .map(|b| b.signature.clone())
+            .unwrap_or_default(),
     }
 }
 

@@ -7,6 +7,7 @@
 //!
 //! Layout:
 //! - [`domain`]: the pure state machines (commands -> events, events -> state).
+//! - [`drand`]: a table's drand round fixed at commit, fetched, verified and bound.
 //! - [`vault`]: server seeds sealed at rest (XChaCha20-Poly1305, key id kept for rotation).
 //! - [`seeds`]: the `sealed_seeds` table beside the event store (PostgreSQL or SQLite).
 //! - [`events`]: domain events <-> stored protobuf events (`fairdeal.commitment.v1`).
@@ -16,6 +17,7 @@
 #![forbid(unsafe_code)]
 
 pub mod domain;
+pub mod drand;
 pub mod events;
 pub mod grpc;
 pub mod seeds;

@@ -10,17 +10,21 @@
 
 use std::sync::Arc;
 
+use fairdeal_drand_client::FetchError;
 use fairdeal_eventstore::{EventError, EventStore, StoreError, StreamId};
 use fairdeal_fairness::commitment::{EntropyError, ServerSeed};
 use fairdeal_fairness::deck::Deck;
 use fairdeal_kit::ServiceError;
+use fairdeal_kit::Shutdown;
 use uuid::Uuid;
 
 use crate::domain::client_seed::{Contribution, DelayedSource, DelayedValue};
+use crate::domain::drand::DrandBeacon;
 use crate::domain::pair::{BetRequest, BetSeeds, ClientSeed, PairEvent, Reservation, SeedPairs};
 use crate::domain::table::TableCommitment;
 use crate::domain::tournament::{Board, TournamentEvent, TournamentSet};
 use crate::domain::{DomainError, ErrorClass, RevealReason};
+use crate::drand::{Drand, unix_now};
 use crate::seeds::SeedStore;
 use crate::vault::{KeyRing, VaultError};
 use fairdeal_platform::{Aggregate, CorruptStream, Decision, RunError, Snapshot, Streams};
@@ -55,6 +59,21 @@ pub enum CommitmentError {
     /// The OS random source failed.
     #[error(transparent)]
     Entropy(#[from] EntropyError),
+    /// No relay gave the table's drand round (down, slow, not published yet, or lying).
+    #[error("drand: {0}")]
+    Beacon(#[from] FetchError),
+    /// The table's drand round is published later than the first deal may wait.
+    #[error(
+        "the table's drand round {round} is published in {in_seconds} s; the first deal waits at most {wait_seconds} s for it: deal again later"
+    )]
+    DrandNotDue {
+        /// The round.
+        round: u64,
+        /// Seconds until it is published.
+        in_seconds: u64,
+        /// The longest wait of a deal.
+        wait_seconds: u64,
+    },
     /// Writers in other processes kept winning.
     #[error("too many concurrent changes to {stream}, now at version {version}; re-read and retry")]
     Contended {
@@ -76,6 +95,13 @@ impl From<CommitmentError> for ServiceError {
                 ErrorClass::Internal => ServiceError::internal(e),
             },
             CommitmentError::Invalid(message) => ServiceError::InvalidArgument(message),
+            CommitmentError::Beacon(e) => ServiceError::unavailable(
+                "the table's drand round could not be fetched and verified from any relay; retry later",
+                e,
+            ),
+            not_due @ CommitmentError::DrandNotDue { .. } => {
+                ServiceError::FailedPrecondition(not_due.to_string())
+            }
             // A server fault (the key ring lacks a key another replica sealed with, or an
             // operator removed one), but a lasting one: retrying cannot help until the key is
             // back, so FAILED_PRECONDITION naming the key id, and an ERROR for the operator.
@@ -139,6 +165,10 @@ pub struct Commitments {
     seeds: SeedStore,
     /// Keys sealing the seeds.
     keys: Arc<KeyRing>,
+    /// drand rounds as tables' delayed values (none: tables name their own, bound by hand).
+    drand: Option<Arc<Drand>>,
+    /// Where the background binders of drand rounds run (with `drand`).
+    background: Option<Shutdown>,
 }
 
 /// What a table command returns: the state after it.
@@ -153,7 +183,17 @@ impl Commitments {
             tournaments: Streams::new(store),
             seeds,
             keys: Arc::new(keys),
+            drand: None,
+            background: None,
         }
+    }
+
+    /// With drand: every table created without a delayed source of its own gets a drand
+    /// round, bound by binders running on `shutdown`.
+    pub fn with_drand(mut self, drand: Drand, shutdown: Shutdown) -> Self {
+        self.drand = Some(Arc::new(drand));
+        self.background = Some(shutdown);
+        self
     }
 
     /// Runs `decide` on the current state of `streams`' instance `id` (with the opened seed
@@ -248,10 +288,161 @@ impl Commitments {
         if self.tables.load(&table_id).await?.state.is_some() {
             return Err(exists().into());
         }
+        // A table naming its own source keeps it (bound by hand); the others get a drand
+        // round when drand is on, fixed from now: the commitment is made now.
+        let drand = match (&delayed_source, &self.drand) {
+            (None, Some(drand)) => Some(drand.fix(unix_now())?),
+            _ => None,
+        };
+        let delayed_source = match (&drand, &self.drand) {
+            (Some(round), Some(config)) => Some(round.source(config.beacon_id())?),
+            _ => delayed_source,
+        };
         let (seed_id, seed) = self.new_seed().await?;
-        let event = TableCommitment::publish(table_id, seed_id, &seed, delayed_source);
-        self.open_stream(&self.tables, table_id, event, exists)
-            .await
+        let event = TableCommitment::publish(table_id, seed_id, &seed, delayed_source, drand);
+        let state = self
+            .open_stream(&self.tables, table_id, event, exists)
+            .await?;
+        if state.drand.is_some() {
+            self.spawn_drand_binder(table_id);
+        }
+        Ok(state)
+    }
+
+    /// Runs a binder of `table_id`'s drand round in the background: from the round's time it
+    /// fetches, verifies and binds it (declaring it stalled and binding the fallback when it
+    /// must), retrying with a growing pause until the fallback round's stall time has passed;
+    /// stops with the service.
+    fn spawn_drand_binder(&self, table_id: Uuid) {
+        let Some(shutdown) = &self.background else {
+            return;
+        };
+        let token = shutdown.token();
+        let this = self.clone();
+        shutdown.spawn("drand-binder", async move {
+            tokio::select! {
+                () = token.cancelled() => {}
+                () = this.bind_drand_in_background(table_id) => {}
+            }
+        });
+    }
+
+    async fn bind_drand_in_background(&self, table_id: Uuid) {
+        let Some(drand) = self.drand.clone() else {
+            return;
+        };
+        let mut pause = std::time::Duration::from_secs(1);
+        loop {
+            match self.bind_drand(table_id, None).await {
+                Ok(_) => return,
+                Err(error) => {
+                    let give_up = match self.table(table_id).await {
+                        Ok(state) => state.drand.as_ref().is_none_or(|d| {
+                            unix_now()
+                                > drand
+                                    .round_time(d.fallback_round)
+                                    .saturating_add(drand.stall_after.as_secs())
+                        }),
+                        Err(_) => false,
+                    };
+                    if give_up {
+                        tracing::error!(%table_id, %error, "the table's drand round and its fallback could not be bound; the first deal will try again");
+                        return;
+                    }
+                    tracing::warn!(%table_id, %error, retry_in = ?pause, "binding the table's drand round failed; retrying");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(std::time::Duration::from_secs(30));
+                }
+            }
+        }
+    }
+
+    /// Fetches, verifies and binds the table's drand round (or its fallback once stalled),
+    /// waiting for it to be published (at most `wait`, if given), and declaring it stalled
+    /// when it still cannot be fetched `stall_after` past its time. The table as it is after.
+    #[tracing::instrument(skip(self), fields(table_id = %table_id))]
+    pub async fn bind_drand(
+        &self,
+        table_id: Uuid,
+        wait: Option<std::time::Duration>,
+    ) -> Result<TableState, CommitmentError> {
+        let Some(drand) = self.drand.clone() else {
+            return self.table(table_id).await;
+        };
+        // Bounded: each pass binds, stalls once (then the fallback), loses a race (then
+        // the state shows the bound value), or returns an error.
+        for _ in 0..4 {
+            let state = self.table(table_id).await?;
+            let Some(round) = state.drand_round_to_bind() else {
+                return Ok(state);
+            };
+            let due = drand.round_time(round);
+            let now = unix_now();
+            if due > now {
+                let until = due - now;
+                if let Some(wait) = wait
+                    && until > wait.as_secs()
+                {
+                    return Err(CommitmentError::DrandNotDue {
+                        round,
+                        in_seconds: until,
+                        wait_seconds: wait.as_secs(),
+                    });
+                }
+                tokio::time::sleep(std::time::Duration::from_secs(until)).await;
+            }
+            match drand.client.fetch(round).await {
+                Ok(verified) => {
+                    let beacon = DrandBeacon {
+                        round,
+                        signature: verified.signature.to_hex(),
+                        randomness: verified.randomness.to_hex(),
+                    };
+                    match self
+                        .table_command(table_id, false, |s, _| {
+                            Ok(vec![s.bind_drand(beacon.clone())?])
+                        })
+                        .await
+                    {
+                        Ok(state) => {
+                            tracing::info!(round, randomness = %beacon.randomness, "drand round bound as the table's delayed value");
+                            return Ok(state);
+                        }
+                        // Bound or stalled meanwhile (another replica, the other binder).
+                        Err(CommitmentError::Domain(
+                            DomainError::DelayedValueBound
+                            | DomainError::DrandWrongRound { .. }
+                            | DomainError::ClientSeedFixed(_),
+                        )) => continue,
+                        Err(error) => return Err(error),
+                    }
+                }
+                Err(error) => {
+                    // The fallback never stalls; the round only once its stall time passed.
+                    let keep_waiting = state.drand_stalled
+                        || unix_now() < due.saturating_add(drand.stall_after.as_secs());
+                    if keep_waiting {
+                        return Err(error.into());
+                    }
+                    let reason = error.to_string();
+                    match self
+                        .table_command(table_id, false, |s, _| {
+                            Ok(vec![s.stall_drand(reason.clone())?])
+                        })
+                        .await
+                    {
+                        Ok(_) => {
+                            tracing::warn!(round, reason = %reason, "drand round declared stalled: the table's fallback round is now the one");
+                        }
+                        Err(CommitmentError::Domain(
+                            DomainError::DrandStall(_) | DomainError::DelayedValueBound,
+                        )) => {}
+                        Err(error) => return Err(error),
+                    }
+                }
+            }
+        }
+        self.table(table_id).await
     }
 
     /// The table's state.
@@ -322,6 +513,12 @@ impl Commitments {
         &self,
         table_id: Uuid,
     ) -> Result<(ServerSeed, String, TableState), CommitmentError> {
+        // The first deal binds a drand round not bound yet (waiting a little for it).
+        if let Some(drand) = &self.drand
+            && self.table(table_id).await?.drand_round_to_bind().is_some()
+        {
+            self.bind_drand(table_id, Some(drand.deal_wait)).await?;
+        }
         let ((seed, client), state) = self
             .execute(
                 &self.tables,

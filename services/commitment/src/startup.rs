@@ -3,12 +3,17 @@
 //! their own and call [`Application::assemble`] on port 0.
 
 use fairdeal_authn::{AuthLayer, Authenticator, CallerAuthSettings, spawn_key_refresh};
+use fairdeal_drand::Chain;
+use fairdeal_drand_client::{BeaconClient, FetchPolicy, Relay};
 use fairdeal_kit::config::{Config, ConfigError, Secret, Section};
 use fairdeal_kit::{CommonConfig, Embedded, Mount, Service, Shutdown, StartError};
 use fairdeal_platform::{Bus, Storage};
 use fairdeal_proto::fairdeal::commitment::v1::commitment_service_server::CommitmentServiceServer;
 use serde::Serialize;
+use std::sync::Arc;
+use std::time::Duration;
 
+use crate::drand::Drand;
 use crate::grpc::{CommitmentApi, PUBLIC_METHODS};
 use crate::seeds::{MIGRATIONS, SeedStore, seed_store};
 use crate::service::Commitments;
@@ -32,6 +37,123 @@ pub struct CommitmentSettings {
     #[command(flatten)]
     #[serde(flatten)]
     pub auth: CallerAuthSettings,
+    /// drand rounds as tables' delayed values.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub drand: DrandSettings,
+}
+
+/// drand settings: with relays, every table committed without a delayed source of its own
+/// gets a drand round fixed at commit and bound by the service (see
+/// docs/commitment-and-dealing.md, "drand round"). Without relays (the default) drand is off.
+#[derive(Debug, Clone, clap::Args, Serialize)]
+#[command(next_help_heading = "drand settings")]
+pub struct DrandSettings {
+    /// drand HTTP relays asked in turn, comma-separated (e.g.
+    /// `https://api.drand.sh,https://drand.cloudflare.com`); empty: drand off, delayed values
+    /// are bound by hand.
+    #[arg(long, value_name = "URLS", value_delimiter = ',')]
+    pub drand_relays: Vec<String>,
+    /// The chain: `quicknet` (League of Entropy, built in; the only one).
+    #[arg(long, value_name = "CHAIN", default_value = "quicknet")]
+    pub drand_chain: String,
+    /// Rounds added to the first round at or after the commit (3 s each on quicknet): covers
+    /// this clock being behind drand's and the commitment's publication.
+    #[arg(long, value_name = "ROUNDS", default_value_t = 10)]
+    pub drand_margin_rounds: u64,
+    /// The fallback round is the round plus this many (bound only if the round stalls).
+    #[arg(long, value_name = "ROUNDS", default_value_t = 100)]
+    pub drand_fallback_rounds: u64,
+    /// Seconds after its time a round that no relay gives is declared stalled.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    pub drand_stall_seconds: u64,
+    /// Longest wait of one request to a relay, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 5_000)]
+    pub drand_request_timeout_ms: u64,
+    /// Passes over the relays per fetch (the pause between passes doubles from 1 s).
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub drand_passes: u32,
+    /// Longest wait of the first deal for a round not published yet, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 45)]
+    pub drand_deal_wait_seconds: u64,
+}
+
+impl DrandSettings {
+    /// The relays, parsed (empty: drand off).
+    pub fn relays(&self) -> Result<Vec<Relay>, ConfigError> {
+        self.drand_relays
+            .iter()
+            .filter(|r| !r.trim().is_empty())
+            .map(|r| {
+                Relay::parse(r).map_err(|e| ConfigError::invalid("drand_relays", e.to_string()))
+            })
+            .collect()
+    }
+
+    /// The chain named by `drand_chain`.
+    pub fn chain(&self) -> Result<Chain, ConfigError> {
+        match self.drand_chain.as_str() {
+            "quicknet" => {
+                Chain::quicknet().map_err(|e| ConfigError::invalid("drand_chain", e.to_string()))
+            }
+            other => Err(ConfigError::invalid(
+                "drand_chain",
+                format!("{other:?} is not a known chain (only `quicknet`)"),
+            )),
+        }
+    }
+
+    /// How one fetch tries.
+    pub fn policy(&self) -> FetchPolicy {
+        FetchPolicy {
+            request_timeout: Duration::from_millis(self.drand_request_timeout_ms),
+            passes: self.drand_passes,
+            ..FetchPolicy::default()
+        }
+    }
+
+    /// The service's drand over `chain` (none without relays).
+    pub fn drand_over(&self, chain: Chain) -> Result<Option<Drand>, ConfigError> {
+        let relays = self.relays()?;
+        if relays.is_empty() {
+            return Ok(None);
+        }
+        let client = BeaconClient::new(Arc::new(chain), relays, self.policy())
+            .map_err(|e| ConfigError::invalid("drand_relays", e.to_string()))?;
+        Ok(Some(Drand {
+            client,
+            margin_rounds: self.drand_margin_rounds,
+            fallback_rounds: self.drand_fallback_rounds,
+            stall_after: Duration::from_secs(self.drand_stall_seconds),
+            deal_wait: Duration::from_secs(self.drand_deal_wait_seconds),
+        }))
+    }
+
+    /// The service's drand (none without relays).
+    pub fn drand(&self) -> Result<Option<Drand>, ConfigError> {
+        self.drand_over(self.chain()?)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        self.relays()?;
+        self.chain()?;
+        if self.drand_fallback_rounds == 0 {
+            return Err(ConfigError::invalid(
+                "drand_fallback_rounds",
+                "must be at least 1",
+            ));
+        }
+        if self.drand_passes == 0 {
+            return Err(ConfigError::invalid("drand_passes", "must be at least 1"));
+        }
+        if self.drand_request_timeout_ms == 0 {
+            return Err(ConfigError::invalid(
+                "drand_request_timeout_ms",
+                "must be at least 1",
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl CommitmentSettings {
@@ -49,6 +171,7 @@ impl CommitmentSettings {
 impl Section for CommitmentSettings {
     fn validate(&self) -> Result<(), ConfigError> {
         self.key_ring()?;
+        self.drand.validate()?;
         self.auth.validate()
     }
 }
@@ -62,6 +185,8 @@ pub struct Parts {
     pub keys: KeyRing,
     /// Verifies callers' tokens.
     pub authn: Authenticator,
+    /// drand rounds as tables' delayed values (none: off).
+    pub drand: Option<Drand>,
 }
 
 impl Parts {
@@ -70,10 +195,12 @@ impl Parts {
     pub fn over(config: &Config<CommitmentSettings>, storage: Storage) -> Result<Self, StartError> {
         let keys = config.service.key_ring()?;
         let authn = config.service.auth.authenticator(None)?;
+        let drand = config.service.drand.drand()?;
         Ok(Self {
             storage,
             keys,
             authn,
+            drand,
         })
     }
 }
@@ -124,7 +251,11 @@ impl Service for CommitmentService {
         check_seed_keys(&seeds, &parts.keys).await?;
         spawn_key_refresh(&parts.authn, shutdown);
         Bus::start(common, &parts.storage, Self::NAME, shutdown).await?;
-        let service = Commitments::new(parts.storage.events(), seeds, parts.keys);
+        let mut service = Commitments::new(parts.storage.events(), seeds, parts.keys);
+        if let Some(drand) = parts.drand {
+            tracing::info!(chain = drand.beacon_id(), relays = ?drand.client.relays(), "drand rounds as tables' delayed values");
+            service = service.with_drand(drand, shutdown.clone());
+        }
         let mut layer = AuthLayer::new(parts.authn);
         for path in PUBLIC_METHODS {
             layer = layer.allow_anonymous(path);

@@ -108,7 +108,7 @@ const UNKNOWN: Rule = Rule {
 };
 
 /// The rule table: every event type of every service, by its full protobuf name.
-fn rules() -> [(String, Rule); 48] {
+fn rules() -> [(String, Rule); 65] {
     use SubjectOf::{ChatAuthor, ChatModerator, GameStream, MutedUser, Nothing, PersonStream};
     let in_game = public(GameStream);
     let erasable_account = personal(true, PersonStream);
@@ -139,12 +139,33 @@ fn rules() -> [(String, Rule); 48] {
         (tpb::TurnTimedOut::full_name(), in_game),
         (tpb::SeatAbandoned::full_name(), in_game),
         (tpb::TableSeedRevealed::full_name(), GAME),
+        // French Tarot's own events: public as its rules show them, but for an écart's
+        // plain card, which only the taker sees until the game is over.
+        (tpb::TarotMatchStarted::full_name(), in_game),
+        (tpb::TarotDealAnnulled::full_name(), in_game),
+        (tpb::TarotBidPlaced::full_name(), in_game),
+        (tpb::TarotPlayerPassed::full_name(), in_game),
+        (tpb::TarotAuctionWon::full_name(), in_game),
+        (tpb::TarotAllPassed::full_name(), in_game),
+        (tpb::TarotKingCalled::full_name(), in_game),
+        (tpb::TarotChienShown::full_name(), in_game),
+        (tpb::TarotTrumpDiscarded::full_name(), in_game),
+        (tpb::TarotCardDiscarded::full_name(), GAME),
+        (tpb::TarotChelemDeclared::full_name(), in_game),
+        (tpb::TarotPoigneeShown::full_name(), in_game),
+        (tpb::TarotCardPlayed::full_name(), in_game),
+        (tpb::TarotTrickWon::full_name(), in_game),
+        (tpb::TarotDealScored::full_name(), in_game),
+        (tpb::TarotMatchEnded::full_name(), in_game),
         // The commitment service: a table's or a tournament's commitments are public, its
         // seed and boards private until the end; a player's seed pairs and bets personal
         // (kept: a bet's record stands, and holds no personal text).
         (cpb::TableCommitmentPublished::full_name(), in_game),
         (cpb::SeedContributed::full_name(), in_game),
         (cpb::DelayedValueBound::full_name(), in_game),
+        // A drand round that could not be fetched in time, and the fallback bound instead:
+        // public, like the commitment that fixed both.
+        (cpb::DrandRoundStalled::full_name(), in_game),
         (cpb::ClientSeedFixed::full_name(), in_game),
         (cpb::TableSeedRevealed::full_name(), GAME),
         (cpb::SeedPairCommitted::full_name(), retained_person),
@@ -336,13 +357,15 @@ mod tests {
     use fairdeal_eventstore::{GENESIS_PREV_HASH, NewEvent, StreamId};
     use prost_types::FileDescriptorSet;
 
-    /// Every message declared in a service's `events.proto`, by full name.
+    /// Every message declared in a service's `events.proto` (or a game's
+    /// `<game>_events.proto`), by full name.
     fn messages_of_events_protos() -> BTreeSet<String> {
         let set = FileDescriptorSet::decode(fairdeal_proto::FILE_DESCRIPTOR_SET).unwrap();
         let mut names = BTreeSet::new();
         for file in set.file {
             let name = file.name();
-            if !(name.starts_with("fairdeal/") && name.ends_with("/events.proto")) {
+            // `events.proto`, and a game's own events beside it (`tarot_events.proto`).
+            if !(name.starts_with("fairdeal/") && name.ends_with("events.proto")) {
                 continue;
             }
             for message in &file.message_type {

@@ -51,11 +51,13 @@ fn player_id(value: &str) -> Result<Uuid, Status> {
 
 fn game_kind(value: &str) -> Result<GameKind, Status> {
     GameKind::parse(value).ok_or_else(|| {
+        let kinds: Vec<&str> = GameKind::ALL.iter().map(|k| k.as_str()).collect();
         invalid(
             "game_kind",
             format!(
-                "\"{}\" is not a game kind (jeu-du-10/dix, jeu-du-10/ruff)",
-                shown(value)
+                "\"{}\" is not a game kind ({})",
+                shown(value),
+                kinds.join(", ")
             ),
         )
     })

@@ -1,6 +1,6 @@
 //! # fairdeal rating service
 //!
-//! Rates finished Jeu du 10 games by SPEC 6 (crates/rating, shared with the auditor and the
+//! Rates finished Jeu du 10 and French Tarot games by SPEC 6 (crates/rating, shared with the auditor and the
 //! `fairdeal rating` verifier): a durable consumer of the tables service's events applies
 //! each `GameFinished` exactly once, recording one `RatingChanged` per player (stream
 //! `rating-<player>`) and updating the projections in the bus's transaction; gRPC reads serve

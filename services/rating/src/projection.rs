@@ -2,7 +2,7 @@
 //!
 //! For each `fairdeal.tables.v1.GameFinished`, inside the bus's transaction (so the event id
 //! the bus records, the `RatingChanged` events and the projections commit together, or not
-//! at all): read the game, decide whether it is rated ([`crate::domain`]), read the four
+//! at all): read the game, decide whether it is rated ([`crate::domain`]), read the
 //! players' ratings in its kind from the `ratings` projection, compute the changes with
 //! crates/rating, append one `RatingChanged` per player to `rating-<player>` with the
 //! stream version the projection knows (`ExpectedVersion::Exact`: a concurrent writer makes
@@ -31,7 +31,7 @@ use prost::Message;
 use sqlx::{Row, Transaction};
 use uuid::Uuid;
 
-use crate::events::{Malformed, finished_game, rating_changed};
+use crate::events::{Malformed, rating_changed, read_game};
 
 /// The consumer's durable name.
 pub const CONSUMER: &str = "rating";
@@ -132,16 +132,16 @@ fairdeal_db::for_each_backend! { DB =>
                     fairdeal_kit::status::shown(&event.event_type)
                 )));
             }
-            let game = finished_game(event).map_err(|e: Malformed| permanent(e))?;
+            let game = read_game(event).map_err(|e: Malformed| permanent(e))?;
             let players = match game.players() {
                 Ok(players) => players,
                 Err(reason) => {
-                    tracing::info!(table_id = %game.table_id, %reason, "game not rated");
+                    tracing::info!(table_id = %game.table_id(), %reason, "game not rated");
                     return Ok(());
                 }
             };
-            let table = game.table_id.to_string();
-            let kind = game.kind.as_str();
+            let table = game.table_id().to_string();
+            let kind = game.kind().as_str();
             let rated: Option<String> =
                 sqlx::query_scalar("SELECT table_id FROM rating_history WHERE table_id = $1 LIMIT 1")
                     .bind(&table)
@@ -153,59 +153,58 @@ fairdeal_db::for_each_backend! { DB =>
                 tracing::warn!(table_id = %table, "game already rated; ignored");
                 return Ok(());
             }
-            // The four players' ratings in this kind and their streams' versions, in one
+            // The players' ratings in this kind and their streams' versions, in one
             // statement each (the players are distinct: `players` checked it).
-            let ids = players.map(|p| p.to_string());
-            let mut before = [DEFAULT_RATING; 4];
-            let mut games = [0u32; 4];
-            let mut versions = [0u64; 4];
-            // Four primary-key lookups in one statement (point lookups whatever the plan),
-            // each row tagged with its seat.
-            let rows = sqlx::query(
-                "SELECT 0 AS seat, rating, games_played FROM ratings \
-                 WHERE player_id = $2 AND game_kind = $1 \
-                 UNION ALL SELECT 1, rating, games_played FROM ratings \
-                 WHERE player_id = $3 AND game_kind = $1 \
-                 UNION ALL SELECT 2, rating, games_played FROM ratings \
-                 WHERE player_id = $4 AND game_kind = $1 \
-                 UNION ALL SELECT 3, rating, games_played FROM ratings \
-                 WHERE player_id = $5 AND game_kind = $1",
-            )
-            .bind(kind)
-            .bind(&ids[0])
-            .bind(&ids[1])
-            .bind(&ids[2])
-            .bind(&ids[3])
-            .fetch_all(&mut **tx)
-            .await?;
+            let ids: Vec<String> = players.iter().map(Uuid::to_string).collect();
+            let seats = ids.len();
+            let mut before = vec![DEFAULT_RATING; seats];
+            let mut games = vec![0u32; seats];
+            let mut versions = vec![0u64; seats];
+            // One primary-key lookup per seat in one statement (point lookups whatever the
+            // plan), each row tagged with its seat.
+            let mut lookups = sqlx::QueryBuilder::<DB>::new("");
+            for (seat, id) in ids.iter().enumerate() {
+                if seat > 0 {
+                    lookups.push(" UNION ALL ");
+                }
+                // The seat is a number below 5: a literal, typed as the column of the
+                // first branch on PostgreSQL.
+                lookups
+                    .push(format_args!(
+                        "SELECT {seat} AS seat, rating, games_played FROM ratings WHERE player_id = "
+                    ))
+                    .push_bind(id.clone())
+                    .push(" AND game_kind = ")
+                    .push_bind(kind);
+            }
+            let rows = lookups.build().fetch_all(&mut **tx).await?;
             for row in rows {
                 let seat: i32 = row.try_get("seat")?;
                 let seat = usize::try_from(seat)
                     .ok()
-                    .filter(|s| *s < 4)
-                    .ok_or_else(|| permanent(format!("seat {seat} out of 0..4")))?;
+                    .filter(|s| *s < seats)
+                    .ok_or_else(|| permanent(format!("seat {seat} out of 0..{seats}")))?;
                 before[seat] = stored_rating(row.try_get("rating")?)?;
                 games[seat] = to_u32(row.try_get("games_played")?, "games_played")?;
             }
             // One subquery per player: each is a backward scan of the primary key, where an
             // `IN (...) GROUP BY` lets PostgreSQL's generic plan scan the whole history.
-            let heads: (Option<i64>, Option<i64>, Option<i64>, Option<i64>) = sqlx::query_as(
-                "SELECT \
-                 (SELECT MAX(version) FROM rating_history WHERE player_id = $1), \
-                 (SELECT MAX(version) FROM rating_history WHERE player_id = $2), \
-                 (SELECT MAX(version) FROM rating_history WHERE player_id = $3), \
-                 (SELECT MAX(version) FROM rating_history WHERE player_id = $4)",
-            )
-            .bind(&ids[0])
-            .bind(&ids[1])
-            .bind(&ids[2])
-            .bind(&ids[3])
-            .fetch_one(&mut **tx)
-            .await?;
-            for (seat, version) in [heads.0, heads.1, heads.2, heads.3].into_iter().enumerate() {
-                versions[seat] = u64::try_from(version.unwrap_or(0)).unwrap_or(0);
+            let mut heads = sqlx::QueryBuilder::<DB>::new("SELECT ");
+            for (seat, id) in ids.iter().enumerate() {
+                if seat > 0 {
+                    heads.push(", ");
+                }
+                heads
+                    .push("(SELECT MAX(version) FROM rating_history WHERE player_id = ")
+                    .push_bind(id.clone())
+                    .push(")");
             }
-            let changes = match game.rate(before, self.k) {
+            let heads = heads.build().fetch_one(&mut **tx).await?;
+            for (seat, version) in versions.iter_mut().enumerate() {
+                let head: Option<i64> = heads.try_get(seat)?;
+                *version = u64::try_from(head.unwrap_or(0)).unwrap_or(0);
+            }
+            let changes = match game.rate(&before, self.k) {
                 Ok(changes) => changes,
                 Err(reason) => {
                     tracing::info!(table_id = %table, %reason, "game not rated");
@@ -454,7 +453,9 @@ impl Checker {
                         .map(|o| Rating::new(o.rating_before))
                         .collect::<Result<_, _>>()?,
                 )?,
-                score: Score::try_from(m.score)?,
+                // A mean of results when the player had several opponents placed each
+                // against them (Tarot); 1, 0 or 0.5 otherwise.
+                score: Score::recorded(m.score, m.opponents.len())?,
                 k: KFactor::new(m.k)?,
                 expectation: m.expectation,
                 after: m.rating_after,

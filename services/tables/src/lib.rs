@@ -42,8 +42,9 @@ pub mod watch;
 
 pub use startup::{Application, TablesService, TablesSettings};
 
-/// The game this service's tables play: Jeu du 10 (crates/games).
-pub type Game = fairdeal_games::Game;
+/// The games this service's tables play, as one: Jeu du 10 (crates/games) or French Tarot
+/// (crates/tarot), each table's from its options (`fairdeal_games_wire::any`).
+pub type Game = fairdeal_games_wire::any::AnyGame;
 /// A table of [`Game`].
 pub type Table = domain::Table<Game>;
 /// An event of a table of [`Game`].

@@ -14,9 +14,13 @@
 use fairdeal_bus::{Handler, HandlerError};
 use fairdeal_db::Db;
 use fairdeal_eventstore::RecordedEvent;
+use fairdeal_fairness::Deck;
 use fairdeal_games::{Purchase, TableOptions};
+use fairdeal_games_wire::WireGame;
+use fairdeal_games_wire::any::AnyOptions;
 use fairdeal_platform::ownership::{Wake, Waking};
 use fairdeal_table_game::Seat;
+use fairdeal_tarot::TarotOptions;
 use sqlx::{QueryBuilder, Transaction};
 use std::collections::HashMap;
 
@@ -144,23 +148,26 @@ fairdeal_db::for_each_backend! { DB =>
                     let seats: String =
                         c.bots.iter().map(|bot| if *bot { 'b' } else { 'o' }).collect();
                     let open = seats.chars().filter(|c| *c == 'o').count() as i64;
+                    let row = LobbyOptions::of(&c.options);
                     sqlx::query(
                         "INSERT INTO lobby (table_id, position, deck, penalised_aces, \
                          made_or_nothing, purchase, budget, move_seconds, short_code, seats, \
-                         open_seats) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+                         open_seats, rounds) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
                          ON CONFLICT (table_id) DO NOTHING",
                     )
                     .bind(&table_id)
                     .bind(i64::try_from(event.position).unwrap_or(i64::MAX))
-                    .bind(c.options.deck.name())
-                    .bind(i64::from(c.options.penalised_aces))
-                    .bind(i64::from(c.options.made_or_nothing))
-                    .bind(purchase_text(c.options.purchase))
-                    .bind(c.options.budget.map_or(-1, i64::from))
+                    .bind(row.deck)
+                    .bind(row.penalised_aces)
+                    .bind(row.made_or_nothing)
+                    .bind(row.purchase)
+                    .bind(row.budget)
                     .bind(i64::from(c.move_seconds))
                     .bind(&c.short_code)
                     .bind(seats)
                     .bind(open)
+                    .bind(row.rounds)
                     .execute(&mut **tx)
                     .await
                     .map_err(transient)?;
@@ -320,6 +327,40 @@ fn carries_command(event: &RecordedEvent) -> bool {
         || event.is::<pb::TrumpNamed>()
 }
 
+/// A table's options as the lobby's columns: Jeu du 10's in their own columns, French
+/// Tarot's as its deck (`tarot3`..`tarot5`, the seats) and `rounds`.
+struct LobbyOptions {
+    deck: &'static str,
+    penalised_aces: i64,
+    made_or_nothing: i64,
+    purchase: &'static str,
+    budget: i64,
+    rounds: i64,
+}
+
+impl LobbyOptions {
+    fn of(options: &AnyOptions) -> Self {
+        match options {
+            AnyOptions::JeuDu10(o) => LobbyOptions {
+                deck: o.deck.name(),
+                penalised_aces: i64::from(o.penalised_aces),
+                made_or_nothing: i64::from(o.made_or_nothing),
+                purchase: purchase_text(o.purchase),
+                budget: o.budget.map_or(-1, i64::from),
+                rounds: 0,
+            },
+            AnyOptions::Tarot(o) => LobbyOptions {
+                deck: o.deck().name(),
+                penalised_aces: 0,
+                made_or_nothing: 0,
+                purchase: "",
+                budget: -1,
+                rounds: i64::from(o.rounds),
+            },
+        }
+    }
+}
+
 /// What a lobby query asks for (parsed from `ListTablesRequest`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LobbyQuery {
@@ -338,7 +379,18 @@ pub struct LobbyQuery {
 }
 
 /// One lobby row.
-type Row = (String, String, i64, i64, String, i64, i64, String, String);
+type Row = (
+    String,
+    String,
+    i64,
+    i64,
+    String,
+    i64,
+    i64,
+    String,
+    String,
+    i64,
+);
 
 fn flag(value: Option<bool>) -> i64 {
     value.map_or(-1, i64::from)
@@ -347,7 +399,7 @@ fn flag(value: Option<bool>) -> i64 {
 /// The tables the query matches, oldest first.
 pub async fn list(db: &Db, query: &LobbyQuery) -> Result<Vec<pb::LobbyTable>, sqlx::Error> {
     let sql = "SELECT table_id, deck, penalised_aces, made_or_nothing, purchase, budget, \
-               move_seconds, short_code, seats FROM lobby \
+               move_seconds, short_code, seats, rounds FROM lobby \
                WHERE open_seats >= $1 AND ($2 = '*' OR deck = $2) \
                AND ($3 < 0 OR penalised_aces = $3) AND ($4 < 0 OR made_or_nothing = $4) \
                AND ($5 = '*' OR purchase = $5) ORDER BY position LIMIT $6";
@@ -366,17 +418,25 @@ pub async fn list(db: &Db, query: &LobbyQuery) -> Result<Vec<pb::LobbyTable>, sq
 }
 
 fn lobby_table(row: Row) -> pb::LobbyTable {
-    let (table_id, deck, aces, made, purchase, budget, move_seconds, short_code, seats) = row;
-    let options = TableOptions {
-        deck: deck.parse().unwrap_or(fairdeal_fairness::Deck::Dix),
-        penalised_aces: aces == 1,
-        made_or_nothing: made == 1,
-        purchase: match purchase.as_str() {
-            "points" => Some(Purchase::Points),
-            "budget" => Some(Purchase::Budget),
-            _ => None,
-        },
-        budget: u32::try_from(budget).ok(),
+    let (table_id, deck, aces, made, purchase, budget, move_seconds, short_code, seats, rounds) =
+        row;
+    let deck: Deck = deck.parse().unwrap_or(Deck::Dix);
+    let options = match deck {
+        Deck::Tarot3 | Deck::Tarot4 | Deck::Tarot5 => AnyOptions::Tarot(TarotOptions {
+            seats: u8::try_from(deck.hands()).unwrap_or(4),
+            rounds: u8::try_from(rounds).unwrap_or(1),
+        }),
+        _ => AnyOptions::JeuDu10(TableOptions {
+            deck,
+            penalised_aces: aces == 1,
+            made_or_nothing: made == 1,
+            purchase: match purchase.as_str() {
+                "points" => Some(Purchase::Points),
+                "budget" => Some(Purchase::Budget),
+                _ => None,
+            },
+            budget: u32::try_from(budget).ok(),
+        }),
     };
     let with = |mark: char| -> Vec<u32> {
         seats
@@ -388,7 +448,7 @@ fn lobby_table(row: Row) -> pb::LobbyTable {
     };
     pb::LobbyTable {
         table_id,
-        options: Some(fairdeal_games_wire::jeu_du_10::options_message(&options)),
+        options: Some(Game::options_message(&options)),
         open_seats: with('o'),
         bot_seats: with('b'),
         move_seconds: u32::try_from(move_seconds).unwrap_or(0),

@@ -12,10 +12,11 @@ use fairdeal_authn::{
 use fairdeal_kit::client::{self, Target};
 use fairdeal_kit::config::{Config, ConfigError, Section};
 use fairdeal_kit::{CommonConfig, Embedded, Mount, Service, Shutdown, StartError};
-use fairdeal_platform::ownership::{self, Keeper, Leases, Wake, Woken, spawn_wake_listener};
+use fairdeal_platform::ownership::{self, Keeper, Leases, Wake, Woken};
 use fairdeal_platform::{Bus, Storage};
 use fairdeal_proto::fairdeal::tables::v1::tables_service_server::TablesServiceServer;
 use serde::Serialize;
+use tokio::sync::broadcast::error::RecvError;
 use tonic::transport::Channel;
 
 use crate::clock::{SystemClock, TableClock};
@@ -226,9 +227,21 @@ impl Service for TablesService {
             // What the projection reaches late, the owner hears of at once (nothing polls).
             projection = projection.with_owner_wake(Wake::new(schema, PARTITIONS));
             let owed = tables.owed_steps();
-            spawn_wake_listener(pool.clone(), schema, shutdown, move |woken| match woken {
-                Woken::Aggregate(table_id) => owed.wake(table_id),
-                Woken::Missed => owed.reload(),
+            let mut wakes = parts.storage.owner_wakes();
+            let stop = shutdown.token();
+            shutdown.spawn("owner-wakes", async move {
+                loop {
+                    let woken = tokio::select! {
+                        () = stop.cancelled() => return,
+                        woken = wakes.recv() => woken,
+                    };
+                    match woken {
+                        Ok(Woken::Aggregate(table_id)) => owed.wake(table_id),
+                        // Some were missed (the listener reconnected, or this fell behind).
+                        Ok(Woken::Missed) | Err(RecvError::Lagged(_)) => owed.reload(),
+                        Err(RecvError::Closed) => return,
+                    }
+                }
             });
             router = Some(Router::new(keeper.owner(), ownership, keeper.routes()));
             shutdown.spawn(

@@ -14,8 +14,8 @@
 use std::sync::Arc;
 
 use fairdeal_eventstore::RecordedEvent;
-use fairdeal_games_wire::WireError;
 use fairdeal_games_wire::table::seat_of;
+use fairdeal_games_wire::{WireError, WireGame};
 use fairdeal_kit::ServiceError;
 use fairdeal_platform::{RunError, stream_of};
 use fairdeal_proto::fairdeal::tables::v1 as pb;
@@ -268,14 +268,17 @@ impl Watching {
 }
 
 /// Who may see a stored event, as the wire's message, before the game is over: a
-/// `CardsDealt`'s seat, nobody for a `TalonDealt` (as [`domain::TableEvent::privacy`] says
-/// of the domain's event). A seat out of range is an error, never a public event.
+/// `CardsDealt`'s seat, nobody for a `TalonDealt`, the one seat a game's own private message
+/// names (French Tarot's écart: [`WireGame::private_to`]), as
+/// [`domain::TableEvent::privacy`] says of the domain's event. A seat out of range is an
+/// error, never a public event.
 fn privacy(event: &pb::TableEvent) -> Result<Privacy, WireError> {
     use pb::table_event::Event as W;
     Ok(match &event.event {
         Some(W::CardsDealt(m)) => Privacy::Seat(seat_of("seat", m.seat)?),
         Some(W::TalonDealt(_)) => Privacy::Hidden,
-        _ => Privacy::Public,
+        Some(message) => Game::private_to(message)?.map_or(Privacy::Public, Privacy::Seat),
+        None => Privacy::Public,
     })
 }
 

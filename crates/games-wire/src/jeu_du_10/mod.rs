@@ -187,11 +187,12 @@ pub fn options_message(options: &TableOptions) -> pb::TableOptions {
             Some(Purchase::Budget) => pb::Purchase::Budget,
         } as i32,
         budget: options.budget,
+        tarot: None,
     }
 }
 
 /// The table options in `field`; absent, the defaults (the standard game), as
-/// `DECK_UNSPECIFIED` is the `dix` deck. Whether they make sense together is the engine's
+/// `DECK_UNSPECIFIED` is the `dix` deck. Options with a Tarot part (`tarot`) are refused. Whether they make sense together is the engine's
 /// to say (`Rules::new`).
 pub fn options_of(
     field: &str,
@@ -200,6 +201,12 @@ pub fn options_of(
     let Some(m) = message else {
         return Ok(TableOptions::default());
     };
+    if m.tarot.is_some() {
+        return Err(WireError::new(
+            format!("{field}.tarot"),
+            Reason::Invalid("a French Tarot table's options, not Jeu du 10's"),
+        ));
+    }
     let deck = match pb::Deck::try_from(m.deck) {
         Ok(pb::Deck::Unspecified | pb::Deck::Dix) => Deck::Dix,
         Ok(pb::Deck::Ruff) => Deck::Ruff,

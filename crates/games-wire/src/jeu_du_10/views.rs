@@ -44,6 +44,19 @@ pub fn legal_command(legal: &pb::LegalAction) -> Result<Command, WireError> {
         Some(Legal::PlayCard(c)) => Command::PlayCard {
             card: card_of("play_card", c)?,
         },
+        Some(
+            Legal::TarotBid(_)
+            | Legal::TarotCallKing(_)
+            | Legal::TarotDiscard(_)
+            | Legal::TarotDeclareChelem(_)
+            | Legal::TarotShowPoignee(_)
+            | Legal::TarotPlayCard(_),
+        ) => {
+            return Err(WireError::new(
+                "action",
+                Reason::Invalid("a French Tarot move, not a Jeu du 10 table's"),
+            ));
+        }
         None => return Err(WireError::missing("action")),
     })
 }
@@ -126,6 +139,7 @@ pub fn game_view(public: &PublicView) -> pb::GameView {
         my_seat: None,
         my_hand: Vec::new(),
         legal: Vec::new(),
+        tarot: None,
     }
 }
 
@@ -177,7 +191,8 @@ fn trick_of(t: &pb::Trick) -> Result<Trick, WireError> {
 
 /// The engine's view of the caller's seat, read from the caller's `TableView` (fields named
 /// relative to it: `game.tricks.cards`); `None` when the caller holds no seat (a
-/// spectator) or the view has no game.
+/// spectator) or the view has no game. A French Tarot table's view (`game.tarot` set) is
+/// refused.
 ///
 /// The inverse of [`seat_game_view`] for everything a `GameView` carries: the view's
 /// `version` and `options` are the `TableView`'s, a `target` of 0 is none (before the
@@ -189,6 +204,12 @@ pub fn seat_view_of(view: &pb::TableView) -> Result<Option<SeatView>, WireError>
     let Some(me) = game.my_seat else {
         return Ok(None);
     };
+    if game.tarot.is_some() {
+        return Err(WireError::new(
+            "game.tarot",
+            Reason::Invalid("a French Tarot table's view, not Jeu du 10's"),
+        ));
+    }
     let in_game = |e: WireError| e.within("game");
     let counts: [u32; 4] = fixed("card_counts", &game.card_counts).map_err(in_game)?;
     let tricks = game

@@ -67,6 +67,11 @@ impl WireGame for Game {
         })
     }
 
+    /// Jeu du 10 has no private event of its own: its hands are the table's `CardsDealt`.
+    fn private_to(_message: &WireEvent) -> Result<Option<fairdeal_table_game::Seat>, WireError> {
+        Ok(None)
+    }
+
     fn stored_event(
         event_type: &str,
         payload: &[u8],
@@ -124,6 +129,19 @@ impl WireGame for Game {
             Some(Action::PlayCard(code)) => Command::PlayCard {
                 card: card_of("play_card", code)?,
             },
+            Some(
+                Action::TarotBid(_)
+                | Action::TarotCallKing(_)
+                | Action::TarotDiscard(_)
+                | Action::TarotDeclareChelem(_)
+                | Action::TarotShowPoignee(_)
+                | Action::TarotPlayCard(_),
+            ) => {
+                return Err(WireError::new(
+                    "action",
+                    Reason::Invalid("a French Tarot move, not a Jeu du 10 table's"),
+                ));
+            }
             None => {
                 return Err(WireError::new(
                     "action",

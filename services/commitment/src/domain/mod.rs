@@ -8,6 +8,7 @@
 //!
 //! - [`client_seed`]: contributions and delayed values, validated; the table client seed they
 //!   make is `fairdeal_fairness::client_seed`'s formula.
+//! - [`drand`]: a table's drand round (fixed at commit) and the verified beacon bound.
 //! - [`table`]: a table's commitment: created, contributions, delayed value, client seed
 //!   fixed at the first deal, revealed at the end.
 //! - [`pair`]: a player's single-player seed pairs: active commitment, changeable client
@@ -16,6 +17,7 @@
 //!   generated boards, reveal.
 
 pub mod client_seed;
+pub mod drand;
 pub mod pair;
 pub mod table;
 pub mod tournament;
@@ -75,6 +77,22 @@ pub enum DomainError {
     /// A second delayed value.
     #[error("the delayed value is already bound")]
     DelayedValueBound,
+    /// A delayed value by hand for a table whose delayed value is a drand round.
+    #[error(
+        "delayed_value: this table's delayed value is drand round {0} (or its fallback), fetched, verified and bound by the service; a value given by hand is refused"
+    )]
+    DrandBindsItself(u64),
+    /// A drand round other than the one the table expects now.
+    #[error("drand round {got} is not the table's round to bind now ({expected})")]
+    DrandWrongRound {
+        /// The round the table expects (its round, or its fallback once stalled).
+        expected: u64,
+        /// The round given.
+        got: u64,
+    },
+    /// A stall declared twice, or for a table without a drand round.
+    #[error("the table's drand round cannot be declared stalled: {0}")]
+    DrandStall(&'static str),
     /// The client seed (or a set) needs the delayed value, still unknown.
     #[error("the delayed value of {0:?} is not bound yet")]
     DelayedValueMissing(String),
@@ -123,6 +141,9 @@ impl DomainError {
             | DomainError::PlayerAlreadyContributed(_)
             | DomainError::NoDelayedSource
             | DomainError::DelayedValueBound
+            | DomainError::DrandBindsItself(_)
+            | DomainError::DrandWrongRound { .. }
+            | DomainError::DrandStall(_)
             | DomainError::DelayedValueMissing(_)
             | DomainError::GameNotStarted
             | DomainError::AlreadyRevealed

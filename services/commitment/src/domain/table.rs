@@ -13,6 +13,7 @@ use fairdeal_fairness::commitment::{Commitment, ServerSeed};
 use uuid::Uuid;
 
 use super::client_seed::{Contribution, DelayedSource, DelayedValue};
+use super::drand::{DrandBeacon, DrandRound};
 use super::{DomainError, RevealReason};
 
 /// Highest seat number accepted (tables seat at most 10 players; the margin is harmless).
@@ -31,6 +32,8 @@ pub enum TableEvent {
         commitment: Commitment,
         /// The delayed public value that will join the client seed, named in advance.
         delayed_source: Option<DelayedSource>,
+        /// The drand round fixed now, whose randomness will be the delayed value.
+        drand: Option<DrandRound>,
     },
     /// A seated player contributed a seed.
     Contributed {
@@ -45,6 +48,17 @@ pub enum TableEvent {
     DelayedValueBound {
         /// The value.
         value: DelayedValue,
+        /// The verified drand round it is the randomness of (none: bound by hand).
+        drand: Option<DrandBeacon>,
+    },
+    /// The drand round could not be fetched in time: the fallback round is now the one.
+    DrandStalled {
+        /// The stalled round.
+        round: u64,
+        /// The round bound instead.
+        fallback_round: u64,
+        /// The last failure, for operators.
+        reason: String,
     },
     /// The client seed was fixed (first deal).
     ClientSeedFixed {
@@ -73,6 +87,12 @@ pub struct TableCommitment {
     pub commitment: Commitment,
     /// The named delayed-value source, if any.
     pub delayed_source: Option<DelayedSource>,
+    /// The drand round fixed at commit, if any.
+    pub drand: Option<DrandRound>,
+    /// Whether the drand round was declared stalled (the fallback round is then the one).
+    pub drand_stalled: bool,
+    /// The verified drand round bound, if any.
+    pub drand_beacon: Option<DrandBeacon>,
     /// Contributions by seat: (player, contribution).
     pub contributions: BTreeMap<u32, (Uuid, Contribution)>,
     /// The bound delayed value.
@@ -90,12 +110,14 @@ impl TableCommitment {
         seed_id: Uuid,
         seed: &ServerSeed,
         delayed_source: Option<DelayedSource>,
+        drand: Option<DrandRound>,
     ) -> TableEvent {
         TableEvent::Published {
             table_id,
             seed_id,
             commitment: seed.commitment(),
             delayed_source,
+            drand,
         }
     }
 
@@ -120,12 +142,16 @@ impl TableCommitment {
                     seed_id,
                     commitment,
                     delayed_source,
+                    drand,
                 },
             ) => TableCommitment {
                 table_id: *table_id,
                 seed_id: *seed_id,
                 commitment: *commitment,
                 delayed_source: delayed_source.clone(),
+                drand: drand.clone(),
+                drand_stalled: false,
+                drand_beacon: None,
                 contributions: BTreeMap::new(),
                 delayed_value: None,
                 client_seed: None,
@@ -156,7 +182,11 @@ impl TableCommitment {
                 self.contributions
                     .insert(*seat, (*player_id, contribution.clone()));
             }
-            TableEvent::DelayedValueBound { value } => self.delayed_value = Some(value.clone()),
+            TableEvent::DelayedValueBound { value, drand } => {
+                self.delayed_value = Some(value.clone());
+                self.drand_beacon = drand.clone();
+            }
+            TableEvent::DrandStalled { .. } => self.drand_stalled = true,
             TableEvent::ClientSeedFixed { client_seed, .. } => {
                 self.client_seed = Some(client_seed.clone());
             }
@@ -210,15 +240,75 @@ impl TableCommitment {
     }
 
     /// Records the named delayed value, once, before the first deal.
+    /// Refused for a table with a drand round: the service binds that one itself.
     pub fn bind_delayed_value(&self, value: DelayedValue) -> Result<TableEvent, DomainError> {
         self.require_open("a delayed value")?;
+        if let Some(drand) = &self.drand {
+            return Err(DomainError::DrandBindsItself(drand.round));
+        }
         if self.delayed_source.is_none() {
             return Err(DomainError::NoDelayedSource);
         }
         if self.delayed_value.is_some() {
             return Err(DomainError::DelayedValueBound);
         }
-        Ok(TableEvent::DelayedValueBound { value })
+        Ok(TableEvent::DelayedValueBound { value, drand: None })
+    }
+
+    /// The drand round to fetch and bind now: the table's round, or its fallback once the
+    /// round was declared stalled; `None` when there is nothing to bind (no drand round, bound
+    /// already, client seed fixed, revealed).
+    pub fn drand_round_to_bind(&self) -> Option<u64> {
+        let drand = self.drand.as_ref()?;
+        let open =
+            self.delayed_value.is_none() && self.client_seed.is_none() && self.revealed.is_none();
+        open.then_some(if self.drand_stalled {
+            drand.fallback_round
+        } else {
+            drand.round
+        })
+    }
+
+    /// Binds a verified drand beacon: only the round [`Self::drand_round_to_bind`] names.
+    pub fn bind_drand(&self, beacon: DrandBeacon) -> Result<TableEvent, DomainError> {
+        self.require_open("a delayed value")?;
+        if self.delayed_value.is_some() {
+            return Err(DomainError::DelayedValueBound);
+        }
+        let expected = self
+            .drand_round_to_bind()
+            .ok_or(DomainError::NoDelayedSource)?;
+        if beacon.round != expected {
+            return Err(DomainError::DrandWrongRound {
+                expected,
+                got: beacon.round,
+            });
+        }
+        Ok(TableEvent::DelayedValueBound {
+            value: beacon.value()?,
+            drand: Some(beacon),
+        })
+    }
+
+    /// Declares the drand round stalled (once, before it is bound): from now on only the
+    /// fallback round can be bound.
+    pub fn stall_drand(&self, reason: String) -> Result<TableEvent, DomainError> {
+        self.require_open("a delayed value")?;
+        let drand = self
+            .drand
+            .as_ref()
+            .ok_or(DomainError::DrandStall("the table has no drand round"))?;
+        if self.delayed_value.is_some() {
+            return Err(DomainError::DelayedValueBound);
+        }
+        if self.drand_stalled {
+            return Err(DomainError::DrandStall("it is stalled already"));
+        }
+        Ok(TableEvent::DrandStalled {
+            round: drand.round,
+            fallback_round: drand.fallback_round,
+            reason,
+        })
     }
 
     /// The client seed for dealing: `Ok((seed, None))` when already fixed, `Ok((seed,
@@ -282,7 +372,7 @@ mod tests {
     fn table(source: Option<&str>) -> (ServerSeed, Vec<TableEvent>) {
         let seed = ServerSeed::new("a".repeat(64));
         let source = source.map(|s| DelayedSource::parse(s).unwrap());
-        let e = TableCommitment::publish(Uuid::now_v7(), Uuid::now_v7(), &seed, source);
+        let e = TableCommitment::publish(Uuid::now_v7(), Uuid::now_v7(), &seed, source, None);
         (seed, vec![e])
     }
 
@@ -422,6 +512,7 @@ mod tests {
         assert!(TableCommitment::replay(&doubled).is_err());
         let headless = [TableEvent::DelayedValueBound {
             value: DelayedValue::parse("v").unwrap(),
+            drand: None,
         }];
         assert!(TableCommitment::replay(&headless).is_err());
         assert_eq!(TableCommitment::replay(&[]).unwrap(), None);
@@ -434,5 +525,99 @@ mod tests {
             .reveal(&seed, RevealReason::operator("ops", "test").unwrap())
             .unwrap();
         assert!(!format!("{reveal:?}").contains(seed.expose_secret()));
+    }
+
+    fn drand_table() -> Vec<TableEvent> {
+        let seed = ServerSeed::new("b".repeat(64));
+        let drand = DrandRound::new(&"ab".repeat(32), 100, 120).unwrap();
+        let source = drand.source("test").unwrap();
+        vec![TableCommitment::publish(
+            Uuid::now_v7(),
+            Uuid::now_v7(),
+            &seed,
+            Some(source),
+            Some(drand),
+        )]
+    }
+
+    fn beacon(round: u64) -> DrandBeacon {
+        DrandBeacon {
+            round,
+            signature: "cd".repeat(48),
+            randomness: format!("{round:064x}"),
+        }
+    }
+
+    #[test]
+    fn a_drand_table_binds_its_round_only_and_refuses_a_value_by_hand() {
+        let mut events = drand_table();
+        let s = state(&events);
+        assert!(
+            s.delayed_source
+                .as_ref()
+                .unwrap()
+                .as_str()
+                .contains("round 100, fallback 120")
+        );
+        let by_hand = s
+            .bind_delayed_value(DelayedValue::parse("drand:123").unwrap())
+            .unwrap_err();
+        assert_eq!(by_hand, DomainError::DrandBindsItself(100));
+        assert!(
+            by_hand.to_string().starts_with("delayed_value: "),
+            "{by_hand}"
+        );
+        assert_eq!(
+            by_hand.class(),
+            super::super::ErrorClass::FailedPrecondition
+        );
+        assert_eq!(s.drand_round_to_bind(), Some(100));
+        assert_eq!(
+            s.bind_drand(beacon(120)),
+            Err(DomainError::DrandWrongRound {
+                expected: 100,
+                got: 120
+            })
+        );
+        assert!(
+            s.client_seed_for_deal().is_err(),
+            "no deal before the round is bound"
+        );
+        events.push(s.bind_drand(beacon(100)).unwrap());
+        let s = state(&events);
+        assert_eq!(s.drand_beacon, Some(beacon(100)));
+        assert_eq!(s.drand_round_to_bind(), None);
+        let (client_seed, _) = s.client_seed_for_deal().unwrap();
+        assert!(client_seed.ends_with(&format!(":{:064x}", 100)));
+        assert_eq!(
+            s.stall_drand("late".into()),
+            Err(DomainError::DelayedValueBound)
+        );
+    }
+
+    #[test]
+    fn a_stalled_drand_round_gives_way_to_its_fallback_once() {
+        let mut events = drand_table();
+        events.push(state(&events).stall_drand("relays down".into()).unwrap());
+        let s = state(&events);
+        assert!(s.drand_stalled);
+        assert_eq!(s.drand_round_to_bind(), Some(120));
+        assert!(matches!(
+            s.stall_drand("again".into()),
+            Err(DomainError::DrandStall(_))
+        ));
+        // The stalled round itself can no longer be bound, even if it shows up now.
+        assert!(matches!(
+            s.bind_drand(beacon(100)),
+            Err(DomainError::DrandWrongRound { expected: 120, .. })
+        ));
+        events.push(s.bind_drand(beacon(120)).unwrap());
+        assert_eq!(state(&events).drand_beacon.unwrap().round, 120);
+        // A table without drand has nothing to stall.
+        let (_, plain) = table(None);
+        assert!(matches!(
+            state(&plain).stall_drand("x".into()),
+            Err(DomainError::DrandStall(_))
+        ));
     }
 }

@@ -30,6 +30,14 @@ pub(crate) struct TestApp {
 impl TestApp {
     /// The service on `db`, sealing seeds with a generated key.
     pub(crate) async fn spawn(db: Db) -> TestApp {
+        Self::spawn_with(db, None).await
+    }
+
+    /// The service on `db`, with `drand` (none: off).
+    pub(crate) async fn spawn_with(
+        db: Db,
+        drand: Option<fairdeal_commitment::drand::Drand>,
+    ) -> TestApp {
         let dir = tempfile::tempdir().unwrap();
         let store = TestStore::new(db, dir.path(), "commitment").await;
         let url = store.url("commitment.db");
@@ -51,6 +59,7 @@ impl TestApp {
                 storage: storage.clone(),
                 keys: KeyRing::generate("test").unwrap(),
                 authn: authenticator(KeySet::new([signing.public_key()])),
+                drand,
             },
         )
         .await

@@ -4,5 +4,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod concurrency;
+mod drand;
 mod harness;
 mod tournament;

@@ -79,6 +79,7 @@ impl TestApp {
                 storage: commitment_storage.clone(),
                 keys: seed_keys,
                 authn: authenticator(keys()),
+                drand: None,
             },
         )
         .await
@@ -138,6 +139,7 @@ impl TestApp {
                 storage,
                 keys,
                 authn: authenticator(KeySet::new([self.signing.public_key()])),
+                drand: None,
             },
         )
         .await?;

@@ -232,8 +232,13 @@ impl TestApp {
 
     /// Waits until `table` is rated (four history rows).
     pub(crate) async fn until_rated(&self, table: &str) {
+        self.until_rated_seats(table, 4).await;
+    }
+
+    /// Waits until `table` is rated (`seats` history rows).
+    pub(crate) async fn until_rated_seats(&self, table: &str, seats: i64) {
         self.wait_until(&format!("table {table} rated"), || async {
-            self.rated_rows(table).await == 4
+            self.rated_rows(table).await == seats
         })
         .await;
     }
@@ -291,6 +296,40 @@ pub(crate) fn game(players: [Uuid; 4], winner: u32, deck: tpb::Deck) -> tpb::Gam
             ..Default::default()
         }),
         hands_played: 9,
+        reason: tpb::FinishReason::Completed as i32,
+    }
+}
+
+/// A finished French Tarot game of `players` (by seat; 3, 4 or 5 of them) with these final
+/// scores (by seat), all seated from the start, as the tables service writes it: one side
+/// per seat, the winner the first seat with the highest score.
+pub(crate) fn tarot_game(players: &[Uuid], scores: &[i32]) -> tpb::GameFinished {
+    let seats = players.len() as u32;
+    let top = scores.iter().max().copied().unwrap_or(0);
+    tpb::GameFinished {
+        table_id: Uuid::now_v7().to_string(),
+        players: (0..seats)
+            .zip(players)
+            .map(|(seat, p)| tpb::SeatPlayer {
+                seat,
+                player_id: p.to_string(),
+                bot: false,
+                abandoned: false,
+            })
+            .collect(),
+        teams: (0..seats)
+            .map(|seat| tpb::TeamSeats {
+                team: seat,
+                seats: vec![seat],
+            })
+            .collect(),
+        final_scores: scores.to_vec(),
+        winner: scores.iter().position(|s| *s == top).unwrap_or(0) as u32,
+        variant: Some(tpb::TableOptions {
+            tarot: Some(tpb::TarotOptions { seats, rounds: 1 }),
+            ..Default::default()
+        }),
+        hands_played: seats,
         reason: tpb::FinishReason::Completed as i32,
     }
 }

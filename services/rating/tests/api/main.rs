@@ -6,3 +6,4 @@ mod consume;
 mod crash;
 mod harness;
 mod reads;
+mod tarot;

@@ -227,6 +227,10 @@ impl<G: TableGame> TableEvent<G> {
         match self {
             TableEvent::CardsDealt { seat, .. } => Privacy::Seat(*seat),
             TableEvent::TalonDealt { .. } => Privacy::Hidden,
+            // The game's own private events (French Tarot's écart is the taker's).
+            TableEvent::Engine { event, .. } => {
+                G::seen_only_by(event).map_or(Privacy::Public, Privacy::Seat)
+            }
             _ => Privacy::Public,
         }
     }

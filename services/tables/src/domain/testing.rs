@@ -11,6 +11,15 @@ use uuid::Uuid;
 
 use super::{Created, DealtHand, FIRST_DEALER, MAX_TIMEOUTS, Next, bot_seed, create};
 use crate::{Game, Table, TableEvent};
+use fairdeal_games_wire::any::{AnyCommand, AnyGame, AnyOptions, AnySeatView};
+
+/// The Jeu du 10 match of a table of these tests.
+pub(crate) fn jeu_du_10(game: &AnyGame) -> &fairdeal_games::Game {
+    match game {
+        AnyGame::JeuDu10(game) => game,
+        other => panic!("a Jeu du 10 table, not {other:?}"),
+    }
+}
 
 /// Seat `n`.
 pub(crate) fn seat(n: u8) -> Seat {
@@ -19,7 +28,7 @@ pub(crate) fn seat(n: u8) -> Seat {
 
 /// A new table with bots at `bots`.
 pub(crate) fn table(bots: [bool; 4]) -> Table {
-    let options = TableOptions::default();
+    let options = AnyOptions::JeuDu10(TableOptions::default());
     let created = Created {
         table_id: Uuid::now_v7(),
         creator: Uuid::now_v7(),
@@ -134,9 +143,11 @@ pub(crate) fn played() -> Played {
                 // Seat 0 moves twice, then lets the clock run out until abandoned.
                 if turn == two || moves < 2 {
                     moves += usize::from(turn == zero);
-                    let command = bot
-                        .choose(&TableGame::seat_view(&t.game, turn).unwrap())
-                        .unwrap();
+                    let AnySeatView::JeuDu10(view) = TableGame::seat_view(&t.game, turn).unwrap()
+                    else {
+                        unreachable!("a Jeu du 10 table")
+                    };
+                    let command = AnyCommand::JeuDu10(bot.choose(&view).unwrap());
                     let player = t.player_at(turn).unwrap();
                     let id = format!("m{}", t.version);
                     now += 1_000;

@@ -6,7 +6,7 @@ use fairdeal_games::{Phase, TableOptions};
 use fairdeal_table_game::TableGame;
 use uuid::Uuid;
 
-use super::testing::{dealt, fold, seat, table};
+use super::testing::{dealt, fold, jeu_du_10, seat, table};
 use super::*;
 use crate::{Game, TableError, TableEvent};
 
@@ -34,8 +34,13 @@ fn fourth_seat_starts_the_match_and_the_deal_is_private_per_seat() {
         }
     }
     t = fold(Some(t), &d.events);
-    assert_eq!(t.game.phase(), Phase::Auction);
-    assert_eq!(t.game.hand_of(fairdeal_games::Seat::ALL[0]).len(), 10);
+    assert_eq!(jeu_du_10(&t.game).phase(), Phase::Auction);
+    assert_eq!(
+        jeu_du_10(&t.game)
+            .hand_of(fairdeal_games::Seat::ALL[0])
+            .len(),
+        10
+    );
     // Seat 1 (a bot) bids first: the dealer is seat 0.
     assert_eq!(t.next(0), Next::Bot(seat(1)));
 }
@@ -189,7 +194,7 @@ fn spectators_join_once_leave_when_they_sit_and_never_make_a_move_stale() {
 
 #[test]
 fn parse_setup_bounds() {
-    let o = TableOptions::default;
+    let o = || fairdeal_games_wire::any::AnyOptions::JeuDu10(TableOptions::default());
     assert!(parse_setup::<Game>(o(), &[0, 1, 2, 3], 0).is_err());
     assert!(parse_setup::<Game>(o(), &[1, 1], 0).is_err());
     assert!(parse_setup::<Game>(o(), &[4], 0).is_err());

@@ -87,6 +87,25 @@ fn stored(message: pb::table_event::Event) -> NewEvent {
         W::TrickWon(m) => NewEvent::from_message(&m),
         W::HandScored(m) => NewEvent::from_message(&m),
         W::MatchWon(m) => NewEvent::from_message(&m),
+        // French Tarot's events, stored by its mapping (`G::stored_message`) at a Tarot
+        // table; a Jeu du 10 table never writes one (its `to_message` gives Jeu du 10's
+        // variants only), and reading one back there is `NotATableEvent` (`wire_of`).
+        W::TarotMatchStarted(m) => NewEvent::from_message(&m),
+        W::TarotDealAnnulled(m) => NewEvent::from_message(&m),
+        W::TarotBidPlaced(m) => NewEvent::from_message(&m),
+        W::TarotPlayerPassed(m) => NewEvent::from_message(&m),
+        W::TarotAuctionWon(m) => NewEvent::from_message(&m),
+        W::TarotAllPassed(m) => NewEvent::from_message(&m),
+        W::TarotKingCalled(m) => NewEvent::from_message(&m),
+        W::TarotChienShown(m) => NewEvent::from_message(&m),
+        W::TarotTrumpDiscarded(m) => NewEvent::from_message(&m),
+        W::TarotCardDiscarded(m) => NewEvent::from_message(&m),
+        W::TarotChelemDeclared(m) => NewEvent::from_message(&m),
+        W::TarotPoigneeShown(m) => NewEvent::from_message(&m),
+        W::TarotCardPlayed(m) => NewEvent::from_message(&m),
+        W::TarotTrickWon(m) => NewEvent::from_message(&m),
+        W::TarotDealScored(m) => NewEvent::from_message(&m),
+        W::TarotMatchEnded(m) => NewEvent::from_message(&m),
     }
 }
 
@@ -103,9 +122,17 @@ pub(crate) mod tests {
     use crate::Game;
     use crate::domain::testing::seat;
     use crate::domain::{CommandRef, Created, FinishReason, Finished};
+    use fairdeal_games_wire::any::{AnyCard, AnyEvent, AnyOptions};
 
     fn engine(event: Event, command: Option<CommandRef>) -> TableEvent<Game> {
-        TableEvent::Engine { event, command }
+        TableEvent::Engine {
+            event: AnyEvent::JeuDu10(event),
+            command,
+        }
+    }
+
+    fn card(code: &str) -> AnyCard {
+        AnyCard::of(code).unwrap()
     }
 
     fn engine_seat(n: u8) -> fairdeal_games::Seat {
@@ -118,12 +145,12 @@ pub(crate) mod tests {
         let id = Uuid::now_v7();
         let s = seat;
         let e = engine_seat;
-        let options = TableOptions {
+        let options = AnyOptions::JeuDu10(TableOptions {
             deck: Deck::Ruff,
             purchase: Some(Purchase::Budget),
             budget: Some(10),
             ..TableOptions::default()
-        };
+        });
         let events = [
             TableEvent::Created(Created {
                 table_id: id,
@@ -144,11 +171,11 @@ pub(crate) mod tests {
                 hand: 3,
                 seat: s(1),
                 position: 0,
-                cards: vec!["TH".parse().unwrap(), "5C".parse().unwrap()],
+                cards: vec![card("TH"), card("5C")],
             },
             TableEvent::TalonDealt {
                 hand: 3,
-                cards: vec!["AS".parse().unwrap()],
+                cards: vec![card("AS")],
             },
             engine(
                 Event::CardPlayed {
@@ -209,7 +236,7 @@ pub(crate) mod tests {
                     scores: vec![510, 230],
                     placings: vec![1, 2],
                 },
-                options: TableOptions::default(),
+                options: AnyOptions::JeuDu10(TableOptions::default()),
                 hands_played: 7,
                 reason: FinishReason::Completed,
             }),

@@ -131,6 +131,7 @@ impl TestApp {
                 storage: commitment_storage.clone(),
                 keys: KeyRing::generate("test").unwrap(),
                 authn: authenticator(KeySet::new([signing.public_key()])),
+                drand: None,
             },
         )
         .await

@@ -13,5 +13,6 @@ mod resume;
 mod rules;
 mod scale;
 mod spectate;
+mod tarot;
 mod variants;
 mod watch;

@@ -248,7 +248,12 @@ async fn full_match(db: Db) {
         .map(|e| fairdeal_tables::events::from_recorded::<fairdeal_tables::Game>(e).unwrap())
         .collect();
     let log = fairdeal_tables::domain::engine_log(&decoded);
-    let replayed = fairdeal_games::Game::verify(&log).expect("the log re-decides");
+    let replayed = match <fairdeal_tables::Game as fairdeal_table_game::TableGame>::verify(&log)
+        .expect("the log re-decides")
+    {
+        fairdeal_games_wire::any::AnyGame::JeuDu10(game) => game,
+        other => panic!("a Jeu du 10 table replays as Jeu du 10, not {other:?}"),
+    };
     assert_eq!(replayed.phase(), fairdeal_games::Phase::Finished);
     assert_eq!(replayed.scores().to_vec(), finished.final_scores);
     app.stop().await;

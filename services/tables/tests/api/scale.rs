@@ -413,7 +413,12 @@ async fn check_table(
         .map(|e| fairdeal_tables::events::from_recorded::<fairdeal_tables::Game>(e).unwrap())
         .collect();
     let log = fairdeal_tables::domain::engine_log(&decoded);
-    let game = fairdeal_games::Game::verify(&log).expect("the log re-decides");
+    let game = match <fairdeal_tables::Game as fairdeal_table_game::TableGame>::verify(&log)
+        .expect("the log re-decides")
+    {
+        fairdeal_games_wire::any::AnyGame::JeuDu10(game) => game,
+        other => panic!("a Jeu du 10 table replays as Jeu du 10, not {other:?}"),
+    };
     assert_eq!(game.phase(), fairdeal_games::Phase::Finished);
     let mut current = None;
     let mut deals = 0;

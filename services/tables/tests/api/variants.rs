@@ -36,6 +36,7 @@ fn variants() -> Vec<pb::TableOptions> {
                     made_or_nothing,
                     purchase: purchase as i32,
                     budget: None,
+                    tarot: None,
                 });
             }
         }

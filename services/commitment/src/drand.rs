@@ -1,0 +1,84 @@
+//! drand rounds as tables' delayed values, the IO side (docs/commitment-and-dealing.md,
+//! "drand round"):
+//!
+//! - at commit, [`Drand::fix`] fixes round `R = first round at or after the commit time +
+//!   margin` and its fallback `R + fallback_rounds`, recorded in `TableCommitmentPublished`;
+//! - from `R`'s time, a background task (and, at the latest, the first deal) fetches `R` from
+//!   the relays, verifies it, and binds its randomness through the delayed-value path
+//!   (`DelayedValueBound` with the round, signature and randomness);
+//! - if `R` still cannot be fetched `stall_after` past its time, `DrandRoundStalled` is
+//!   recorded and only the fallback round can be bound from then on.
+//!
+//! The clock is the system's; rounds and their times come from the chain's schedule.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use fairdeal_drand::RoundError;
+use fairdeal_drand_client::BeaconClient;
+
+use crate::domain::DomainError;
+use crate::domain::drand::DrandRound;
+
+/// How a service uses drand: the client of its chain's relays and the rules for rounds.
+#[derive(Debug, Clone)]
+pub struct Drand {
+    /// Fetches and verifies rounds of the chain.
+    pub client: BeaconClient,
+    /// Rounds after the first round at or after the commit time (the clock-skew and
+    /// publication margin).
+    pub margin_rounds: u64,
+    /// The fallback round is the round plus this.
+    pub fallback_rounds: u64,
+    /// How long after its time a round that cannot be fetched is declared stalled.
+    pub stall_after: Duration,
+    /// How long the first deal waits for a round not published yet.
+    pub deal_wait: Duration,
+}
+
+/// Unix seconds now.
+pub fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs()
+}
+
+impl Drand {
+    /// The chain's beacon ID (`quicknet`, or the test chain's `...-not-drand`).
+    pub fn beacon_id(&self) -> &'static str {
+        self.client.chain().info().beacon_id
+    }
+
+    /// The round (and fallback) of a commitment made at `now` (Unix seconds).
+    pub fn fix(&self, now: u64) -> Result<DrandRound, DomainError> {
+        let schedule = self.client.chain().schedule();
+        let overflow = |_: RoundError| DomainError::OutOfRange {
+            field: "drand_round",
+            reason: "does not fit in 64 bits".into(),
+        };
+        let round = schedule
+            .round_after(now, self.margin_rounds)
+            .map_err(overflow)?;
+        let fallback =
+            round
+                .checked_add(self.fallback_rounds.max(1))
+                .ok_or(DomainError::OutOfRange {
+                    field: "drand_fallback_round",
+                    reason: "does not fit in 64 bits".into(),
+                })?;
+        DrandRound::new(
+            &hex::encode(self.client.chain().chain_hash()),
+            round,
+            fallback,
+        )
+    }
+
+    /// Unix time at which `round` is published.
+    pub fn round_time(&self, round: u64) -> u64 {
+        self.client
+            .chain()
+            .schedule()
+            .round_time(round)
+            .unwrap_or(u64::MAX)
+    }
+}
