@@ -944,3 +944,124 @@ async fn erasure_keeps_the_log_whole_embedded() {
 async fn erasure_keeps_the_log_whole_postgres_nats() {
     erasure_keeps_the_log_whole(Backend::PostgresNats).await;
 }
+
+/// `lines` with the first fully disclosed event of type `event_type` changed by `change`
+/// (its payload decoded as `M`, changed, encoded back into the envelope as stored); the
+/// changed line's number (1-based).
+fn tampered<M: prost::Message + Default>(
+    lines: &[String],
+    event_type: &str,
+    change: impl FnOnce(&mut M),
+) -> (Vec<String>, usize) {
+    use prost::Message as _;
+    let mut parsed: Vec<Line> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let (index, line) = parsed
+        .iter_mut()
+        .enumerate()
+        .find_map(|(i, l)| match l {
+            Line::Event(e) if e.event_type == event_type && e.envelope.is_some() => Some((i, e)),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no {event_type} disclosed in full"));
+    let bytes = decode_bytes(line.envelope.as_deref().unwrap()).unwrap();
+    let mut envelope = fairdeal_event::Envelope::decode(bytes.as_slice()).unwrap();
+    let mut message = M::decode(envelope.payload.as_slice()).unwrap();
+    change(&mut message);
+    envelope.payload = message.encode_to_vec();
+    line.envelope = Some(encode_bytes(&envelope.encode_to_vec()));
+    let lines = parsed
+        .iter()
+        .map(|l| serde_json::to_string(l).unwrap())
+        .collect();
+    (lines, index + 1)
+}
+
+/// A French Tarot game (issue 34) at `seats` seats, every seat a person playing from its own
+/// views, exports from the ledger and passes `fairdeal audit`: the deals re-derived from the
+/// seeds (Tarot's decks, the chien included), every move re-decided by Tarot's rules, every
+/// deal's score, each player's rating change in the game's own kind. A changed card, score
+/// or bid in the export fails it, at that line.
+async fn a_tarot_game_exports_and_audits(backend: Backend, seats: u32) {
+    let mut stack = GameStack::start(backend).await.unwrap();
+    let storage = stack.storage(SCHEMA, &[&MIGRATIONS]).await.unwrap();
+    let port = start_ledger(&mut stack, storage.clone()).await;
+    start_rating(&mut stack).await;
+    let mut ledger = client(port);
+    let key: NoteVerifier = signer().verifier();
+    let players: Vec<_> = (0..seats).map(|_| stack.player().unwrap()).collect();
+    let options = tpb::TableOptions {
+        tarot: Some(tpb::TarotOptions { seats, rounds: 2 }),
+        ..Default::default()
+    };
+    let view = stack.play_table(&players, Some(options)).await.unwrap();
+    let lines = export_when_ingested(&mut ledger, &view.table_id, seats as usize).await;
+
+    let report = audit(&text(&lines), &key, None);
+    assert!(report.failures.is_empty(), "{:#?}", report.failures);
+    assert_eq!(report.hands, u64::from(seats * 2), "{report:?}");
+    assert_eq!(report.ratings, u64::from(seats), "{report:?}");
+    for check in [
+        "checkpoint",
+        "inclusion",
+        "chain",
+        "commitment",
+        "client_seed",
+        "deal",
+        "replay",
+        "result",
+        "rating",
+    ] {
+        assert!(report.checks[check].checked > 0, "{check} was not checked");
+    }
+
+    // A changed card, bid or score: the audit fails at that line.
+    let played = "fairdeal.tables.v1.TarotCardPlayed";
+    let (changed, at) = tampered::<tpb::TarotCardPlayed>(&lines, played, |m| {
+        m.card = if m.card == "T21" {
+            "T20".into()
+        } else {
+            "T21".into()
+        };
+    });
+    let failures = audit(&text(&changed), &key, None).failures;
+    assert!(failures.iter().any(|f| f.line == at), "{failures:#?}");
+    let passed = "fairdeal.tables.v1.TarotPlayerPassed";
+    let bid = "fairdeal.tables.v1.TarotBidPlaced";
+    if lines.iter().any(|l| l.contains(bid)) {
+        let (changed, at) = tampered::<tpb::TarotBidPlaced>(&lines, bid, |m| {
+            m.contract = if m.contract == 1 { 2 } else { 1 };
+        });
+        let failures = audit(&text(&changed), &key, None).failures;
+        assert!(failures.iter().any(|f| f.line == at), "{failures:#?}");
+    } else {
+        assert!(lines.iter().any(|l| l.contains(passed)), "an auction");
+    }
+    let scored = "fairdeal.tables.v1.TarotDealScored";
+    if lines.iter().any(|l| l.contains(scored)) {
+        let (changed, at) = tampered::<tpb::TarotDealScored>(&lines, scored, |m| {
+            if let Some(score) = m.score.as_mut() {
+                score.value += 1;
+            }
+        });
+        let failures = audit(&text(&changed), &key, None).failures;
+        assert!(failures.iter().any(|f| f.line == at), "{failures:#?}");
+    }
+    stack.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn tarot_games_at_three_four_and_five_seats_export_and_audit_embedded() {
+    for seats in [3, 4, 5] {
+        a_tarot_game_exports_and_audits(Backend::Embedded, seats).await;
+    }
+}
+
+#[tokio::test]
+async fn tarot_games_at_three_four_and_five_seats_export_and_audit_postgres_nats() {
+    for seats in [3, 4, 5] {
+        a_tarot_game_exports_and_audits(Backend::PostgresNats, seats).await;
+    }
+}
