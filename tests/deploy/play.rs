@@ -131,21 +131,7 @@ pub(crate) async fn player_token(auth_url: &str, mail_dir: &Path) -> anyhow::Res
 
 /// The first legal move of the view, as an action.
 fn first_legal(view: &tpb::TableView) -> Option<tpb::act_request::Action> {
-    use tpb::act_request::Action;
-    use tpb::legal_action::Action as Legal;
-    let legal = view.game.as_ref()?.legal.first()?.action.clone()?;
-    Some(match legal {
-        Legal::Bid(bid) => Action::Bid(bid),
-        Legal::Pass(pass) => Action::Pass(pass),
-        Legal::NameTrump(suit) => Action::NameTrump(suit),
-        Legal::PlayCard(card) => Action::PlayCard(card),
-        Legal::TarotBid(bid) => Action::TarotBid(bid),
-        Legal::TarotCallKing(card) => Action::TarotCallKing(card),
-        Legal::TarotDiscard(card) => Action::TarotDiscard(card),
-        Legal::TarotDeclareChelem(chelem) => Action::TarotDeclareChelem(chelem),
-        Legal::TarotShowPoignee(poignee) => Action::TarotShowPoignee(poignee),
-        Legal::TarotPlayCard(card) => Action::TarotPlayCard(card),
-    })
+    fairdeal_client::action_of(view.game.as_ref()?.legal.first()?)
 }
 
 /// Creates a table with bots in seats 1-3, sits at seat 0 and plays until the match ends.

@@ -300,24 +300,6 @@ impl Platform {
     }
 }
 
-/// The act request for a legal move.
-fn action(legal: &pb::LegalAction) -> pb::act_request::Action {
-    use pb::act_request::Action;
-    use pb::legal_action::Action as Legal;
-    match legal.action.clone().expect("a legal move has an action") {
-        Legal::Bid(bid) => Action::Bid(bid),
-        Legal::Pass(pass) => Action::Pass(pass),
-        Legal::NameTrump(suit) => Action::NameTrump(suit),
-        Legal::PlayCard(card) => Action::PlayCard(card),
-        Legal::TarotBid(bid) => Action::TarotBid(bid),
-        Legal::TarotCallKing(card) => Action::TarotCallKing(card),
-        Legal::TarotDiscard(card) => Action::TarotDiscard(card),
-        Legal::TarotDeclareChelem(chelem) => Action::TarotDeclareChelem(chelem),
-        Legal::TarotShowPoignee(poignee) => Action::TarotShowPoignee(poignee),
-        Legal::TarotPlayCard(card) => Action::TarotPlayCard(card),
-    }
-}
-
 /// A span's attribute as text.
 fn attribute(span: &SpanData, key: &str) -> Option<String> {
     span.attributes
@@ -412,7 +394,7 @@ async fn one_trace_per_table_move_across_grpc_and_nats() {
                 table_id: table_id.clone(),
                 expected_version: view.version,
                 command_id: Uuid::now_v7().to_string(),
-                action: Some(action(&legal)),
+                action: fairdeal_client::action_of(&legal),
             },
         ))
         .instrument(client_span.clone())

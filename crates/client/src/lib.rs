@@ -194,6 +194,25 @@ impl Player {
     }
 }
 
+/// The request's action that makes `legal`, one of a view's legal moves, as it is (every
+/// game's moves: a legal move is sent back as the same value).
+pub fn action_of(legal: &pb::LegalAction) -> Option<Action> {
+    use pb::act_request::Action;
+    use pb::legal_action::Action as Legal;
+    Some(match legal.action.clone()? {
+        Legal::Bid(bid) => Action::Bid(bid),
+        Legal::Pass(pass) => Action::Pass(pass),
+        Legal::NameTrump(suit) => Action::NameTrump(suit),
+        Legal::PlayCard(card) => Action::PlayCard(card),
+        Legal::TarotBid(bid) => Action::TarotBid(bid),
+        Legal::TarotCallKing(card) => Action::TarotCallKing(card),
+        Legal::TarotDiscard(card) => Action::TarotDiscard(card),
+        Legal::TarotDeclareChelem(chelem) => Action::TarotDeclareChelem(chelem),
+        Legal::TarotShowPoignee(poignee) => Action::TarotShowPoignee(poignee),
+        Legal::TarotPlayCard(card) => Action::TarotPlayCard(card),
+    })
+}
+
 /// Whether the table is over for a client: finished, and the server seed revealed.
 pub fn is_over(view: &pb::TableView) -> bool {
     view.status == pb::TableStatus::Finished as i32 && !view.server_seed.is_empty()

@@ -86,3 +86,18 @@ pub trait WireGame: TableGame {
     /// the game.
     fn seat_view_of(view: &pb::TableView) -> Result<Option<Self::SeatView>, WireError>;
 }
+
+/// A game's event message as it is stored: its type's full name and its bytes (what
+/// [`WireGame::stored_message`] gives for each of the game's variants).
+pub(crate) fn stored<M: prost::Message + prost::Name>(m: &M) -> (String, Vec<u8>) {
+    (M::full_name(), m.encode_to_vec())
+}
+
+/// A stored event's bytes decoded as `M` and wrapped as its variant (what
+/// [`WireGame::stored_event`] gives for each of the game's types).
+pub(crate) fn decode<M: prost::Message + Default>(
+    payload: &[u8],
+    wrap: fn(M) -> WireEvent,
+) -> Result<WireEvent, prost::DecodeError> {
+    M::decode(payload).map(wrap)
+}

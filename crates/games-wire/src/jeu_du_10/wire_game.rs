@@ -3,28 +3,16 @@
 
 use fairdeal_games::{Card, Command, Event, Game, PublicView, SeatView, TableOptions};
 use fairdeal_proto::fairdeal::tables::v1 as pb;
-use prost::{Message, Name};
 
 use super::{
     EventMessage, act_action, bid_of, card_codes, card_of, cards_of, engine_message, game_view,
     options_message, options_of, seat_game_view, seat_view_of, suit_of,
 };
 use crate::error::{Reason, WireError};
-use crate::game::{ReadEvent, WireEvent, WireGame};
+use crate::game::{ReadEvent, WireEvent, WireGame, decode, stored};
 
 fn read<M: EventMessage>(m: &M) -> Result<(Event, Option<pb::CommandRef>), WireError> {
     Ok((m.event()?, m.command().cloned()))
-}
-
-fn stored<M: Message + Name>(m: &M) -> (String, Vec<u8>) {
-    (M::full_name(), m.encode_to_vec())
-}
-
-fn decode<M: Message + Default>(
-    payload: &[u8],
-    wrap: fn(M) -> WireEvent,
-) -> Result<WireEvent, prost::DecodeError> {
-    M::decode(payload).map(wrap)
 }
 
 impl WireGame for Game {

@@ -4,25 +4,13 @@
 use fairdeal_proto::fairdeal::tables::v1 as pb;
 use fairdeal_table_game::Seat;
 use fairdeal_tarot::{Card, Command, Event, PublicView, SeatView, Tarot, TarotOptions};
-use prost::{Message, Name};
 
 use super::{
     act_action, act_command, card_codes, cards_of, event_message, event_of, game_view,
     options_message, options_of, private_to, seat_game_view, seat_view_of,
 };
 use crate::error::WireError;
-use crate::game::{ReadEvent, WireEvent, WireGame};
-
-fn stored<M: Message + Name>(m: &M) -> (String, Vec<u8>) {
-    (M::full_name(), m.encode_to_vec())
-}
-
-fn decode<M: Message + Default>(
-    payload: &[u8],
-    wrap: fn(M) -> WireEvent,
-) -> Result<WireEvent, prost::DecodeError> {
-    M::decode(payload).map(wrap)
-}
+use crate::game::{ReadEvent, WireEvent, WireGame, decode, stored};
 
 impl WireGame for Tarot {
     fn options_message(options: &TarotOptions) -> pb::TableOptions {
