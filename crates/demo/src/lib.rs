@@ -157,6 +157,34 @@ pub struct Demo {
     pub chat: Vec<cpb::ChatMessage>,
     /// The game's ledger export as written under the data directory, and its audit.
     pub audit: Option<(PathBuf, fairdeal_cli::audit::Report)>,
+    /// The game the demo table plays.
+    pub game: DemoGame,
+}
+
+/// The game of the demo table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum DemoGame {
+    /// Jeu du 10, the plain game (2 teams of 2).
+    #[default]
+    JeuDu10,
+    /// French Tarot for four, one round (four deals).
+    Tarot,
+}
+
+impl DemoGame {
+    /// The table options it is created with.
+    fn options(self) -> Option<pb::TableOptions> {
+        match self {
+            DemoGame::JeuDu10 => None,
+            DemoGame::Tarot => Some(pb::TableOptions {
+                tarot: Some(pb::TarotOptions {
+                    seats: 4,
+                    rounds: 1,
+                }),
+                ..Default::default()
+            }),
+        }
+    }
 }
 
 /// A step's run.
@@ -239,7 +267,15 @@ impl Demo {
             ratings: Vec::new(),
             chat: Vec::new(),
             audit: None,
+            game: DemoGame::JeuDu10,
         })
+    }
+
+    /// The same demo, its table playing `game`.
+    #[must_use]
+    pub fn playing(mut self, game: DemoGame) -> Self {
+        self.game = game;
+        self
     }
 
     /// Runs `steps` in order, each under its heading.
@@ -419,7 +455,7 @@ async fn open_table(demo: &mut Demo) -> anyhow::Result<()> {
         .player(0)?
         .client
         .create_table(pb::CreateTableRequest {
-            options: None,
+            options: demo.game.options(),
             bot_seats: vec![],
             move_seconds: 0,
         })
@@ -594,6 +630,21 @@ impl Progress {
             E::SeatAbandoned(a) => {
                 out.line(format!("    {} abandoned the seat", seat_letter(a.seat)));
             }
+            E::GameFinished(f) if f.teams.len() > 2 => {
+                let scores: Vec<String> = f
+                    .final_scores
+                    .iter()
+                    .enumerate()
+                    .map(|(seat, score)| format!("{} {score}", seat_letter(seat as u32)))
+                    .collect();
+                out.line(format!(
+                    "  game over after {} deals: {} wins; {}",
+                    f.hands_played,
+                    seat_letter(f.winner),
+                    scores.join(", ")
+                ));
+                self.finished = Some(f);
+            }
             E::GameFinished(f) => {
                 let of = |i: usize| f.final_scores.get(i).copied().unwrap_or_default();
                 out.line(format!(
@@ -604,6 +655,67 @@ impl Progress {
                     of(1)
                 ));
                 self.finished = Some(f);
+            }
+            E::TarotBidPlaced(b) => self.auction.push(format!(
+                "{} {}",
+                seat_letter(b.seat),
+                text::tarot_contract(b.contract)
+            )),
+            E::TarotPlayerPassed(p) => {
+                self.auction.push(format!("{} pass", seat_letter(p.seat)));
+            }
+            E::TarotAllPassed(_) => out.line(format!(
+                "    auction {}: everyone passed, the deal is void",
+                self.auction.join(", ")
+            )),
+            E::TarotAuctionWon(a) => out.line(format!(
+                "    auction {} -> {} takes, {}",
+                self.auction.join(", "),
+                seat_letter(a.seat),
+                text::tarot_contract(a.contract)
+            )),
+            E::TarotChienShown(c) => {
+                out.line(format!("    the chien, shown: {}", c.cards.join(" ")))
+            }
+            E::TarotTrumpDiscarded(d) => out.line(format!(
+                "    {} puts a trump in the écart, shown: {}",
+                seat_letter(d.seat),
+                d.card
+            )),
+            E::TarotCardPlayed(c) => self
+                .trick
+                .push(format!("{} {}", seat_letter(c.seat), c.card)),
+            E::TarotTrickWon(t) => {
+                if self.hand < DETAILED_HANDS {
+                    out.line(format!(
+                        "    trick {:>2}: {:<28} -> {}",
+                        t.trick,
+                        self.trick.join("  "),
+                        seat_letter(t.seat)
+                    ));
+                }
+                self.trick.clear();
+            }
+            E::TarotDealScored(d) => {
+                if let Some(score) = d.score {
+                    let scores: Vec<String> = score
+                        .scores
+                        .iter()
+                        .enumerate()
+                        .map(|(seat, s)| format!("{} {s}", seat_letter(seat as u32)))
+                        .collect();
+                    out.line(format!(
+                        "    {} {} {} ({} oudlers, {} of {} points needed): each defender {:+}; scores {}",
+                        seat_letter(score.taker),
+                        text::tarot_contract(score.contract),
+                        if score.made { "made" } else { "failed" },
+                        score.oudlers,
+                        f64::from(score.half_points) / 2.0,
+                        score.target,
+                        -score.value,
+                        scores.join(", ")
+                    ));
+                }
             }
             E::TableSeedRevealed(r) => {
                 out.line(format!("  server seed revealed: {}", r.server_seed));
@@ -705,6 +817,7 @@ async fn check_seeds(demo: &mut Demo) -> anyhow::Result<()> {
     ));
     let view = demo.view(0).await?;
     let deck = match view.options.as_ref() {
+        Some(o) if o.tarot.is_some() => Deck::Tarot4,
         Some(o) if o.deck == pb::Deck::Ruff as i32 => Deck::Ruff,
         _ => Deck::Dix,
     };
@@ -748,6 +861,14 @@ async fn check_seeds(demo: &mut Demo) -> anyhow::Result<()> {
                     }
                 }
                 *matched.entry(*hand).or_default() += 1;
+            }
+            Some(E::TalonDealt(t)) => {
+                let (hand, deal) = current.as_ref().context("a chien before a hand")?;
+                let derived: BTreeSet<&str> = deal.codes(&deal.chien).into_iter().collect();
+                let dealt: BTreeSet<&str> = t.cards.iter().map(String::as_str).collect();
+                if derived != dealt {
+                    bail!("hand {hand}: the re-derived chien differs");
+                }
             }
             _ => {}
         }

@@ -33,3 +33,14 @@ pub fn suit_name(value: i32) -> &'static str {
         _ => "?",
     }
 }
+
+/// A Tarot contract's name, as the wire's enum number gives it.
+pub(crate) fn tarot_contract(contract: i32) -> &'static str {
+    match pb::TarotContract::try_from(contract) {
+        Ok(pb::TarotContract::Petite) => "petite",
+        Ok(pb::TarotContract::Garde) => "garde",
+        Ok(pb::TarotContract::GardeSans) => "garde sans le chien",
+        Ok(pb::TarotContract::GardeContre) => "garde contre le chien",
+        _ => "?",
+    }
+}

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
-use fairdeal_demo::{Demo, Output, STEPS};
+use fairdeal_demo::{Demo, DemoGame, Output, STEPS};
 use fairdeal_server::serve;
 use fairdeal_server::{Platform, UpOptions, examples};
 
@@ -59,6 +59,9 @@ struct UpArgs {
     /// Serve only: no demo table.
     #[arg(long)]
     no_demo: bool,
+    /// The demo table's game: Jeu du 10, or French Tarot for four.
+    #[arg(long, value_name = "GAME", value_enum, default_value_t = DemoGameArg::JeuDu10)]
+    demo_game: DemoGameArg,
     /// Filter of the log lines printed among the demo's (`tracing` syntax).
     #[arg(long, value_name = "FILTER", default_value = "warn")]
     log: String,
@@ -123,10 +126,12 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
         let mailbox = platform.mailbox_dir();
         let log_key = platform.log_key().to_owned();
         let demo_out = out.clone();
+        let game = args.demo_game.into();
         tokio::spawn(async move {
             let result = async {
-                let mut demo =
-                    Demo::connect(&url, &exports, &mailbox, &log_key, demo_out.clone()).await?;
+                let mut demo = Demo::connect(&url, &exports, &mailbox, &log_key, demo_out.clone())
+                    .await?
+                    .playing(game);
                 demo.run(STEPS).await
             }
             .await;
@@ -146,5 +151,23 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
 fn banner(platform: &Platform, out: &Output) {
     for line in examples::banner(platform) {
         out.line(line);
+    }
+}
+
+/// `--demo-game`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum DemoGameArg {
+    /// Jeu du 10 (2 teams of 2).
+    JeuDu10,
+    /// French Tarot for four.
+    Tarot,
+}
+
+impl From<DemoGameArg> for DemoGame {
+    fn from(game: DemoGameArg) -> Self {
+        match game {
+            DemoGameArg::JeuDu10 => DemoGame::JeuDu10,
+            DemoGameArg::Tarot => DemoGame::Tarot,
+        }
     }
 }

@@ -487,3 +487,47 @@ async fn up_names_moderators_and_prints_the_log_key_and_the_secrets_file() {
     shutdown.trigger();
     server.await.unwrap().unwrap();
 }
+
+/// `up --demo-game tarot` (issue 34): the demo table plays French Tarot for four, every
+/// deal re-derived from the revealed seed (the chien included), the four players rated in
+/// `tarot/4` with SPEC 6's form for several opponents, the export audited.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn up_plays_a_tarot_demo_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, data_dir, _, shutdown, server) = start(dir.path()).await;
+    let (out, printed) = Output::buffer();
+    let log_key = fairdeal_server::secrets::Secrets::load_or_create(&data_dir, std::iter::empty())
+        .unwrap()
+        .log_key()
+        .unwrap()
+        .to_string();
+    let mailbox = data_dir.join(fairdeal_server::platform::MAILBOX_DIR);
+    let exports = data_dir.join(fairdeal_server::platform::EXPORTS_DIR);
+    let mut demo = Demo::connect(&url, &exports, &mailbox, &log_key, out)
+        .await
+        .unwrap()
+        .playing(fairdeal_demo::DemoGame::Tarot);
+    demo.run(STEPS).await.unwrap();
+    let printed = String::from_utf8(printed.lock().unwrap().clone()).unwrap();
+    let finished = demo.finished.clone().unwrap();
+    assert_eq!(finished.reason, pb::FinishReason::Completed as i32);
+    assert_eq!(finished.hands_played, 4, "one round: a deal per seat");
+    assert_eq!(finished.final_scores.iter().sum::<i32>(), 0);
+    assert_eq!(demo.deals_verified, 4);
+    assert_eq!(demo.ratings.len(), 4);
+    for change in &demo.ratings {
+        assert_eq!(change.game_kind, "tarot/4");
+        let delta = change.rating_after - change.rating_before;
+        assert!((delta - change.k * (change.score - change.expectation)).abs() < 1e-9);
+    }
+    let scores: f64 = demo.ratings.iter().map(|c| c.score).sum();
+    assert!(
+        (scores - 2.0).abs() < 1e-9,
+        "placings' scores sum to seats / 2"
+    );
+    let (_, report) = demo.audit.as_ref().unwrap();
+    assert!(report.failures.is_empty(), "{:#?}", report.failures);
+    assert!(printed.contains("rated in tarot/4"), "{printed}");
+    shutdown.trigger();
+    server.await.unwrap().unwrap();
+}
