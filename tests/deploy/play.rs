@@ -13,17 +13,13 @@ use fairdeal_proto::fairdeal::auth::v1::auth_service_client::AuthServiceClient;
 use fairdeal_proto::fairdeal::tables::v1 as tpb;
 use fairdeal_proto::fairdeal::tables::v1::tables_service_client::TablesServiceClient;
 use tonic::Request;
-use tonic::metadata::MetadataValue;
+use tonic::metadata::{Ascii, MetadataValue};
 use tonic::transport::{Channel, Endpoint};
 
 /// How long the confirmation mail may take to arrive (outbox, dispatcher, SMTP).
 const MAIL_PATIENCE: Duration = Duration::from_secs(60);
 /// How long one whole match may take.
 const MATCH_PATIENCE: Duration = Duration::from_secs(600);
-/// How long a call refused UNAVAILABLE is sent again: a table changing replicas (as tables
-/// replicas share out the tables when they start) is served again within seconds.
-const UNAVAILABLE_PATIENCE: Duration = Duration::from_secs(15);
-
 /// What the played table ended with.
 #[derive(Debug)]
 pub(crate) struct Played {
@@ -49,8 +45,9 @@ pub(crate) fn channel(url: &str) -> anyhow::Result<Channel> {
         .connect_lazy())
 }
 
-/// The answer to `call`, sent again (with the same message: a move keeps its command id,
-/// so it is applied once) while it is refused UNAVAILABLE, as a careful client does.
+/// The answer to `call`, sent again with the same message while it is refused
+/// UNAVAILABLE, as a careful client does (`fairdeal_client::while_unavailable`: a move
+/// keeps its command id, so it is applied once).
 async fn retrying<T, M, F, Fut>(
     what: &str,
     message: &M,
@@ -62,23 +59,29 @@ where
     F: FnMut(Request<M>) -> Fut,
     Fut: Future<Output = Result<tonic::Response<T>, tonic::Status>>,
 {
-    let until = Instant::now() + UNAVAILABLE_PATIENCE;
-    loop {
-        match call(authorized(message.clone(), token)?).await {
-            Ok(answer) => return Ok(answer.into_inner()),
-            Err(status) if status.code() == tonic::Code::Unavailable && Instant::now() < until => {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            Err(status) => return Err(anyhow::Error::new(status).context(what.to_owned())),
-        }
-    }
+    let bearer = bearer(token)?;
+    fairdeal_client::while_unavailable(|| call(with_bearer(message.clone(), &bearer)))
+        .await
+        .map(tonic::Response::into_inner)
+        .map_err(|status| anyhow::Error::new(status).context(what.to_owned()))
+}
+
+/// `token` as an authorization header's value.
+fn bearer(token: &str) -> anyhow::Result<MetadataValue<Ascii>> {
+    Ok(format!("Bearer {token}").parse()?)
+}
+
+/// `message` carrying `bearer`.
+fn with_bearer<T>(message: T, bearer: &MetadataValue<Ascii>) -> Request<T> {
+    let mut request = Request::new(message);
+    request
+        .metadata_mut()
+        .insert("authorization", bearer.clone());
+    request
 }
 
 pub(crate) fn authorized<T>(message: T, token: &str) -> anyhow::Result<Request<T>> {
-    let mut request = Request::new(message);
-    let value: MetadataValue<_> = format!("Bearer {token}").parse()?;
-    request.metadata_mut().insert("authorization", value);
-    Ok(request)
+    Ok(with_bearer(message, &bearer(token)?))
 }
 
 /// Registers, confirms through `mail_dir` and logs in; returns the access token.

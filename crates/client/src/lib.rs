@@ -62,9 +62,54 @@ pub enum ClientError {
 /// How long [`play_to_the_end`] waits for the next message on any of its players' streams.
 pub const PATIENCE: Duration = Duration::from_secs(60);
 
-/// How long [`Player::act`] keeps sending a move refused UNAVAILABLE: a table whose replica
+/// How long [`while_unavailable`] (and so [`Player::act`]) keeps sending a call refused
+/// UNAVAILABLE: a table whose replica
 /// died moves to another within 5 s (docs/decisions.md, "Who owns a table").
 pub const UNAVAILABLE_PATIENCE: Duration = Duration::from_secs(15);
+
+/// A failed call that may say "unavailable: send it again" ([`while_unavailable`]).
+pub trait Refusal {
+    /// Whether the service answered UNAVAILABLE.
+    fn unavailable(&self) -> bool;
+}
+
+impl Refusal for Status {
+    fn unavailable(&self) -> bool {
+        self.code() == Code::Unavailable
+    }
+}
+
+impl Refusal for ClientError {
+    fn unavailable(&self) -> bool {
+        matches!(self, ClientError::Status(status) if status.unavailable())
+    }
+}
+
+/// `send`'s answer, sent again while it is refused UNAVAILABLE (the table is changing
+/// replicas, or its replica is restarting), pausing 50 ms doubling to 1 s, for up to
+/// [`UNAVAILABLE_PATIENCE`]; any other answer, or the last refusal, is returned. `send`
+/// must send the same message each time: a move keeps its command id, so it is applied
+/// once.
+pub async fn while_unavailable<T, E, F, Fut>(mut send: F) -> Result<T, E>
+where
+    E: Refusal,
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+{
+    let until = tokio::time::Instant::now() + UNAVAILABLE_PATIENCE;
+    let mut pause = Duration::from_millis(50);
+    loop {
+        match send().await {
+            Err(refused)
+                if refused.unavailable() && tokio::time::Instant::now() + pause < until =>
+            {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(1));
+            }
+            answer => return answer,
+        }
+    }
+}
 
 /// A player (their user id and access token) and a tables service client.
 #[derive(Debug, Clone)]
@@ -160,22 +205,11 @@ impl Player {
             command_id: Uuid::now_v7().to_string(),
             action: Some(action),
         };
-        let until = tokio::time::Instant::now() + UNAVAILABLE_PATIENCE;
-        let mut pause = Duration::from_millis(50);
-        loop {
+        while_unavailable(|| async {
             let request = self.request(message.clone())?;
-            match self.client.clone().act(request).await {
-                Ok(answer) => return Ok(answer.into_inner().version),
-                Err(status)
-                    if status.code() == Code::Unavailable
-                        && tokio::time::Instant::now() + pause < until =>
-                {
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(Duration::from_secs(1));
-                }
-                Err(status) => return Err(status.into()),
-            }
-        }
+            Ok(self.client.clone().act(request).await?.into_inner().version)
+        })
+        .await
     }
 
     /// The player's view of the table's events after `after_version`, then live.

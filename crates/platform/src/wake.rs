@@ -15,7 +15,7 @@
 //! The same connection hears the wake-ups of the schema's aggregate owners
 //! (`crate::ownership::Wake`), handed to the storage's `owner_wakes`: one listening session
 //! a process, whatever it listens for (the connection budget counts one).
-//! [`spawn_channel_listener`] is the listening loop, for any channels.
+//! `spawn_channel_listener` is the listening loop, for any channels.
 
 use std::time::Duration;
 
@@ -68,7 +68,7 @@ pub fn spawn_listener(
 
 /// What a channel's listener hears.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Heard<'a> {
+enum Heard<'a> {
     /// The listening connection is (re)established: notifications sent while it was not may
     /// have been missed, so whatever they would have said must be re-read.
     Listening,
@@ -85,7 +85,7 @@ pub enum Heard<'a> {
 /// notification and of each time the listening connection is (re)established, until
 /// `shutdown` stops the background tasks (the task is named `task`). A lost connection is
 /// re-established after a pause.
-pub fn spawn_channel_listener(
+fn spawn_channel_listener(
     pool: PgPool,
     channels: &'static [&'static str],
     task: &'static str,
