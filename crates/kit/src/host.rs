@@ -30,6 +30,7 @@ pub use fairdeal_db::Migrations;
 use fairdeal_platform::Storage;
 
 use crate::config::{self, CommonConfig, Config, Secret, SecretUrl, Section};
+use crate::deployment::Deployment;
 use crate::server::{self, Mount, ServeError};
 use crate::shutdown::Shutdown;
 use crate::start::StartError;
@@ -42,6 +43,8 @@ pub trait Service: Send + Sync + 'static {
     const NAME: &'static str;
     /// Its own migrations, run after the event store's and the bus's.
     const MIGRATIONS: &'static [&'static Migrations];
+    /// How it is deployed: what its deployment files are generated from.
+    const DEPLOYMENT: Deployment;
     /// Its own settings (flags, `FAIRDEAL_*` environment, a `--config` file section).
     type Settings: Section;
     /// What it is assembled from; tests build their own.
@@ -285,6 +288,8 @@ pub struct Hosted {
     pub name: &'static str,
     /// Its migrations ([`Service::MIGRATIONS`]).
     pub migrations: &'static [&'static Migrations],
+    /// How it is deployed ([`Service::DEPLOYMENT`]).
+    pub deployment: Deployment,
     /// Mounts it in the all-in-one process.
     mount: MountFn,
     /// Serves it alone.
@@ -303,6 +308,7 @@ impl Hosted {
         Self {
             name: S::NAME,
             migrations: S::MIGRATIONS,
+            deployment: S::DEPLOYMENT,
             mount: |host, storage, shutdown| Box::pin(mount_embedded::<S>(host, storage, shutdown)),
             serve: |args| Box::pin(serve::<S>(args)),
         }

@@ -5,6 +5,8 @@
 //! Layout (one concern per module):
 //! - [`client`]: channels to other services from a URL setting (`http://` or a balanced
 //!   `dns:///` name).
+//! - [`deployment`]: what a service says of how it is deployed, from which the deployment
+//!   files are generated.
 //! - [`config`]: typed settings from defaults, a TOML file, `FAIRDEAL_*` environment and
 //!   flags; validation; `--dump-config` with secrets redacted.
 //! - [`telemetry`]: JSON logs and OpenTelemetry traces (OTLP export when
@@ -38,6 +40,7 @@
 
 pub mod client;
 pub mod config;
+pub mod deployment;
 pub mod host;
 pub use fairdeal_telemetry::metrics;
 pub mod propagation;

@@ -12,6 +12,7 @@
 //! [`serve`] (the per-service targets).
 #![forbid(unsafe_code)]
 
+pub mod deployment;
 pub mod examples;
 pub mod platform;
 pub mod secrets;

@@ -41,6 +41,17 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Writes the deployment files generated from the list of services and each one's
+    /// `DEPLOYMENT` (the Dockerfile's list, docker-compose.yml's services, the Kubernetes
+    /// base, xtask's secrets, the ledger's sources) under the repository's root.
+    Deployment {
+        /// The repository's root.
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        root: PathBuf,
+        /// Write nothing: list the files that differ and fail if any does.
+        #[arg(long)]
+        check: bool,
+    },
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -93,7 +104,35 @@ async fn main() -> anyhow::Result<()> {
                 .with_context(|| format!("--target {target}: no such service"))?;
             serve::run(service, args).await
         }
+        Command::Deployment { root, check } => deployment(&root, check),
     }
+}
+
+/// `fairdeal-server deployment`.
+fn deployment(root: &std::path::Path, check: bool) -> anyhow::Result<()> {
+    use std::io::Write as _;
+
+    use fairdeal_server::deployment as files;
+    let mut out = std::io::stdout().lock();
+    let generated = files::files(root, fairdeal_server::SERVICES).map_err(anyhow::Error::msg)?;
+    if check {
+        let stale = files::stale(root, &generated);
+        for path in &stale {
+            writeln!(out, "differs: {}", path.display())?;
+        }
+        if !stale.is_empty() {
+            anyhow::bail!(
+                "{} deployment file(s) differ from the services' DEPLOYMENT: run `cargo run -p \
+                 fairdeal-server -- deployment`",
+                stale.len()
+            );
+        }
+        return Ok(());
+    }
+    for path in files::write(root, &generated).map_err(anyhow::Error::msg)? {
+        writeln!(out, "wrote {}", path.display())?;
+    }
+    Ok(())
 }
 
 /// `up`'s flags on their own (for `serve --target all`).

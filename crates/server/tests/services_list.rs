@@ -1,8 +1,9 @@
 //! The one list of the platform's services (`fairdeal_server::SERVICES`) against everything
 //! else that names them: the image's binaries (deploy/Dockerfile), the compose stack, the
 //! Kubernetes base, the secrets `cargo xtask deploy-secrets` writes, the ledger's default
-//! sources, `serve --target`, and the gRPC health and reflection names `up` serves. A service
-//! added to the list and forgotten in one of them fails here, naming the file.
+//! sources, `serve --target`, and the gRPC health and reflection names `up` serves. The
+//! deployment files are generated from the list (`fairdeal-server deployment`); a service
+//! added to the list without regenerating them fails here, naming the file.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
@@ -31,6 +32,19 @@ fn grpc_name(name: &str) -> String {
     let mut title = name.to_owned();
     title[..1].make_ascii_uppercase();
     format!("fairdeal.{name}.v1.{title}Service")
+}
+
+/// Every deployment file generated from the list is as `fairdeal-server deployment` writes
+/// it: a service added, or its `DEPLOYMENT` changed, without regenerating them fails here.
+#[test]
+fn the_deployment_files_are_generated_from_the_list() {
+    let files = fairdeal_server::deployment::files(&root(), SERVICES).unwrap();
+    let stale = fairdeal_server::deployment::stale(&root(), &files);
+    assert!(
+        stale.is_empty(),
+        "{stale:?} differ from what the services' DEPLOYMENT makes: run `cargo run -p \
+         fairdeal-server -- deployment` and commit the result"
+    );
 }
 
 #[test]
@@ -131,14 +145,14 @@ fn the_kubernetes_base_deploys_every_service() {
 
 #[test]
 fn deploy_secrets_writes_a_file_per_service() {
-    let deploy = read("crates/xtask/src/deploy.rs");
+    let deploy = read("crates/xtask/src/services.rs");
     let listed: Vec<&str> = deploy
         .lines()
         .filter_map(|l| l.trim().strip_prefix("(\""))
-        .filter(|rest| rest.contains("\", Secrets::"))
+        .filter(|rest| rest.contains("\", &["))
         .map(|rest| rest.split('"').next().unwrap())
         .collect();
-    assert_eq!(listed, names(), "crates/xtask/src/deploy.rs: SERVICES");
+    assert_eq!(listed, names(), "crates/xtask/src/services.rs: SERVICES");
 }
 
 #[test]

@@ -22,37 +22,21 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::say;
+use crate::services::{REPLICAS, SERVICES};
 
-/// What a service's secrets file holds besides the database URL.
+/// What a service's secrets file holds besides the database URL (the generated
+/// [`SERVICES`] says which service holds what).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Secrets {
-    /// The auth service: every caller's `name:sha256(secret)`.
+pub(crate) enum Secret {
+    /// The auth service's: every signing-in service's `name:sha256(secret)`.
     Credentials,
-    /// The commitment service: the seed-sealing keys.
+    /// The commitment service's: the seed-sealing keys.
     SeedKeys,
     /// A service that gets its own token from auth: its secret.
-    Caller,
-    /// The ledger: its checkpoint signing key.
+    SignIn,
+    /// The ledger's: its checkpoint signing key.
     SigningKey,
-    /// Nothing else: it verifies callers' tokens with auth's published keys and calls no
-    /// other service.
-    DatabaseOnly,
 }
-
-/// Every service of the compose stack and its secrets file `<name>.toml`. The drift test
-/// `crates/server/tests/services_list.rs` holds it to `fairdeal_server::SERVICES`.
-const SERVICES: &[(&str, Secrets)] = &[
-    ("auth", Secrets::Credentials),
-    ("commitment", Secrets::SeedKeys),
-    ("dealing", Secrets::Caller),
-    ("tables", Secrets::Caller),
-    ("chat", Secrets::DatabaseOnly),
-    ("rating", Secrets::DatabaseOnly),
-    ("ledger", Secrets::SigningKey),
-];
-
-/// The compose file's replicas of a service, beside the services (`<service>-<n>`).
-const REPLICAS: &[&str] = &["tables-2"];
 
 /// The compose project deploy-check runs under (its containers, network and volumes), unless
 /// `FAIRDEAL_DEPLOY_PROJECT` names another (to run two checks side by side).
@@ -368,30 +352,34 @@ pub(crate) fn secrets(dir: &Path) -> Result<(), String> {
     // The callers' secrets first: the auth service's file lists their hashes.
     let mut credentials = Vec::new();
     let mut caller_secrets = Vec::new();
-    for (name, _) in SERVICES.iter().filter(|(_, s)| *s == Secrets::Caller) {
+    for (name, _) in SERVICES
+        .iter()
+        .filter(|(_, held)| held.contains(&Secret::SignIn))
+    {
         let secret = random_hex(32)?;
         credentials.push(format!("{name}:{}", sha256_hex(&secret)?));
         caller_secrets.push((*name, secret));
     }
-    for (name, kind) in SERVICES {
+    for (name, held) in SERVICES {
         let mut text = format!("database_url = \"{database}\"\n");
-        match kind {
-            Secrets::Credentials => text.push_str(&format!(
+        for kind in *held {
+            match kind {
+            Secret::Credentials => text.push_str(&format!(
                 "# name:sha256(secret) of each internal service.\nservice_credentials = \"{}\"\n",
                 credentials.join(",")
             )),
-            Secrets::SeedKeys => text.push_str(&format!(
+            Secret::SeedKeys => text.push_str(&format!(
                 "# Seed-sealing keys, the first active.\nseed_keys = \"k1:{}\"\n",
                 random_hex(32)?
             )),
-            Secrets::Caller => {
+            Secret::SignIn => {
                 let (_, secret) = caller_secrets
                     .iter()
                     .find(|(caller, _)| caller == name)
                     .ok_or_else(|| format!("no secret made for {name}"))?;
                 text.push_str(&format!("service_secret = \"{secret}\"\n"));
             }
-            Secrets::SigningKey => {
+            Secret::SigningKey => {
                 let (key, verifier) = ledger_key(LEDGER_ORIGIN)?;
                 // Public: what auditors give `fairdeal audit --log-key`.
                 files.push((format!("{name}.pub"), format!("{verifier}\n")));
@@ -400,7 +388,7 @@ pub(crate) fn secrets(dir: &Path) -> Result<(), String> {
                      log's origin).\nsigning_key = \"{key}\"\n"
                 ));
             }
-            Secrets::DatabaseOnly => {}
+            }
         }
         files.push((format!("{name}.toml"), text));
     }

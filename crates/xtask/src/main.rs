@@ -41,6 +41,7 @@ mod deploy;
 mod process;
 mod run;
 mod servers;
+mod services;
 mod tools;
 
 use std::io::Read as _;
@@ -88,7 +89,9 @@ fn main() -> ExitCode {
         Some("deploy-check") => deploy::check(&args[1..]),
         Some("deploy-manifests") => manifests().map(|()| ExitCode::SUCCESS),
         Some("delay-proxy") => delay::proxy(&args[1..]),
-        Some("deploy-secrets") if args.len() <= 2 => {
+        Some("deploy-secrets")
+            if args.len() <= 2 && !args.get(1).is_some_and(|a| a.starts_with('-')) =>
+        {
             let dir = args.get(1).map_or_else(
                 || deploy::root().join("deploy/secrets"),
                 std::path::PathBuf::from,

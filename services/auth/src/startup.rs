@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use fairdeal_authn::{Authenticator, AuthenticatorOptions, Clock, SystemClock};
 use fairdeal_kit::config::ConfigError;
+use fairdeal_kit::deployment::{Deployment, Egress, Made, Resources, SecretSetting};
 use fairdeal_kit::{CommonConfig, Config, Embedded, Mount, Service, Shutdown, StartError};
 use fairdeal_platform::{Bus, Storage};
 use fairdeal_proto::fairdeal::auth::v1::auth_service_server::AuthServiceServer;
@@ -87,6 +88,49 @@ pub struct AuthService;
 impl Service for AuthService {
     const NAME: &'static str = "auth";
     const MIGRATIONS: &'static [&'static fairdeal_db::Migrations] = &[&MIGRATIONS];
+    const DEPLOYMENT: Deployment = Deployment {
+        about: "accounts, login, tokens",
+        redis: Some("login limits shared by every replica"),
+        secrets: &[
+            SecretSetting {
+                setting: "service_credentials",
+                key: "service-credentials",
+                note: "`name:sha256(secret)` of each service that signs in",
+                optional: false,
+                compose: None,
+                made: Made::Credentials,
+            },
+            SecretSetting {
+                setting: "smtp_url",
+                key: "smtp-url",
+                note: "The SMTP relay: without it mails land in the pod's mailbox directory (an \
+                       emptyDir) and are lost with the pod, so set it in production",
+                optional: true,
+                compose: Some("smtp://mailcatcher:1025"),
+                made: Made::Plain,
+            },
+        ],
+        compose_settings: &[
+            ("mail_from", "fairdeal <no-reply@fairdeal.invalid>"),
+            (
+                "public_url",
+                "${FAIRDEAL_PUBLIC_URL:-http://localhost:8080}",
+            ),
+        ],
+        compose_needs: &["mailcatcher"],
+        egress: &[Egress {
+            note: "SMTP submission (smtps:// and smtp:// with STARTTLS), usually outside the \
+                   cluster",
+            ports: &[465, 587],
+        }],
+        resources: Resources {
+            cpu: "100m",
+            memory: "256Mi",
+            memory_limit: "1Gi",
+            note: Some("Argon2id takes 19 MiB per password hash in flight."),
+        },
+        ..Deployment::PLAIN
+    };
     type Settings = AuthSettings;
     type Parts = Parts;
     type Handles = Handles;

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use fairdeal_authn::{AuthLayer, Authenticator, CallerAuthSettings, Clock, SystemClock};
 use fairdeal_kit::config::{Config, ConfigError, Section};
+use fairdeal_kit::deployment::Deployment;
 use fairdeal_kit::{CommonConfig, Embedded, Mount, Service, Shutdown, StartError};
 use fairdeal_platform::quota::{MemoryQuota, RedisQuota, RequestQuota};
 use fairdeal_platform::{Bus, Storage};
@@ -189,6 +190,15 @@ pub struct ChatService;
 impl Service for ChatService {
     const NAME: &'static str = "chat";
     const MIGRATIONS: &'static [&'static fairdeal_db::Migrations] = &[&MIGRATIONS];
+    const DEPLOYMENT: Deployment = Deployment {
+        about: "the lobby and table channels (live subscriptions, history, moderation), \
+                presence and per-user rate limits in Redis, so any number of replicas serve \
+                together; table channels' members come from the tables' events",
+        calls: &["auth"],
+        reads: &["tables"],
+        redis: Some("presence and the per-user rate limit, shared by every replica"),
+        ..Deployment::PLAIN
+    };
     type Settings = ChatSettings;
     type Parts = Parts;
     type Handles = ();

@@ -6,6 +6,7 @@ use fairdeal_authn::{AuthLayer, Authenticator, CallerAuthSettings, spawn_key_ref
 use fairdeal_drand::Chain;
 use fairdeal_drand_client::{BeaconClient, FetchPolicy, Relay};
 use fairdeal_kit::config::{Config, ConfigError, Secret, Section};
+use fairdeal_kit::deployment::{Deployment, Made, SecretSetting};
 use fairdeal_kit::{CommonConfig, Embedded, Mount, Service, Shutdown, StartError};
 use fairdeal_platform::{Bus, Storage};
 use fairdeal_proto::fairdeal::commitment::v1::commitment_service_server::CommitmentServiceServer;
@@ -227,6 +228,19 @@ pub struct CommitmentService;
 impl Service for CommitmentService {
     const NAME: &'static str = "commitment";
     const MIGRATIONS: &'static [&'static fairdeal_db::Migrations] = &[&MIGRATIONS];
+    const DEPLOYMENT: Deployment = Deployment {
+        about: "server seeds sealed at rest, commitments and reveals",
+        calls: &["auth"],
+        secrets: &[SecretSetting {
+            setting: "seed_keys",
+            key: "seed-keys",
+            note: "Sealing keys `kid:64hex[,kid:64hex...]`, the first one active",
+            optional: false,
+            compose: None,
+            made: Made::SeedKeys,
+        }],
+        ..Deployment::PLAIN
+    };
     type Settings = CommitmentSettings;
     type Parts = Parts;
     type Handles = ();

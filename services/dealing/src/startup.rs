@@ -10,6 +10,7 @@ use fairdeal_authn::{
 };
 use fairdeal_kit::client::{self, Target};
 use fairdeal_kit::config::{Config, ConfigError, Section};
+use fairdeal_kit::deployment::Deployment;
 use fairdeal_kit::host::Migrations;
 use fairdeal_kit::{CommonConfig, Embedded, Mount, Service, Shutdown, StartError};
 use fairdeal_platform::{Bus, Storage};
@@ -99,6 +100,12 @@ pub struct DealingService;
 impl Service for DealingService {
     const NAME: &'static str = "dealing";
     const MIGRATIONS: &'static [&'static Migrations] = &[];
+    const DEPLOYMENT: Deployment = Deployment {
+        about: "deals, duplicate deals, single-player outcomes, public verification",
+        calls: &["commitment", "auth"],
+        signs_in: true,
+        ..Deployment::PLAIN
+    };
     type Settings = DealingSettings;
     type Parts = Parts;
     type Handles = ();

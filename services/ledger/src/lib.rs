@@ -26,6 +26,7 @@ pub mod grpc;
 pub mod ingest;
 pub mod log;
 pub mod service;
+mod sources;
 pub mod startup;
 pub mod visibility;
 

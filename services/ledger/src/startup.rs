@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use fairdeal_db::Db;
 use fairdeal_kit::config::{Config, ConfigError, Secret, Section};
+use fairdeal_kit::deployment::{Deployment, Made, Replicas, SecretSetting};
 use fairdeal_kit::{CommonConfig, Embedded, Mount, Service, Shutdown, StartError};
 use fairdeal_platform::{Bus, SetupError, Storage};
 use fairdeal_proto::fairdeal::ledger::v1::ledger_service_server::LedgerServiceServer;
@@ -26,8 +27,8 @@ pub const SCHEMA: &str = LedgerService::NAME;
 pub type Application = fairdeal_kit::host::Application<LedgerService>;
 
 /// The services whose events the ledger consumes by default (on NATS, one durable consumer
-/// each, `ledger-<service>`).
-pub const SOURCES: [&str; 6] = ["auth", "commitment", "dealing", "tables", "chat", "rating"];
+/// each, `ledger-<service>`): every other service, generated from the platform's list.
+pub use crate::sources::SOURCES;
 
 /// The archive's migrations, both backends.
 pub static MIGRATIONS: fairdeal_db::Migrations = fairdeal_db::Migrations {
@@ -137,6 +138,27 @@ pub struct LedgerService;
 impl Service for LedgerService {
     const NAME: &'static str = "ledger";
     const MIGRATIONS: &'static [&'static fairdeal_db::Migrations] = &[&MIGRATIONS];
+    const DEPLOYMENT: Deployment = Deployment {
+        about: "every service's events in one append-only Merkle log with signed checkpoints, \
+                proofs and game exports; its reads need no token",
+        reads_every_other: true,
+        secrets: &[SecretSetting {
+            setting: "signing_key",
+            key: "signing-key",
+            note: "The checkpoint signing key (`fairdeal-ledger --generate-key NAME`, first line)",
+            optional: false,
+            compose: None,
+            made: Made::SigningKey,
+        }],
+        replicas: Replicas::One(
+            "at start a ledger rebuilds its tree from the archive and refuses to start unless \
+             the latest stored checkpoint is that tree's root at its size; a second live \
+             replica signing checkpoints meanwhile can make that check fail. Its downtime \
+             loses nothing: the NATS durable consumers (`ledger-<service>`) keep the events \
+             until it is back.",
+        ),
+        ..Deployment::PLAIN
+    };
     type Settings = LedgerSettings;
     type Parts = Parts;
     type Handles = Ledger;

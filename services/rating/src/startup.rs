@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use fairdeal_authn::{AuthLayer, Authenticator, CallerAuthSettings, spawn_key_refresh};
 use fairdeal_kit::config::{Config, ConfigError, Section};
+use fairdeal_kit::deployment::Deployment;
 use fairdeal_kit::{CommonConfig, Embedded, Mount, Service, Shutdown, StartError};
 use fairdeal_platform::{Bus, Storage};
 use fairdeal_proto::fairdeal::rating::v1::rating_service_server::RatingServiceServer;
@@ -79,6 +80,13 @@ pub struct RatingService;
 impl Service for RatingService {
     const NAME: &'static str = "rating";
     const MIGRATIONS: &'static [&'static fairdeal_db::Migrations] = &[&MIGRATIONS];
+    const DEPLOYMENT: Deployment = Deployment {
+        about: "ratings from the tables' GameFinished (a durable NATS consumer, exactly once \
+                in the database transaction, so replicas share it), history and leaderboards",
+        calls: &["auth"],
+        reads: &["tables"],
+        ..Deployment::PLAIN
+    };
     type Settings = RatingSettings;
     type Parts = Parts;
     type Handles = ();

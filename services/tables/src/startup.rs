@@ -11,6 +11,7 @@ use fairdeal_authn::{
 };
 use fairdeal_kit::client::{self, Target};
 use fairdeal_kit::config::{Config, ConfigError, Section};
+use fairdeal_kit::deployment::Deployment;
 use fairdeal_kit::{CommonConfig, Embedded, Mount, Service, Shutdown, StartError};
 use fairdeal_platform::ownership::{self, Keeper, Leases, Wake, Woken};
 use fairdeal_platform::{Bus, Storage};
@@ -174,6 +175,14 @@ impl Service for TablesService {
     const NAME: &'static str = "tables";
     const MIGRATIONS: &'static [&'static fairdeal_db::Migrations] =
         &[&MIGRATIONS, &ownership::MIGRATIONS];
+    const DEPLOYMENT: Deployment = Deployment {
+        about: "live tables (seats, lobby, moves, per-seat views, turn timers), each owned by \
+                one replica, a call for it forwarded there from any other",
+        calls: &["commitment", "dealing", "auth", "tables"],
+        signs_in: true,
+        compose_replicas: 2,
+        ..Deployment::PLAIN
+    };
     type Settings = TablesSettings;
     type Parts = Parts;
     type Handles = ();
