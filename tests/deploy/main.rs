@@ -43,6 +43,8 @@ use std::time::Instant;
 
 use anyhow::{Context as _, anyhow, bail, ensure};
 use compose::{Compose, Service};
+use fairdeal_kit::deployment::{Deployment, Made};
+use fairdeal_server::SERVICES;
 use sha2::Digest as _;
 use tokio::process::{Child, Command};
 
@@ -57,77 +59,76 @@ fn root() -> PathBuf {
 /// The port every service listens on inside its container.
 const CONTAINER_PORT: u16 = 50051;
 
-/// The settings (environment variables) each service needs from the compose file besides
-/// its name and secret file, and which compose service each address must name.
-const NEEDS: &[(&str, &[(&str, &str)])] = &[
-    (
-        "auth",
-        &[
-            ("FAIRDEAL_NATS_URL", "nats"),
-            ("FAIRDEAL_REDIS_URL", "redis"),
-            ("FAIRDEAL_SMTP_URL", "mailcatcher"),
-        ],
-    ),
-    (
-        "commitment",
-        &[("FAIRDEAL_NATS_URL", "nats"), ("FAIRDEAL_AUTH_URL", "auth")],
-    ),
-    (
-        "dealing",
-        &[
-            ("FAIRDEAL_NATS_URL", "nats"),
-            ("FAIRDEAL_AUTH_URL", "auth"),
-            ("FAIRDEAL_COMMITMENT_URL", "commitment"),
-        ],
-    ),
-    (
-        "tables",
-        &[
-            ("FAIRDEAL_NATS_URL", "nats"),
-            ("FAIRDEAL_AUTH_URL", "auth"),
-            ("FAIRDEAL_COMMITMENT_URL", "commitment"),
-            ("FAIRDEAL_DEALING_URL", "dealing"),
-        ],
-    ),
-    (
-        "chat",
-        &[
-            ("FAIRDEAL_NATS_URL", "nats"),
-            ("FAIRDEAL_REDIS_URL", "redis"),
-            ("FAIRDEAL_AUTH_URL", "auth"),
-        ],
-    ),
-    (
-        "rating",
-        &[("FAIRDEAL_NATS_URL", "nats"), ("FAIRDEAL_AUTH_URL", "auth")],
-    ),
-    ("ledger", &[("FAIRDEAL_NATS_URL", "nats")]),
-];
+/// `FAIRDEAL_<SETTING>` of a setting's name.
+fn variable(setting: &str) -> String {
+    format!("FAIRDEAL_{}", setting.to_ascii_uppercase())
+}
 
-/// The services whose events each service consumes over NATS: compose starts it with them
+/// How service `name` is deployed, from the one list.
+fn deployment(name: &str) -> Option<&'static Deployment> {
+    SERVICES
+        .iter()
+        .find(|s| s.name == name)
+        .map(|s| &s.deployment)
+}
+
+/// The settings (environment variables) service `name` needs from the compose file besides
+/// its name and secret file, and which compose service each address must name: NATS, Redis
+/// when it keeps something there, what its secrets' compose stand-ins point at (the mail
+/// catcher), and each service it calls. Said by its `DEPLOYMENT`; the native run below is
+/// what proves the services work with them.
+fn needs(name: &str) -> Option<Vec<(String, String)>> {
+    let d = deployment(name)?;
+    let mut needs = vec![("FAIRDEAL_NATS_URL".to_owned(), "nats".to_owned())];
+    if d.redis.is_some() {
+        needs.push(("FAIRDEAL_REDIS_URL".to_owned(), "redis".to_owned()));
+    }
+    for secret in d.secrets {
+        if let Some((host, _)) = secret.compose.and_then(url_host_port) {
+            needs.push((variable(secret.setting), host));
+        }
+    }
+    for peer in d.calls.iter().filter(|p| **p != name) {
+        needs.push((variable(&format!("{peer}_url")), (*peer).to_owned()));
+    }
+    Some(needs)
+}
+
+/// The services whose events service `name` consumes over NATS: compose starts it with them
 /// (`service_started`: the stack's data-flow order, not required for correctness, since a
 /// durable consumer created first waits for the events; the smoke test starts every service
 /// at once).
-const CONSUMES: &[(&str, &[&str])] = &[
-    ("chat", &["tables"]),
-    ("rating", &["tables"]),
-    (
-        "ledger",
-        &["auth", "commitment", "dealing", "tables", "chat", "rating"],
-    ),
-];
+fn consumes(name: &str) -> Vec<&'static str> {
+    let Some(d) = deployment(name) else {
+        return Vec::new();
+    };
+    SERVICES
+        .iter()
+        .map(|s| s.name)
+        .filter(|s| *s != name && (d.reads_every_other || d.reads.contains(s)))
+        .collect()
+}
 
-/// The keys each service's secret file must hold (checked on the files the smoke test and
-/// `cargo xtask deploy-secrets` write; documented in docs/deploy.md).
-const SECRET_KEYS: &[(&str, &[&str])] = &[
-    ("auth", &["database_url", "service_credentials"]),
-    ("commitment", &["database_url", "seed_keys"]),
-    ("dealing", &["database_url", "service_secret"]),
-    ("tables", &["database_url", "service_secret"]),
-    ("chat", &["database_url"]),
-    ("rating", &["database_url"]),
-    ("ledger", &["database_url", "signing_key"]),
-];
+/// The keys service `name`'s secret file must hold (checked on the files the smoke test and
+/// `cargo xtask deploy-secrets` write; documented in docs/deploy.md): the database URL, its
+/// `DEPLOYMENT`'s secrets the compose stack does not give in plain, and its own secret when
+/// it signs in.
+fn secret_keys(name: &str) -> Vec<&'static str> {
+    let Some(d) = deployment(name) else {
+        return Vec::new();
+    };
+    let mut keys = vec!["database_url"];
+    keys.extend(
+        d.secrets
+            .iter()
+            .filter(|s| s.compose.is_none())
+            .map(|s| s.setting),
+    );
+    if d.signs_in {
+        keys.push("service_secret");
+    }
+    keys
+}
 
 /// Names of settings that are secrets and must never be in a compose `environment`.
 const SECRET_WORDS: &[&str] = &[
@@ -231,7 +232,6 @@ fn compose_names_every_binary_with_its_settings() {
         "docker-compose.yml must run each service binary deploy/Dockerfile builds, once \
          (replicas aside)"
     );
-    let needs: BTreeMap<&str, &[(&str, &str)]> = NEEDS.iter().copied().collect();
 
     for service in &services {
         let name = &service_of(&service.name);
@@ -281,12 +281,11 @@ fn compose_names_every_binary_with_its_settings() {
                 context(&format!("{key} is empty"))
             );
         }
-        let needed = needs
-            .get(name.as_str())
-            .unwrap_or_else(|| panic!("{}", context("missing from NEEDS in tests/deploy")));
-        for (key, target) in *needed {
+        let needed = needs(name)
+            .unwrap_or_else(|| panic!("{}", context("not in fairdeal_server::SERVICES")));
+        for (key, target) in &needed {
             let value = env
-                .get(*key)
+                .get(key)
                 .unwrap_or_else(|| panic!("{}", context(&format!("{key} is not set"))));
             let (host, port) = url_host_port(value)
                 .unwrap_or_else(|| panic!("{}", context(&format!("{key} is not a URL"))));
@@ -319,13 +318,9 @@ fn compose_names_every_binary_with_its_settings() {
                 context(&format!("depends_on {host}"))
             );
         }
-        for producer in CONSUMES
-            .iter()
-            .find(|(n, _)| n == name)
-            .map_or(&[][..], |(_, p)| *p)
-        {
+        for producer in consumes(name) {
             assert_eq!(
-                service.depends_on.get(*producer).map(String::as_str),
+                service.depends_on.get(producer).map(String::as_str),
                 Some("service_started"),
                 "{}",
                 context(&format!("consumes {producer}'s events: depends_on it"))
@@ -390,61 +385,52 @@ async fn ledger_key(bin_dir: &Path) -> anyhow::Result<String> {
     Ok(key.to_owned())
 }
 
-/// Writes the secret files a compose stack needs into `dir`, with `database_url` as given.
+/// Writes the secret files a compose stack needs into `dir`, with `database_url` as given:
+/// for each service of the list, what its `DEPLOYMENT` says its file holds (as `cargo xtask
+/// deploy-secrets` makes them, with fresh values).
 fn write_secrets(dir: &Path, database_url: &str, ledger_key: &str) -> anyhow::Result<()> {
     let hex32 = || {
         let mut bytes = [0u8; 32];
         getrandom::fill(&mut bytes).expect("the system's random generator");
         hex::encode(bytes)
     };
-    let dealing = hex32();
-    let tables = hex32();
     let sha = |s: &str| hex::encode(sha2::Sha256::digest(s.as_bytes()));
-    let files = [
-        (
-            "auth",
-            format!(
-                "database_url = \"{database_url}\"\nservice_credentials = \"dealing:{},tables:{}\"\n",
-                sha(&dealing),
-                sha(&tables)
-            ),
-        ),
-        (
-            "commitment",
-            format!(
-                "database_url = \"{database_url}\"\nseed_keys = \"k1:{}\"\n",
-                hex32()
-            ),
-        ),
-        (
-            "dealing",
-            format!("database_url = \"{database_url}\"\nservice_secret = \"{dealing}\"\n"),
-        ),
-        (
-            "tables",
-            format!("database_url = \"{database_url}\"\nservice_secret = \"{tables}\"\n"),
-        ),
-        ("chat", format!("database_url = \"{database_url}\"\n")),
-        ("rating", format!("database_url = \"{database_url}\"\n")),
-        (
-            "ledger",
-            format!("database_url = \"{database_url}\"\nsigning_key = \"{ledger_key}\"\n"),
-        ),
-    ];
-    ensure!(
-        files.len() == SECRET_KEYS.len(),
-        "a secret file for each service"
-    );
-    for (name, text) in files {
-        let keys = SECRET_KEYS
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, k)| *k)
-            .unwrap_or_default();
-        for key in keys {
-            ensure!(text.contains(&format!("{key} = ")), "{name}: {key}");
+    let signing_in: Vec<(&str, String)> = SERVICES
+        .iter()
+        .filter(|s| s.deployment.signs_in)
+        .map(|s| (s.name, hex32()))
+        .collect();
+    for service in SERVICES {
+        let d = &service.deployment;
+        let mut text = format!("database_url = \"{database_url}\"\n");
+        for secret in d.secrets.iter().filter(|s| s.compose.is_none()) {
+            let value = match secret.made {
+                Made::Credentials => signing_in
+                    .iter()
+                    .map(|(name, secret)| format!("{name}:{}", sha(secret)))
+                    .collect::<Vec<_>>()
+                    .join(","),
+                Made::SeedKeys => format!("k1:{}", hex32()),
+                Made::SigningKey => ledger_key.to_owned(),
+                Made::Plain => anyhow::bail!(
+                    "{}: {} has no compose value and nothing makes it",
+                    service.name,
+                    secret.setting
+                ),
+            };
+            text.push_str(&format!("{} = \"{value}\"\n", secret.setting));
         }
-        std::fs::write(dir.join(format!("{name}.toml")), text)?;
+        if let Some((_, secret)) = signing_in.iter().find(|(n, _)| *n == service.name) {
+            text.push_str(&format!("service_secret = \"{secret}\"\n"));
+        }
+        for key in secret_keys(service.name) {
+            ensure!(
+                text.contains(&format!("{key} = ")),
+                "{}: {key}",
+                service.name
+            );
+        }
+        std::fs::write(dir.join(format!("{}.toml", service.name)), text)?;
     }
     Ok(())
 }
