@@ -6,6 +6,8 @@
 //! binary runs) passes it against the chain given by its info JSON, as `--drand-chain` reads
 //! it. Against quicknet (the default) the same export fails: the key is the auditor's, never
 //! the log's. A changed round, signature or randomness in the export fails the named check.
+//! A table whose round stalled (the beacon down past the round's time) is bound with its
+//! fallback round and audits too, the stall checked (`drand_fallback`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,10 +15,12 @@ use std::time::Duration;
 use fairdeal_cli::audit::{audit, audit_with_chain};
 use fairdeal_commitment::drand::Drand;
 use fairdeal_drand_client::{BeaconClient, FetchPolicy, Relay};
-use fairdeal_e2e::platform::{Backend, GameStack};
-use fairdeal_harness::drand::{TestBeacon, test_chain};
+use fairdeal_e2e::platform::{Backend, GameStack, channel};
+use fairdeal_harness::drand::{BeaconMode, TestBeacon, test_chain};
 use fairdeal_ledger::{MIGRATIONS, SCHEMA};
 use fairdeal_proto::fairdeal::commitment::v1 as cpb;
+use fairdeal_proto::fairdeal::commitment::v1::commitment_service_client::CommitmentServiceClient;
+use fairdeal_proto::fairdeal::tables::v1 as tpb;
 use fairdeal_tlog::NoteVerifier;
 
 use crate::{client, export_when_ingested, signer, start_ledger, start_rating, tampered, text};
@@ -172,4 +176,91 @@ async fn a_drand_table_exports_and_audits_embedded() {
 #[tokio::test]
 async fn a_drand_table_exports_and_audits_postgres_nats() {
     a_drand_table_exports_and_audits(Backend::PostgresNats).await;
+}
+
+/// The beacon is down when the table is created: the commitment service declares the round
+/// stalled (1 s after its time), the beacon comes back, the first deal binds the fallback
+/// round, the game is played to its end and the export audits, the stall included. A stall
+/// naming another round fails `drand_fallback` at its line.
+async fn a_stalled_drand_table_exports_and_audits(backend: Backend) {
+    let beacon = TestBeacon::start(test_chain(36, 1, 50)).await;
+    beacon.set_mode(BeaconMode::Down);
+    let drand = Drand {
+        stall_after: Duration::from_secs(1),
+        ..drand(&beacon)
+    };
+    let mut stack = GameStack::start_with_drand(backend, drand).await.unwrap();
+    let storage = stack.storage(SCHEMA, &[&MIGRATIONS]).await.unwrap();
+    let port = start_ledger(&mut stack, storage).await;
+    start_rating(&mut stack).await;
+    let mut ledger = client(port);
+    let key: NoteVerifier = signer().verifier();
+
+    let players: Vec<_> = (0..4).map(|_| stack.player().unwrap()).collect();
+    let table_id = players[0]
+        .create_table(tpb::CreateTableRequest::default())
+        .await
+        .unwrap()
+        .table_id;
+    let mut commitment = CommitmentServiceClient::new(channel(stack.ports().0).unwrap());
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let committed = loop {
+        let table = commitment
+            .get_table_commitment(cpb::GetTableCommitmentRequest {
+                table_id: table_id.clone(),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .table
+            .unwrap();
+        if table.drand_stalled {
+            break table;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the round was never declared stalled: {table:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    beacon.set_mode(BeaconMode::Honest);
+    fairdeal_client::seat_players(&table_id, &players, "seed of seat")
+        .await
+        .unwrap();
+    fairdeal_client::play_to_the_end(&table_id, &players, 0x5eed, |_, _| {})
+        .await
+        .unwrap();
+    let lines = export_when_ingested(&mut ledger, &table_id, 4).await;
+
+    let (_, binding) =
+        first::<cpb::DelayedValueBound>(&lines, "fairdeal.commitment.v1.DelayedValueBound");
+    assert_eq!(binding.drand_round, committed.drand_fallback_round);
+    let chain = fairdeal_cli::drand_chain::parse(&beacon.info_json()).unwrap();
+    let report = audit_with_chain(&text(&lines), &key, None, &chain);
+    assert!(report.failures.is_empty(), "{:#?}", report.failures);
+    assert_eq!(report.checks["drand_fallback"].checked, 1, "{report:?}");
+    assert!(report.checks["drand_signature"].checked > 0);
+
+    let stalled = "fairdeal.commitment.v1.DrandRoundStalled";
+    let (changed, at) = tampered::<cpb::DrandRoundStalled>(&lines, stalled, |m| m.round += 1);
+    let report = audit_with_chain(&text(&changed), &key, None, &chain);
+    assert!(
+        report
+            .failures
+            .iter()
+            .any(|f| f.check == "drand_fallback" && f.line == at),
+        "{:#?}",
+        report.failures
+    );
+    stack.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_stalled_drand_table_exports_and_audits_embedded() {
+    a_stalled_drand_table_exports_and_audits(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn a_stalled_drand_table_exports_and_audits_postgres_nats() {
+    a_stalled_drand_table_exports_and_audits(Backend::PostgresNats).await;
 }

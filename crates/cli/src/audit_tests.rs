@@ -188,7 +188,6 @@ fn record_with(with_chat: bool, drand: Option<&TestChain>) -> Game {
                 .as_ref()
                 .map(|(hash, _, _)| hex::encode(hash))
                 .unwrap_or_default(),
-            ..Default::default()
         },
     );
     let options = tpb::TableOptions {
