@@ -4,9 +4,12 @@
 //! `fairdeal audit` (the `fairdeal_cli` library the binary runs) passes it offline; a
 //! changed byte fails it; a game not finished exports nothing; the archive refuses UPDATE
 //! and DELETE; a restarted ledger rebuilds the same tree from its archive. Games played
-//! across three tables replicas, one drained mid-game, audit the same (`replicas`).
+//! across three tables replicas, one drained mid-game, audit the same (`replicas`). A table
+//! whose delayed value is a round of a local test beacon audits with its drand checks
+//! (`drand`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod drand;
 mod replicas;
 
 use std::time::{Duration, Instant};

@@ -59,6 +59,8 @@ pub struct GameStack {
     commitment_port: u16,
     dealing_port: u16,
     tables_port: u16,
+    /// The commitment service's drand (none: drand off, the default).
+    drand: Option<fairdeal_commitment::drand::Drand>,
     _dir: tempfile::TempDir,
 }
 
@@ -80,6 +82,19 @@ impl GameStack {
     /// Starts commitment, dealing and tables on a fresh `backend`.
     pub async fn start(backend: Backend) -> anyhow::Result<GameStack> {
         let mut stack = Self::prepare(backend).await?;
+        stack.start_services().await?;
+        Ok(stack)
+    }
+
+    /// Starts commitment, dealing and tables on a fresh `backend`, the commitment service
+    /// with drand on: every table created without a delayed source of its own gets a round
+    /// of `drand`'s chain, fetched from its relays (a local test beacon in tests).
+    pub async fn start_with_drand(
+        backend: Backend,
+        drand: fairdeal_commitment::drand::Drand,
+    ) -> anyhow::Result<GameStack> {
+        let mut stack = Self::prepare(backend).await?;
+        stack.drand = Some(drand);
         stack.start_services().await?;
         Ok(stack)
     }
@@ -148,6 +163,7 @@ impl GameStack {
             commitment_port: 0,
             dealing_port: 0,
             tables_port: 0,
+            drand: None,
             _dir: dir,
         })
     }
@@ -314,7 +330,7 @@ impl GameStack {
                 storage,
                 keys: fairdeal_commitment::vault::KeyRing::generate("test")?,
                 authn: self.authenticator(),
-                drand: None,
+                drand: self.drand.clone(),
             },
         )
         .await?;

@@ -42,6 +42,11 @@
 //! - `result`: the final scores, the winner and the players of `GameFinished`.
 //! - `rating`: every `RatingChanged` recomputed (SPEC 6, crates/rating, bit for bit) from
 //!   the game's result and the players' ratings before it.
+//! - `drand_chain`, `drand_round`, `drand_signature`, `drand_randomness`, `drand_fallback`:
+//!   for a table whose commitment fixed a drand round, the round bound verified offline
+//!   against the chain the auditor chose (quicknet built in, or another chain's info given
+//!   to [`audit_with_chain`]); listed in the `audit_drand` module. Tables without a drand
+//!   round run none of them.
 //!
 //! The game checks (`commitment` to `rating`) read the events disclosed in full. What a
 //! withheld or erased line says of itself (`stream_id`, `version`, `event_type`,
@@ -53,6 +58,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use fairdeal_drand::Chain;
 use fairdeal_event::{Envelope, GENESIS_PREV_HASH, body_bytes, compute_hash};
 use fairdeal_fairness::client_seed::{contributions_hash, table_client_seed};
 use fairdeal_fairness::commitment::Commitment;
@@ -81,7 +87,7 @@ use serde::Serialize;
 type Audited = fairdeal_games_wire::any::AnyGame;
 
 /// The checks, in the order the summary lists them.
-pub const CHECKS: [&str; 16] = [
+pub const CHECKS: [&str; 21] = [
     "format",
     "checkpoint",
     "consistency",
@@ -98,6 +104,11 @@ pub const CHECKS: [&str; 16] = [
     "score",
     "result",
     "rating",
+    "drand_chain",
+    "drand_round",
+    "drand_signature",
+    "drand_randomness",
+    "drand_fallback",
 ];
 
 /// One failed check.
@@ -316,8 +327,32 @@ fn record_streams(table_id: &str) -> [String; 3] {
     ]
 }
 
-/// Audits an export's text against the log key and an optional previous checkpoint.
+/// Audits an export's text against the log key and an optional previous checkpoint; a
+/// table's drand round, if it has one, is verified against quicknet (built in).
 pub fn audit(text: &str, verifier: &NoteVerifier, previous: Option<&str>) -> Report {
+    // Quicknet's key is a constant checked by crates/drand's tests; were it ever refused,
+    // every drand table would fail `drand_chain` rather than the audit panicking.
+    let quicknet = Chain::quicknet().ok();
+    audit_inner(text, verifier, previous, quicknet.as_ref())
+}
+
+/// [`audit`] with a table's drand round verified against `drand_chain` (e.g. a local test
+/// chain, or a chain given by its info with `--drand-chain`) instead of quicknet.
+pub fn audit_with_chain(
+    text: &str,
+    verifier: &NoteVerifier,
+    previous: Option<&str>,
+    drand_chain: &Chain,
+) -> Report {
+    audit_inner(text, verifier, previous, Some(drand_chain))
+}
+
+fn audit_inner(
+    text: &str,
+    verifier: &NoteVerifier,
+    previous: Option<&str>,
+    drand_chain: Option<&Chain>,
+) -> Report {
     let mut report = Report::default();
     for check in CHECKS {
         report.checks.insert(check, Count::default());
@@ -476,7 +511,7 @@ pub fn audit(text: &str, verifier: &NoteVerifier, previous: Option<&str>) -> Rep
     report.events = events.len() as u64;
 
     check_chains(&mut report, &events, &links, &header.table_id, format);
-    let game = GameAudit::new(&header, &events);
+    let game = GameAudit::new(&header, &events, drand_chain);
     game.run(&mut report);
     report
 }
@@ -897,16 +932,19 @@ struct GameAudit<'a> {
     header: &'a Header,
     table: Vec<&'a Ev>,
     others: Vec<&'a Ev>,
+    /// The chain a drand round is verified against (`None`: none could be built).
+    drand_chain: Option<&'a Chain>,
 }
 
 impl<'a> GameAudit<'a> {
-    fn new(header: &'a Header, events: &'a [Ev]) -> Self {
+    fn new(header: &'a Header, events: &'a [Ev], drand_chain: Option<&'a Chain>) -> Self {
         let table_stream = format!("table-{}", header.table_id);
         let (table, others) = events.iter().partition(|e| e.env.stream_id == table_stream);
         Self {
             header,
             table,
             others,
+            drand_chain,
         }
     }
 
@@ -1028,8 +1066,21 @@ impl<'a> GameAudit<'a> {
             );
         }
 
-        // Client seed.
+        // Client seed, and the drand round in it.
         let client_seed = self.client_seed(report, &published, &hands, &dealt, &reveals_t);
+        let commitment_stream = format!("commitmenttable-{}", self.header.table_id);
+        let commitment_events: Vec<&Ev> = self
+            .others
+            .iter()
+            .copied()
+            .filter(|e| e.env.stream_id == commitment_stream)
+            .collect();
+        drand::check(
+            report,
+            self.drand_chain,
+            &self.header.table_id,
+            &commitment_events,
+        );
 
         // Deals.
         let layout = Audited::options_of("options", created.options.as_ref())
@@ -1672,6 +1723,9 @@ impl Sides {
         Sides::EachAlone { placings }
     }
 }
+
+#[path = "audit_drand.rs"]
+mod drand;
 
 #[cfg(test)]
 #[path = "audit_tests.rs"]

@@ -1,12 +1,13 @@
-//! `fairdeal audit FILE --log-key KEY [--previous CHECKPOINT]`: reads the files, runs
-//! [`fairdeal_cli::audit::audit`] (the checks are listed there) and prints one JSON line per
+//! `fairdeal audit FILE --log-key KEY [--previous CHECKPOINT] [--drand-chain CHAIN_INFO]`:
+//! reads the files, runs [`fairdeal_cli::audit::audit_with_chain`] (the checks are listed
+//! there; a table's drand round is verified against quicknet, or the chain given) and prints one JSON line per
 //! failed check (`{"failed", "line", "detail"}`) then a summary line; exit status 1 when
 //! anything failed.
 
 use std::io::Write;
 use std::path::PathBuf;
 
-use fairdeal_cli::audit::{Report, audit};
+use fairdeal_cli::audit::{Report, audit_with_chain};
 use fairdeal_tlog::NoteVerifier;
 use serde::Serialize;
 
@@ -25,6 +26,11 @@ pub(crate) struct AuditArgs {
     /// with its size in `previous_tree_sizes`).
     #[arg(long, value_name = "CHECKPOINT")]
     previous: Option<PathBuf>,
+    /// The drand chain a table's drand round is verified against: its chain-info JSON, as
+    /// drand serves it at `/{chain hash}/info` (a local test chain's, for instance). Without
+    /// it, quicknet's, built in. Never taken from the export.
+    #[arg(long, value_name = "CHAIN_INFO_JSON")]
+    drand_chain: Option<PathBuf>,
 }
 
 /// The summary line.
@@ -59,7 +65,8 @@ pub(crate) fn run(args: AuditArgs, out: &mut dyn Write) -> Result<(), CliError> 
                 .map_err(|e| CliError::arg("--previous", format!("{}: {e}", path.display())))?,
         ),
     };
-    let report = audit(&text, &verifier, previous.as_deref());
+    let chain = crate::drand::chain_of(args.drand_chain.as_deref())?;
+    let report = audit_with_chain(&text, &verifier, previous.as_deref(), &chain);
     for f in &report.failures {
         write_json_line(
             out,

@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 
+use fairdeal_drand::{Schedule, TestChain};
 use fairdeal_event::{
     Envelope, GENESIS_PREV_HASH, NewEvent, StreamId, body_bytes, compute_hash, seal,
 };
@@ -36,7 +37,7 @@ use fairdeal_tlog::{Checkpoint, Entry, NoteSigner, NoteVerifier, Tree, leaf_hash
 use prost::{Message, Name};
 use uuid::Uuid;
 
-use super::{NamedLine, Report, audit};
+use super::{NamedLine, Report, audit, audit_with_chain};
 
 const SEED: &str = "3f1c9a7e5b2d8c4a6e0f1b3d5c7a9e2f4b6d8a0c2e4f6a8b0d2c4e6f8a0b2c4d";
 const ORIGIN: &str = "ledger.fairdeal.test";
@@ -130,6 +131,13 @@ fn chat(log: &mut Log, t: &str, author: &str) -> String {
 /// 2 while the players sit down, then a moderator's removal of version 2 and a last line
 /// once the game finished).
 fn record(with_chat: bool) -> Game {
+    record_with(with_chat, None)
+}
+
+/// The game; with `drand`, its commitment fixes a round of that chain (5 rounds after the
+/// commitment's time, fallback 3 later), bound with its signature before the client seed is
+/// fixed, its randomness the delayed value.
+fn record_with(with_chat: bool, drand: Option<&TestChain>) -> Game {
     let table_id = Uuid::from_u128(0x0190_b6a2_7c1e_7d4a_9f0b_2c5d_8e9f_1a2b).to_string();
     let t = table_id.as_str();
     let players = players();
@@ -142,7 +150,18 @@ fn record(with_chat: bool) -> Game {
             .into_iter()
             .map(|(s, c)| (s, c.to_owned()))
             .collect();
-    let client_seed = table_client_seed(&contributions, None);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let drand = drand.map(|chain| {
+        let round = chain.info().schedule.round_after(now, 5).unwrap();
+        (chain.info().chain_hash(), round, chain.sign(round).unwrap())
+    });
+    let delayed = drand
+        .as_ref()
+        .map(|(_, _, beacon)| beacon.signature().randomness().to_hex());
+    let client_seed = table_client_seed(&contributions, delayed.as_deref());
     let mut log = Log::new();
     // Another game's event first: the game's leaves do not start at 0.
     log.append("table-other", "other", &tpb::SeatLeft::default());
@@ -159,8 +178,16 @@ fn record(with_chat: bool) -> Game {
             table_id: t.into(),
             seed_id: "seed-1".into(),
             commitment: commitment.clone(),
-            delayed_source: String::new(),
-            ..Default::default()
+            delayed_source: drand
+                .as_ref()
+                .map(|(_, round, _)| format!("drand test round {round}"))
+                .unwrap_or_default(),
+            drand_round: drand.as_ref().map_or(0, |(_, round, _)| *round),
+            drand_fallback_round: drand.as_ref().map_or(0, |(_, round, _)| round + 3),
+            drand_chain_hash: drand
+                .as_ref()
+                .map(|(hash, _, _)| hex::encode(hash))
+                .unwrap_or_default(),
         },
     );
     let options = tpb::TableOptions {
@@ -218,6 +245,20 @@ fn record(with_chat: bool) -> Game {
         chat(&mut log, t, &players[0]);
         chat(&mut log, t, &players[1])
     });
+    if let Some((_, round, beacon)) = &drand {
+        let randomness = beacon.signature().randomness().to_hex();
+        log.append(
+            &commit,
+            t,
+            &cpb::DelayedValueBound {
+                subject_id: t.into(),
+                value: randomness.clone(),
+                drand_round: *round,
+                drand_signature: beacon.signature().to_hex(),
+                drand_randomness: randomness,
+            },
+        );
+    }
     log.append(
         &commit,
         t,
@@ -720,6 +761,65 @@ fn an_honest_export_passes_every_check() {
     assert_checked(&report, &CHECKS);
     // The rating stream of player 0 is exported from version 2: a partial stream passes.
     assert_eq!(report.events as usize, lines.len() - 1);
+}
+
+/// A test chain (not drand) whose rounds are one second apart since 100 s ago.
+fn test_chain() -> TestChain {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    TestChain::from_seed(&[11; 32], Schedule::new(now - 100, 1).unwrap()).unwrap()
+}
+
+#[test]
+fn a_drand_tables_export_passes_against_its_chain_and_fails_against_another() {
+    let chain = test_chain();
+    let game = record_with(false, Some(&chain));
+    let lines = game.export(&[]);
+    let report = audit_with_chain(&text(&lines), &game.key(), None, &chain.chain().unwrap());
+    assert_clean(&report);
+    assert_checked(&report, &CHECKS);
+    assert_checked(
+        &report,
+        &[
+            "drand_chain",
+            "drand_round",
+            "drand_signature",
+            "drand_randomness",
+        ],
+    );
+    // The default chain, quicknet: the table's chain and signature are not quicknet's.
+    let report = run(&game, &lines);
+    let bound = find::<cpb::DelayedValueBound>(&lines, |_| true) + 1;
+    let published = find::<cpb::TableCommitmentPublished>(&lines, |_| true) + 1;
+    assert_fails(&report, "drand_chain", published);
+    assert_fails(&report, "drand_signature", bound);
+    // Another test chain: the signature is refused.
+    let other = TestChain::from_seed(&[12; 32], chain.info().schedule).unwrap();
+    let report = audit_with_chain(&text(&lines), &game.key(), None, &other.chain().unwrap());
+    assert_fails(&report, "drand_signature", bound);
+    // A changed randomness, resealed: the drand check names it, and the client seed differs.
+    let mut changed = lines.clone();
+    tamper::<cpb::DelayedValueBound>(&mut changed, bound - 1, true, |m| {
+        m.drand_randomness = "ab".repeat(32);
+        m.value = m.drand_randomness.clone();
+    });
+    let report = audit_with_chain(&text(&changed), &game.key(), None, &chain.chain().unwrap());
+    assert_fails(&report, "drand_randomness", bound);
+    assert_fails(&report, "client_seed", 0);
+    // Without a drand round, no drand check runs.
+    let plain = record_game();
+    let report = run(&plain, &plain.export(&[]));
+    assert_clean(&report);
+    for check in [
+        "drand_chain",
+        "drand_round",
+        "drand_signature",
+        "drand_randomness",
+    ] {
+        assert_eq!(report.checks[check].checked, 0, "{check}");
+    }
 }
 
 #[test]
@@ -1742,7 +1842,7 @@ mod tarot_ratings {
             })
             .collect();
         let mut report = Report::default();
-        GameAudit::new(&header, &events).ratings(&mut report, finished);
+        GameAudit::new(&header, &events, None).ratings(&mut report, finished);
         report
     }
 

@@ -5,10 +5,18 @@
 //! Prints one JSON line `{"contributions_hash": .., "client_seed": ..}`: the two values the
 //! commitment service records when the table's first deal fixes its client seed. The
 //! contributions are taken exactly as given, in any order; each seat may appear once.
+//!
+//! The delayed value is given as it is (`--delayed-value`) or as the drand round bound to
+//! the table (`--drand-round R --drand-signature S [--drand-randomness X]`): the round's
+//! signature is verified against the chain (quicknet, built in, or `--drand-chain`) before
+//! its randomness, SHA-256 of the signature, is used; the line then also shows that
+//! `delayed_value`. A round that does not verify is an error naming the flag.
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::path::PathBuf;
 
+use fairdeal_drand::{Beacon, BeaconError, BeaconField, VerifyError};
 use fairdeal_fairness::client_seed::{contributions_hash, table_client_seed};
 use serde::Serialize;
 
@@ -30,18 +38,60 @@ pub(crate) struct ClientSeedArgs {
     /// The public delayed value bound to the table, when its commitment named a source.
     #[arg(long, value_name = "VALUE", allow_hyphen_values = true)]
     delayed_value: Option<String>,
+    /// The drand round bound as the delayed value (`DelayedValueBound.drand_round`): its
+    /// verified randomness is the delayed value. Needs --drand-signature.
+    #[arg(
+        long,
+        value_name = "ROUND",
+        requires = "drand_signature",
+        conflicts_with = "delayed_value"
+    )]
+    drand_round: Option<u64>,
+    /// The round's BLS signature, 96 hex digits (`DelayedValueBound.drand_signature`).
+    #[arg(
+        long,
+        value_name = "HEX",
+        requires = "drand_round",
+        allow_hyphen_values = true
+    )]
+    drand_signature: Option<String>,
+    /// The round's randomness, 64 hex digits: checked to be SHA-256 of the signature.
+    #[arg(
+        long,
+        value_name = "HEX",
+        requires = "drand_round",
+        allow_hyphen_values = true
+    )]
+    drand_randomness: Option<String>,
+    /// The chain the round is verified against: its chain-info JSON (drand's
+    /// `/{chain hash}/info`). Without it, quicknet's, built in.
+    #[arg(long, value_name = "CHAIN_INFO_JSON", requires = "drand_round")]
+    drand_chain: Option<PathBuf>,
 }
 
-/// `{"contributions_hash": .., "client_seed": ..}`.
+/// `{"contributions_hash": .., "client_seed": ..}`, with the delayed value when it is a
+/// drand round's randomness.
 #[derive(Debug, Serialize)]
 struct ClientSeedLine {
     contributions_hash: String,
     client_seed: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    delayed_value: Option<String>,
 }
 
 pub(crate) fn run(args: ClientSeedArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let contributions = by_seat(&args.contributions)?;
-    let delayed_value = args.delayed_value.as_deref();
+    let drand_value = match (args.drand_round, args.drand_signature.as_deref()) {
+        (Some(round), Some(signature)) => Some(verified_randomness(
+            round,
+            signature,
+            args.drand_randomness.as_deref(),
+            args.drand_chain.as_deref(),
+        )?),
+        // clap requires both together.
+        _ => None,
+    };
+    let delayed_value = drand_value.as_deref().or(args.delayed_value.as_deref());
     if delayed_value == Some("") {
         return Err(CliError::arg("--delayed-value", "must not be empty"));
     }
@@ -50,8 +100,50 @@ pub(crate) fn run(args: ClientSeedArgs, out: &mut dyn Write) -> Result<(), CliEr
         &ClientSeedLine {
             contributions_hash: contributions_hash(&contributions),
             client_seed: table_client_seed(&contributions, delayed_value),
+            delayed_value: drand_value.clone(),
         },
     )
+}
+
+/// The round's randomness (lowercase hex), once its signature is verified against the
+/// chain; every error names its flag.
+fn verified_randomness(
+    round: u64,
+    signature: &str,
+    randomness: Option<&str>,
+    chain: Option<&std::path::Path>,
+) -> Result<String, CliError> {
+    let beacon = Beacon::from_hex(round, signature, randomness).map_err(
+        |BeaconError { field, problem }| match field {
+            BeaconField::Round => CliError::arg("--drand-round", format!("{round}: {problem}")),
+            BeaconField::Signature => CliError::arg(
+                "--drand-signature",
+                format!("{}: {problem}", quoted(signature)),
+            ),
+            BeaconField::Randomness => CliError::arg(
+                "--drand-randomness",
+                format!("{}: {problem}", quoted(randomness.unwrap_or_default())),
+            ),
+        },
+    )?;
+    let chain = crate::drand::chain_of(chain)?;
+    match chain.verify(&beacon) {
+        Ok(randomness) => Ok(randomness.to_hex()),
+        Err(VerifyError::InvalidSignature { round }) => Err(CliError::arg(
+            "--drand-signature",
+            format!(
+                "not the signature of round {round} of chain {} ({})",
+                hex::encode(chain.chain_hash()),
+                chain.info().beacon_id
+            ),
+        )),
+        Err(VerifyError::RandomnessMismatch {
+            claimed, derived, ..
+        }) => Err(CliError::arg(
+            "--drand-randomness",
+            format!("{claimed} is not SHA-256 of the signature ({derived})"),
+        )),
+    }
 }
 
 /// Parses the `--contribution SEAT=TEXT` values into the contributions keyed by seat.

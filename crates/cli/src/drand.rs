@@ -12,6 +12,7 @@
 use std::io::Write;
 use std::path::Path;
 
+use fairdeal_cli::drand_chain::{self, MAX_CHAIN_INFO_BYTES};
 use fairdeal_drand::timelock::{self, TimelockError};
 use fairdeal_drand::{Beacon, BeaconError, BeaconField, Chain, VerifyError};
 use serde::Serialize;
@@ -53,6 +54,26 @@ pub(crate) struct DecryptArgs {
     /// `-----BEGIN AGE ENCRYPTED FILE-----`), or the path of a file (armored or binary).
     #[arg(long, value_name = "FILE_OR_STRING", allow_hyphen_values = true)]
     ciphertext: String,
+}
+
+/// `--drand-chain FILE`: the chain a round is verified against, from its chain-info JSON
+/// (what drand serves at `/{chain hash}/info`); quicknet, built in, without the flag. Errors
+/// name the flag, the file and the field.
+pub(crate) fn chain_of(path: Option<&Path>) -> Result<Chain, CliError> {
+    let Some(path) = path else {
+        return Chain::quicknet().map_err(|e| CliError::Invalid(format!("quicknet: {e}")));
+    };
+    let shown = quoted(&path.display().to_string());
+    let cannot_read =
+        |e: &dyn std::fmt::Display| CliError::arg("--drand-chain", format!("{shown}: {e}"));
+    let size = std::fs::metadata(path).map_err(|e| cannot_read(&e))?.len();
+    if size > MAX_CHAIN_INFO_BYTES {
+        return Err(cannot_read(&format!(
+            "{size} bytes, more than the {MAX_CHAIN_INFO_BYTES} a chain info can have"
+        )));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| cannot_read(&e))?;
+    drand_chain::parse(&text).map_err(|e| cannot_read(&e))
 }
 
 /// The beginning of an armored age file: a `--ciphertext` value that is one, not a path.
@@ -216,6 +237,26 @@ mod tests {
     use fairdeal_drand::Randomness;
 
     use super::*;
+
+    #[test]
+    fn a_chain_file_is_read_or_named_in_the_error() {
+        assert_eq!(
+            chain_of(None).unwrap().chain_hash(),
+            fairdeal_drand::QUICKNET_CHAIN_HASH
+        );
+        let err = chain_of(Some(Path::new("/nonexistent/info.json")))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("--drand-chain: \"/nonexistent/info.json\": "),
+            "{err}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("info.json");
+        std::fs::write(&file, r#"{"schemeID": "bls-unchained-g1-rfc9380"}"#).unwrap();
+        let err = chain_of(Some(&file)).unwrap_err().to_string();
+        assert!(err.ends_with("info.json\": public_key: missing"), "{err}");
+    }
 
     #[test]
     fn error_texts_become_one_line() {

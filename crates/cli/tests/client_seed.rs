@@ -151,3 +151,96 @@ fn a_long_malformed_value_is_cut_short() {
     assert!(!line.contains('z'), "{line}");
     assert!(line.len() < 200, "{line}");
 }
+
+/// Quicknet round 1000 (its sources: crates/drand/tests/vectors.rs).
+const SIG_1000: &str = "b44679b9a59af2ec876b1a6b1ad52ea9b1615fc3982b19576350f93447cb1125e342b73a8dd2bacbe47e4b6b63ed5e39";
+const RANDOMNESS_1000: &str = "fe290beca10872ef2fb164d2aa4442de4566183ec51c56ff3cd603d930e54fdd";
+/// Quicknet round 123's signature: a valid point, not round 1000's signature.
+const SIG_123: &str = "b75c69d0b72a5d906e854e808ba7e2accb1542ac355ae486d591aa9d43765482e26cd02df835d3546d23c4b13e0dfc92";
+
+#[test]
+fn a_verified_drand_round_is_the_delayed_value() {
+    let mut with_round = args(&[(0, "alpha"), (2, "zz")], None);
+    with_round.extend(["--drand-round", "1000", "--drand-signature", SIG_1000].map(str::to_owned));
+    let refs: Vec<&str> = with_round.iter().map(String::as_str).collect();
+    let line = json_lines(&refs).remove(0);
+    // The same client seed as the round's published randomness given by hand.
+    let by_hand = cli_line(&[(0, "alpha"), (2, "zz")], Some(RANDOMNESS_1000));
+    assert_eq!(line["client_seed"], by_hand["client_seed"]);
+    assert_eq!(
+        line["client_seed"],
+        json!(format!("{EXAMPLE_HASH}:{RANDOMNESS_1000}"))
+    );
+    assert_eq!(line["delayed_value"], json!(RANDOMNESS_1000));
+    // With its randomness given too.
+    let mut checked = with_round.clone();
+    checked.extend(["--drand-randomness".to_owned(), RANDOMNESS_1000.to_owned()]);
+    let refs: Vec<&str> = checked.iter().map(String::as_str).collect();
+    assert_eq!(json_lines(&refs).remove(0), line);
+}
+
+#[test]
+fn a_drand_round_that_does_not_verify_is_refused_naming_the_flag() {
+    let base = ["client-seed", "--contribution", "0=alpha"];
+    let run = |extra: &[&str], needles: &[&str]| {
+        let mut all = base.to_vec();
+        all.extend_from_slice(extra);
+        fails(&all, needles);
+    };
+    // Another round's signature, and the right one under another round.
+    run(
+        &["--drand-round", "1000", "--drand-signature", SIG_123],
+        &[
+            "--drand-signature",
+            "not the signature of round 1000",
+            "quicknet",
+        ],
+    );
+    run(
+        &["--drand-round", "1001", "--drand-signature", SIG_1000],
+        &["--drand-signature", "round 1001"],
+    );
+    run(
+        &[
+            "--drand-round",
+            "1000",
+            "--drand-signature",
+            SIG_1000,
+            "--drand-randomness",
+            &"00".repeat(32),
+        ],
+        &["--drand-randomness", "is not SHA-256 of the signature"],
+    );
+    run(
+        &["--drand-round", "1000", "--drand-signature", "zz"],
+        &["--drand-signature", "not hexadecimal"],
+    );
+    run(
+        &["--drand-round", "0", "--drand-signature", SIG_1000],
+        &["--drand-round", "round 0"],
+    );
+    run(
+        &[
+            "--drand-round",
+            "1000",
+            "--drand-signature",
+            SIG_1000,
+            "--drand-chain",
+            "/nonexistent/chain.json",
+        ],
+        &["--drand-chain", "/nonexistent/chain.json"],
+    );
+    // A round and a value by hand at once; a round without its signature.
+    run(
+        &[
+            "--drand-round",
+            "1000",
+            "--drand-signature",
+            SIG_1000,
+            "--delayed-value",
+            "x",
+        ],
+        &["--delayed-value"],
+    );
+    run(&["--drand-round", "1000"], &["--drand-signature"]);
+}

@@ -194,3 +194,43 @@ fn decryption_errors_name_the_flag() {
         &["--ciphertext", "decryption failed"],
     );
 }
+
+/// `fairdeal audit --drand-chain FILE`: a chain info that is unreadable or wrong is an error
+/// naming the flag, the file and the field (exit 2), before anything is audited.
+#[test]
+fn audit_names_a_bad_drand_chain_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let export = dir.path().join("game.ndjson");
+    std::fs::write(&export, "").unwrap();
+    let key = fairdeal_tlog::NoteSigner::from_seed("ledger.example", &[1; 32])
+        .unwrap()
+        .verifier()
+        .to_string();
+    let info = dir.path().join("info.json");
+    std::fs::write(
+        &info,
+        json!({"schemeID": "bls-unchained-g1-rfc9380", "public_key": "00"}).to_string(),
+    )
+    .unwrap();
+    let export = export.to_str().unwrap();
+    let info = info.to_str().unwrap();
+    fails(
+        &["audit", export, "--log-key", &key, "--drand-chain", info],
+        &[
+            "--drand-chain",
+            "info.json",
+            "public_key: 1 bytes, expected 96",
+        ],
+    );
+    fails(
+        &[
+            "audit",
+            export,
+            "--log-key",
+            &key,
+            "--drand-chain",
+            "/nonexistent/info.json",
+        ],
+        &["--drand-chain", "/nonexistent/info.json"],
+    );
+}

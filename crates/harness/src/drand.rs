@@ -136,6 +136,12 @@ impl TestBeacon {
         &self.state.chain
     }
 
+    /// The chain's info, the JSON served at `/{chain hash}/info` (drand's format): what an
+    /// auditor passes to `fairdeal audit --drand-chain`.
+    pub fn info_json(&self) -> String {
+        self.state.info()
+    }
+
     /// Changes how round requests are answered.
     pub fn set_mode(&self, mode: BeaconMode) {
         *self.state.mode.lock().expect("the mode lock") = mode;

@@ -1,0 +1,266 @@
+//! Issue 35's evidence that a drand table audits offline: the commitment service runs with
+//! drand on, its relay a local test beacon (a test chain with its own key over drand's HTTP
+//! API: **not drand**). A table created without a delayed source of its own gets a round of
+//! that chain at commit; the service fetches, verifies and binds it; the game is played to
+//! its end, exported from the ledger and `fairdeal audit` (the `fairdeal_cli` library the
+//! binary runs) passes it against the chain given by its info JSON, as `--drand-chain` reads
+//! it. Against quicknet (the default) the same export fails: the key is the auditor's, never
+//! the log's. A changed round, signature or randomness in the export fails the named check.
+//! A table whose round stalled (the beacon down past the round's time) is bound with its
+//! fallback round and audits too, the stall checked (`drand_fallback`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fairdeal_cli::audit::{audit, audit_with_chain};
+use fairdeal_commitment::drand::Drand;
+use fairdeal_drand_client::{BeaconClient, FetchPolicy, Relay};
+use fairdeal_e2e::platform::{Backend, GameStack, channel};
+use fairdeal_harness::drand::{BeaconMode, TestBeacon, test_chain};
+use fairdeal_ledger::{MIGRATIONS, SCHEMA};
+use fairdeal_proto::fairdeal::commitment::v1 as cpb;
+use fairdeal_proto::fairdeal::commitment::v1::commitment_service_client::CommitmentServiceClient;
+use fairdeal_proto::fairdeal::tables::v1 as tpb;
+use fairdeal_tlog::NoteVerifier;
+
+use crate::{client, export_when_ingested, signer, start_ledger, start_rating, tampered, text};
+
+/// The commitment service's drand over the test beacon: a round one period after the first
+/// round at or after the commit (the beacon's chain has 1 s rounds), fallback 3 rounds later.
+fn drand(beacon: &TestBeacon) -> Drand {
+    let chain = Arc::new(beacon.chain().chain().unwrap());
+    let policy = FetchPolicy {
+        request_timeout: Duration::from_secs(2),
+        passes: 3,
+        backoff: Duration::from_millis(50),
+        max_backoff: Duration::from_millis(200),
+    };
+    Drand {
+        client: BeaconClient::new(chain, vec![Relay::parse(&beacon.url()).unwrap()], policy)
+            .unwrap(),
+        margin_rounds: 1,
+        fallback_rounds: 3,
+        stall_after: Duration::from_secs(30),
+        deal_wait: Duration::from_secs(20),
+    }
+}
+
+/// The first event line of `event_type` (1-based) and its message.
+fn first<M: prost::Message + Default>(lines: &[String], event_type: &str) -> (usize, M) {
+    use fairdeal_tlog::export::{Line, decode_bytes};
+    lines
+        .iter()
+        .enumerate()
+        .find_map(|(i, l)| match serde_json::from_str::<Line>(l).unwrap() {
+            Line::Event(e) if e.event_type == event_type => {
+                let bytes = decode_bytes(e.envelope.as_deref()?).unwrap();
+                let envelope =
+                    <fairdeal_event::Envelope as prost::Message>::decode(bytes.as_slice()).unwrap();
+                Some((i + 1, M::decode(envelope.payload.as_slice()).unwrap()))
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no {event_type} disclosed in full"))
+}
+
+async fn a_drand_table_exports_and_audits(backend: Backend) {
+    let beacon = TestBeacon::start(test_chain(35, 1, 50)).await;
+    let mut stack = GameStack::start_with_drand(backend, drand(&beacon))
+        .await
+        .unwrap();
+    let storage = stack.storage(SCHEMA, &[&MIGRATIONS]).await.unwrap();
+    let port = start_ledger(&mut stack, storage).await;
+    start_rating(&mut stack).await;
+    let mut ledger = client(port);
+    let key: NoteVerifier = signer().verifier();
+
+    let (_players, view) = stack.play_bot_table().await.unwrap();
+    let lines = export_when_ingested(&mut ledger, &view.table_id, 4).await;
+
+    // The round fixed at commit is the one bound, and it is the test chain's.
+    let published = "fairdeal.commitment.v1.TableCommitmentPublished";
+    let bound = "fairdeal.commitment.v1.DelayedValueBound";
+    let (published_line, commitment) = first::<cpb::TableCommitmentPublished>(&lines, published);
+    let (bound_line, binding) = first::<cpb::DelayedValueBound>(&lines, bound);
+    assert_ne!(commitment.drand_round, 0, "{commitment:?}");
+    assert_eq!(binding.drand_round, commitment.drand_round, "{binding:?}");
+    assert_eq!(
+        commitment.drand_chain_hash,
+        hex::encode(beacon.chain().info().chain_hash())
+    );
+
+    // The auditor's chain: the beacon's info JSON, read as `--drand-chain FILE` reads it.
+    let chain = fairdeal_cli::drand_chain::parse(&beacon.info_json()).unwrap();
+    let report = audit_with_chain(&text(&lines), &key, None, &chain);
+    assert!(report.failures.is_empty(), "{:#?}", report.failures);
+    for check in [
+        "commitment",
+        "client_seed",
+        "deal",
+        "replay",
+        "rating",
+        "drand_chain",
+        "drand_round",
+        "drand_signature",
+        "drand_randomness",
+    ] {
+        assert!(report.checks[check].checked > 0, "{check} was not checked");
+    }
+    assert_eq!(report.checks["drand_fallback"].checked, 0, "no stall");
+
+    // Quicknet, the default: the test chain's round is not quicknet's.
+    let report = audit(&text(&lines), &key, None);
+    let failed = |report: &fairdeal_cli::audit::Report, check: &str, line: usize| {
+        report
+            .failures
+            .iter()
+            .any(|f| f.check == check && f.line == line)
+    };
+    assert!(
+        failed(&report, "drand_chain", published_line),
+        "{report:#?}"
+    );
+    assert!(
+        failed(&report, "drand_signature", bound_line),
+        "{report:#?}"
+    );
+
+    // A changed round, signature or randomness in the export: the named check fails there.
+    let round = binding.drand_round;
+    let (changed, at) =
+        tampered::<cpb::DelayedValueBound>(&lines, bound, |m| m.drand_round = round + 1);
+    let report = audit_with_chain(&text(&changed), &key, None, &chain);
+    assert!(failed(&report, "drand_round", at), "{:#?}", report.failures);
+    assert!(
+        failed(&report, "drand_signature", at),
+        "{:#?}",
+        report.failures
+    );
+    let other = beacon.chain().sign(round + 1).unwrap().signature().to_hex();
+    let (changed, at) = tampered::<cpb::DelayedValueBound>(&lines, bound, |m| {
+        m.drand_signature = other.clone();
+    });
+    let report = audit_with_chain(&text(&changed), &key, None, &chain);
+    assert!(
+        failed(&report, "drand_signature", at),
+        "{:#?}",
+        report.failures
+    );
+    let (changed, at) = tampered::<cpb::DelayedValueBound>(&lines, bound, |m| {
+        m.drand_randomness = "ab".repeat(32);
+    });
+    let report = audit_with_chain(&text(&changed), &key, None, &chain);
+    assert!(
+        failed(&report, "drand_randomness", at),
+        "{:#?}",
+        report.failures
+    );
+    let (changed, at) = tampered::<cpb::TableCommitmentPublished>(&lines, published, |m| {
+        m.drand_round -= 1;
+    });
+    let report = audit_with_chain(&text(&changed), &key, None, &chain);
+    assert!(
+        failed(&report, "drand_round", bound_line),
+        "{:#?}",
+        report.failures
+    );
+    assert_eq!(at, published_line);
+    stack.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_drand_table_exports_and_audits_embedded() {
+    a_drand_table_exports_and_audits(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn a_drand_table_exports_and_audits_postgres_nats() {
+    a_drand_table_exports_and_audits(Backend::PostgresNats).await;
+}
+
+/// The beacon is down when the table is created: the commitment service declares the round
+/// stalled (1 s after its time), the beacon comes back, the first deal binds the fallback
+/// round, the game is played to its end and the export audits, the stall included. A stall
+/// naming another round fails `drand_fallback` at its line.
+async fn a_stalled_drand_table_exports_and_audits(backend: Backend) {
+    let beacon = TestBeacon::start(test_chain(36, 1, 50)).await;
+    beacon.set_mode(BeaconMode::Down);
+    let drand = Drand {
+        stall_after: Duration::from_secs(1),
+        ..drand(&beacon)
+    };
+    let mut stack = GameStack::start_with_drand(backend, drand).await.unwrap();
+    let storage = stack.storage(SCHEMA, &[&MIGRATIONS]).await.unwrap();
+    let port = start_ledger(&mut stack, storage).await;
+    start_rating(&mut stack).await;
+    let mut ledger = client(port);
+    let key: NoteVerifier = signer().verifier();
+
+    let players: Vec<_> = (0..4).map(|_| stack.player().unwrap()).collect();
+    let table_id = players[0]
+        .create_table(tpb::CreateTableRequest::default())
+        .await
+        .unwrap()
+        .table_id;
+    let mut commitment = CommitmentServiceClient::new(channel(stack.ports().0).unwrap());
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let committed = loop {
+        let table = commitment
+            .get_table_commitment(cpb::GetTableCommitmentRequest {
+                table_id: table_id.clone(),
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .table
+            .unwrap();
+        if table.drand_stalled {
+            break table;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the round was never declared stalled: {table:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    beacon.set_mode(BeaconMode::Honest);
+    fairdeal_client::seat_players(&table_id, &players, "seed of seat")
+        .await
+        .unwrap();
+    fairdeal_client::play_to_the_end(&table_id, &players, 0x5eed, |_, _| {})
+        .await
+        .unwrap();
+    let lines = export_when_ingested(&mut ledger, &table_id, 4).await;
+
+    let (_, binding) =
+        first::<cpb::DelayedValueBound>(&lines, "fairdeal.commitment.v1.DelayedValueBound");
+    assert_eq!(binding.drand_round, committed.drand_fallback_round);
+    let chain = fairdeal_cli::drand_chain::parse(&beacon.info_json()).unwrap();
+    let report = audit_with_chain(&text(&lines), &key, None, &chain);
+    assert!(report.failures.is_empty(), "{:#?}", report.failures);
+    assert_eq!(report.checks["drand_fallback"].checked, 1, "{report:?}");
+    assert!(report.checks["drand_signature"].checked > 0);
+
+    let stalled = "fairdeal.commitment.v1.DrandRoundStalled";
+    let (changed, at) = tampered::<cpb::DrandRoundStalled>(&lines, stalled, |m| m.round += 1);
+    let report = audit_with_chain(&text(&changed), &key, None, &chain);
+    assert!(
+        report
+            .failures
+            .iter()
+            .any(|f| f.check == "drand_fallback" && f.line == at),
+        "{:#?}",
+        report.failures
+    );
+    stack.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_stalled_drand_table_exports_and_audits_embedded() {
+    a_stalled_drand_table_exports_and_audits(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn a_stalled_drand_table_exports_and_audits_postgres_nats() {
+    a_stalled_drand_table_exports_and_audits(Backend::PostgresNats).await;
+}
