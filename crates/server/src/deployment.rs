@@ -639,25 +639,9 @@ fn manifest(service: &Hosted) -> String {
           emptyDir:
             sizeLimit: 64Mi
 ---
-apiVersion: v1
-kind: Service
-metadata:
 ",
     );
-    let _ = writeln!(out, "  name: {name}\n  labels:");
-    labels(&mut out, "    ", name);
-    out.push_str("spec:\n  type: ClusterIP\n  selector:\n");
-    labels(&mut out, "    ", name);
-    out.push_str(
-        "  ports:
-    - name: grpc
-      port: 50051
-      targetPort: grpc
-      protocol: TCP
-      appProtocol: grpc
----
-",
-    );
+    service_object(&mut out, name, false);
     comment(
         &mut out,
         "",
@@ -667,20 +651,9 @@ metadata:
              balances connections, and a gRPC client keeps one)."
         ),
     );
-    out.push_str("apiVersion: v1\nkind: Service\nmetadata:\n");
-    let _ = writeln!(out, "  name: {name}-pods\n  labels:");
-    labels(&mut out, "    ", name);
-    out.push_str("spec:\n  clusterIP: None\n  selector:\n");
-    labels(&mut out, "    ", name);
+    service_object(&mut out, name, true);
     out.push_str(
-        "  ports:
-    - name: grpc
-      port: 50051
-      targetPort: grpc
-      protocol: TCP
-      appProtocol: grpc
----
-apiVersion: policy/v1
+        "apiVersion: policy/v1
 kind: PodDisruptionBudget
 metadata:
 ",
@@ -700,6 +673,30 @@ metadata:
     out.push_str("  selector:\n    matchLabels:\n");
     labels(&mut out, "      ", name);
     out
+}
+
+/// A Kubernetes Service of `name`'s pods: a ClusterIP one, or the headless `<name>-pods`.
+fn service_object(out: &mut String, name: &str, headless: bool) {
+    out.push_str("apiVersion: v1\nkind: Service\nmetadata:\n");
+    let suffix = if headless { "-pods" } else { "" };
+    let _ = writeln!(out, "  name: {name}{suffix}\n  labels:");
+    labels(out, "    ", name);
+    if headless {
+        out.push_str("spec:\n  clusterIP: None\n  selector:\n");
+    } else {
+        out.push_str("spec:\n  type: ClusterIP\n  selector:\n");
+    }
+    labels(out, "    ", name);
+    out.push_str(
+        "  ports:
+    - name: grpc
+      port: 50051
+      targetPort: grpc
+      protocol: TCP
+      appProtocol: grpc
+---
+",
+    );
 }
 
 /// A network policy per service: anyone may call its port; it reaches the services it calls,
