@@ -29,7 +29,9 @@ pub(crate) struct RatingArgs {
     /// each player of the other team).
     #[arg(long, value_name = "R", required = true, allow_hyphen_values = true)]
     opponent: Vec<String>,
-    /// The player's score: 1 (win), 0 (loss) or 0.5 (draw).
+    /// The player's score: 1 (win), 0 (loss) or 0.5 (draw); against several opponents
+    /// each on their own side (French Tarot), the mean of the results against them, as the
+    /// `RatingChanged` event records it (`0.6666666666666666`) or as a fraction (`2/3`).
     #[arg(long, value_name = "S", allow_hyphen_values = true)]
     score: String,
     /// The K factor.
@@ -55,7 +57,7 @@ struct RatingLine {
     after_rounded: Value,
     /// `E(n)`.
     expectation: f64,
-    /// `S(n)`: 1, 0 or 0.5.
+    /// `S(n)`: 1, 0, 0.5 or a mean of results.
     score: f64,
     /// The K factor.
     k: f64,
@@ -104,13 +106,38 @@ pub(crate) fn run(args: RatingArgs, out: &mut dyn Write) -> Result<(), CliError>
         .map(|text| parse("--opponent", text))
         .collect::<Result<Vec<Rating>, _>>()?;
     let opponents = Opponents::new(opponents).map_err(|e| CliError::arg("--opponent", e))?;
-    let score: Score = parse("--score", &args.score)?;
+    let score = score(&args.score, opponents.ratings().len())?;
     let k: KFactor = parse("--k", &args.k)?;
     let change = change(rating, opponents, score, k).map_err(|e| match e {
         RatingError::Overflow { .. } => CliError::arg("--k", e),
         _ => CliError::arg("--opponent", e),
     })?;
     write_json_line(out, &RatingLine::from(&change))
+}
+
+/// `--score` against `opponents` opponents: 0, 0.5 or 1, or a mean of results against them
+/// (a whole number of half points out of `2 * opponents`) given as its double or as `p/q`.
+fn score(text: &str, opponents: usize) -> Result<Score, CliError> {
+    let value = match text.split_once('/') {
+        Some((p, q)) => {
+            let whole = |t: &str| t.trim().parse::<u32>().ok();
+            match (whole(p), whole(q)) {
+                (Some(p), Some(q)) if q > 0 => f64::from(p) / f64::from(q),
+                _ => {
+                    return Err(CliError::arg(
+                        "--score",
+                        "a fraction is two whole numbers p/q with q above 0",
+                    ));
+                }
+            }
+        }
+        None => match text.parse::<Score>() {
+            Ok(score) => return Ok(score),
+            Err(RatingError::NotAScore(value)) if opponents > 1 => value,
+            Err(e) => return Err(CliError::arg("--score", e)),
+        },
+    };
+    Score::recorded(value, opponents).map_err(|e| CliError::arg("--score", e))
 }
 
 /// A rating as players see it: a JSON integer (`1608`), or for a rating beyond 2^53, where

@@ -130,6 +130,26 @@ fn a_team_game_player_and_unusual_values() {
     assert_eq!(v["after_rounded"], json!(1e300));
 }
 
+#[test]
+fn a_mean_score_against_several_opponents_as_recorded_or_as_a_fraction() {
+    // French Tarot at four: placed above two of three opponents (SPEC 6's form for several
+    // opponents, each on their own side): S = 2/3.
+    let opponents = ["1480", "1510", "1530"];
+    let expected = library(
+        1500.0,
+        &[1480.0, 1510.0, 1530.0],
+        Score::placed(2, 0, 1).unwrap(),
+        32.0,
+    );
+    for spelled in ["2/3", "0.6666666666666666", "4/6"] {
+        let v = rating("1500", &opponents, spelled, None);
+        assert_eq!(printed_bits(&v), library_bits(&expected), "{spelled}");
+    }
+    // Level with one of two opponents, above the other: 3 half points of 4.
+    let v = rating("1500", &["1500", "1500"], "0.75", None);
+    assert_eq!(v["score"], json!(0.75));
+}
+
 /// `--rating`, the `--opponent`s, `--score`, `--k`, and what the error line must say.
 type Case<'a> = (
     &'a str,
@@ -146,12 +166,16 @@ fn errors_are_one_line_naming_the_flag() {
     let long_text = format!("x{}", "9".repeat(5000));
     let (win, two) = (Some("1"), &["1500", "1500"][..]);
     #[rustfmt::skip]
-    let cases: [Case; 13] = [
+    let cases: [Case; 17] = [
         ("abc", two, win, None, "--rating: \"abc\" is not a number"),
         ("inf", two, win, None, "--rating: a rating is a finite number, got inf"),
         (&long_number, two, win, None, "--rating: a rating is a finite number, got inf"),
         ("1500", &[&long_text], win, None, "--opponent: \"x99999999999999999999999...\" is not a number"),
-        ("1500", two, Some("2"), None, "--score: a score is 1 (win), 0 (loss) or 0.5 (draw), got 2.0"),
+        ("1500", &["1500"], Some("2"), None, "--score: a score is 1 (win), 0 (loss) or 0.5 (draw), got 2.0"),
+        ("1500", two, Some("2"), None, "--score: a score against 2 opponents is 1, 0, 0.5 or a whole number of half points out of 4, got 2.0"),
+        ("1500", two, Some("1/3"), None, "--score: a score against 2 opponents is 1, 0, 0.5 or a whole number of half points out of 4, got 0.3333333333333333"),
+        ("1500", two, Some("1/0"), None, "--score: a fraction is two whole numbers p/q with q above 0"),
+        ("1500", two, Some("0.6"), None, "--score: a score against 2 opponents is 1, 0, 0.5 or a whole number of half points out of 4, got 0.6"),
         ("1500", two, Some("win"), None, "--score: \"win\" is not a number"),
         ("1500", two, win, Some("0"), "--k: K is a finite number above 0, got 0.0"),
         ("1500", two, win, Some("-3"), "--k: K is a finite number above 0, got -3.0"),
