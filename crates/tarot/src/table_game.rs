@@ -2,7 +2,7 @@
 //! service, the auditor and the client go through (`fairdeal_table_game`).
 //!
 //! The engine numbers seats as the table does (0 up to the table's size); a seat past the
-//! table's size is refused ([`RuleError::NoSuchSeat`]), shown nothing and offered nothing.
+//! table's size is refused ([`ContractError::NoSuchSeat`]), shown nothing and offered nothing.
 //! The deal's talon is the chien.
 
 use fairdeal_fairness::deal::Deal;
