@@ -4,8 +4,9 @@
 //! 40-card `dix` deck (canonical index 9) and in the 36-card `ruff` deck (index 8). Its id is
 //! its position in the full 40-card canonical order (`AS` = 0, `KS` = 1, ..., `5C` = 39), so
 //! for the `dix` deck the id *is* the fairness crate's card index, and a [`CardSet`] (the
-//! table contract's bit-mask set, numbered by the id) uses 40 bits: hands, won piles and
-//! follow-suit checks are single integer operations, which keeps bot matches fast.
+//! table contract's bit-mask set, numbered by the id) is a 40-bit mask in a `u64`: hands,
+//! won piles and follow-suit checks are single integer operations, which keeps bot matches
+//! fast.
 //!
 //! On the wire a card is its code (`"AS"`, `"TH"`, `"5C"`), a set is a list of codes in
 //! canonical order, and a suit is its lower-case English name (`"spades"`).
@@ -245,7 +246,8 @@ impl<'de> Deserialize<'de> for Card {
 }
 
 impl IndexedCard for Card {
-    const COUNT: u8 = CARD_IDS;
+    type Bits = u64;
+    const ALL: u64 = (1 << CARD_IDS) - 1;
 
     fn set_index(self) -> u8 {
         self.0
@@ -328,7 +330,7 @@ mod tests {
         /// Any set of the 40 cards survives its wire form, in canonical order.
         #[test]
         fn card_sets_round_trip_through_json(mask in 0u64..(1 << 40)) {
-            let set = CardSet::from_bits(u128::from(mask));
+            let set = CardSet::from_bits(mask);
             let json = serde_json::to_string(&set).unwrap();
             prop_assert_eq!(serde_json::from_str::<CardSet>(&json).unwrap(), set);
             let ids: Vec<u8> = set.iter().map(Card::id).collect();

@@ -1,28 +1,96 @@
 //! A set of a game's cards as a bit mask over its deck's card numbers.
 //!
-//! A game numbers its deck's cards 0 up to [`IndexedCard::COUNT`] (at most 128) in its
-//! canonical order; a [`CardSet`] is then one `u128`, so hands, won piles and follow-suit
-//! checks are single integer operations. What a set means in a game (a suit, the trumps,
-//! the points it is worth) is the game's to say, from [`CardSet::from_bits`] and the set
-//! operations here.
+//! A game numbers its deck's cards from 0 in its canonical order and picks the unsigned
+//! integer that has a bit for each ([`IndexedCard::Bits`]: `u64` up to 64 cards, `u128` up
+//! to 128); a [`CardSet`] is then one such integer, so hands, won piles and follow-suit
+//! checks are single integer operations, no wider than the deck needs. What a set means in
+//! a game (a suit, the trumps, the points it is worth) is the game's to say, from
+//! [`CardSet::from_bits`] and the set operations here.
 
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::marker::PhantomData;
+use std::ops::{BitAnd, BitOr, Not};
 use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+/// An unsigned integer used as a bit mask: bit `n` stands for the card numbered `n`.
+pub trait Bits:
+    Copy
+    + Eq
+    + Hash
+    + fmt::Debug
+    + BitAnd<Output = Self>
+    + BitOr<Output = Self>
+    + Not<Output = Self>
+    + Send
+    + Sync
+    + 'static
+{
+    /// No bit set.
+    const ZERO: Self;
+
+    /// Only bit `index` set (`index` below the width).
+    fn bit(index: u8) -> Self;
+
+    /// How many bits are set.
+    fn count(self) -> u32;
+
+    /// The lowest bit set (the width when none is).
+    fn lowest(self) -> u32;
+
+    /// The highest bit set, if any.
+    fn highest(self) -> Option<u32>;
+
+    /// The mask without its lowest bit set.
+    fn without_lowest(self) -> Self;
+}
+
+macro_rules! bits {
+    ($($t:ty),*) => {$(
+        impl Bits for $t {
+            const ZERO: $t = 0;
+
+            fn bit(index: u8) -> $t {
+                // `wrapping_shl` keeps the shift below the width (one instruction).
+                (1 as $t).wrapping_shl(u32::from(index))
+            }
+
+            fn count(self) -> u32 {
+                self.count_ones()
+            }
+
+            fn lowest(self) -> u32 {
+                self.trailing_zeros()
+            }
+
+            fn highest(self) -> Option<u32> {
+                self.checked_ilog2()
+            }
+
+            fn without_lowest(self) -> $t {
+                self & self.wrapping_sub(1)
+            }
+        }
+    )*};
+}
+
+bits!(u64, u128);
+
 /// A card of a game's deck, numbered in the game's canonical order so that sets of them
 /// are bit masks ([`CardSet`]).
 pub trait IndexedCard: Copy {
-    /// How many cards the game has (at most 128): their numbers are `0..COUNT`.
-    const COUNT: u8;
+    /// The mask a set of these cards is: an unsigned integer with a bit for each card.
+    type Bits: Bits;
 
-    /// The card's number, below [`IndexedCard::COUNT`].
+    /// Every card's bit: bits `0..n` for a deck of `n` cards.
+    const ALL: Self::Bits;
+
+    /// The card's number, a bit of [`IndexedCard::ALL`].
     fn set_index(self) -> u8;
 
-    /// The card numbered `index`; `None` at or past [`IndexedCard::COUNT`].
+    /// The card numbered `index`; `None` for a number that is no card's.
     fn from_set_index(index: u8) -> Option<Self>;
 }
 
@@ -30,56 +98,52 @@ pub trait IndexedCard: Copy {
 ///
 /// Iterates in the game's canonical order (ascending numbers); serialised as the list of
 /// its cards, in that order.
-pub struct CardSet<C> {
-    bits: u128,
+pub struct CardSet<C: IndexedCard> {
+    bits: C::Bits,
     card: PhantomData<fn() -> C>,
 }
 
 impl<C: IndexedCard> CardSet<C> {
     /// The empty set.
-    pub const EMPTY: CardSet<C> = CardSet::from_bits(0);
+    pub const EMPTY: CardSet<C> = CardSet::from_bits(<C::Bits as Bits>::ZERO);
 
     /// Every card of the game.
-    pub const ALL: CardSet<C> = CardSet::from_bits(u128::MAX);
+    pub const ALL: CardSet<C> = CardSet::from_bits(C::ALL);
 
-    /// The set of the cards whose numbers are the bits of `bits` (bits at or past
-    /// [`IndexedCard::COUNT`] are dropped).
-    pub const fn from_bits(bits: u128) -> CardSet<C> {
-        let all = match 1u128.checked_shl(C::COUNT as u32) {
-            Some(past) => past - 1,
-            None => u128::MAX,
-        };
+    /// The set of the cards whose numbers are the bits of `bits`, which must be bits of
+    /// [`IndexedCard::ALL`] (a game's own masks: a suit, its trumps).
+    pub const fn from_bits(bits: C::Bits) -> CardSet<C> {
         CardSet {
-            bits: bits & all,
+            bits,
             card: PhantomData,
         }
     }
 
     /// The bit mask: bit `n` set when the card numbered `n` is in the set.
-    pub const fn bits(self) -> u128 {
+    pub fn bits(self) -> C::Bits {
         self.bits
     }
 
-    fn bit(card: C) -> u128 {
-        1u128 << (card.set_index() & 127)
+    fn bit(card: C) -> C::Bits {
+        C::Bits::bit(card.set_index())
     }
 
     /// Whether `card` is in the set.
     pub fn contains(self, card: C) -> bool {
-        self.bits & Self::bit(card) != 0
+        self.bits & Self::bit(card) != C::Bits::ZERO
     }
 
     /// Adds `card`; returns whether it was absent.
     pub fn insert(&mut self, card: C) -> bool {
         let absent = !self.contains(card);
-        self.bits |= Self::bit(card);
+        self.bits = self.bits | Self::bit(card);
         absent
     }
 
     /// Removes `card`; returns whether it was present.
     pub fn remove(&mut self, card: C) -> bool {
         let present = self.contains(card);
-        self.bits &= !Self::bit(card);
+        self.bits = self.bits & !Self::bit(card);
         present
     }
 
@@ -94,28 +158,28 @@ impl<C: IndexedCard> CardSet<C> {
     }
 
     /// Cards in both sets.
-    pub const fn intersection(self, other: CardSet<C>) -> CardSet<C> {
+    pub fn intersection(self, other: CardSet<C>) -> CardSet<C> {
         CardSet::from_bits(self.bits & other.bits)
     }
 
     /// Cards in either set.
-    pub const fn union(self, other: CardSet<C>) -> CardSet<C> {
+    pub fn union(self, other: CardSet<C>) -> CardSet<C> {
         CardSet::from_bits(self.bits | other.bits)
     }
 
     /// Cards of `self` not in `other`.
-    pub const fn difference(self, other: CardSet<C>) -> CardSet<C> {
+    pub fn difference(self, other: CardSet<C>) -> CardSet<C> {
         CardSet::from_bits(self.bits & !other.bits)
     }
 
     /// Number of cards.
-    pub const fn len(self) -> usize {
-        self.bits.count_ones() as usize
+    pub fn len(self) -> usize {
+        self.bits.count() as usize
     }
 
     /// Whether the set is empty.
-    pub const fn is_empty(self) -> bool {
-        self.bits == 0
+    pub fn is_empty(self) -> bool {
+        self.bits == C::Bits::ZERO
     }
 
     /// The card first in canonical order.
@@ -125,18 +189,12 @@ impl<C: IndexedCard> CardSet<C> {
 
     /// The card last in canonical order.
     pub fn last(self) -> Option<C> {
-        match self.bits.checked_ilog2() {
-            Some(top) => C::from_set_index(top as u8),
-            None => None,
-        }
+        C::from_set_index(self.bits.highest()? as u8)
     }
 
     /// The cards in canonical order.
     pub fn iter(self) -> Iter<C> {
-        Iter {
-            bits: self.bits,
-            card: PhantomData,
-        }
+        Iter { bits: self.bits }
     }
 
     /// The cards in canonical order, collected.
@@ -147,23 +205,23 @@ impl<C: IndexedCard> CardSet<C> {
 
 // Written out rather than derived: a derive would ask the card type for each trait, where
 // only the mask is compared, hashed or copied.
-impl<C> Clone for CardSet<C> {
+impl<C: IndexedCard> Clone for CardSet<C> {
     fn clone(&self) -> Self {
         *self
     }
 }
 
-impl<C> Copy for CardSet<C> {}
+impl<C: IndexedCard> Copy for CardSet<C> {}
 
-impl<C> PartialEq for CardSet<C> {
+impl<C: IndexedCard> PartialEq for CardSet<C> {
     fn eq(&self, other: &Self) -> bool {
         self.bits == other.bits
     }
 }
 
-impl<C> Eq for CardSet<C> {}
+impl<C: IndexedCard> Eq for CardSet<C> {}
 
-impl<C> Hash for CardSet<C> {
+impl<C: IndexedCard> Hash for CardSet<C> {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.bits.hash(state);
     }
@@ -197,21 +255,17 @@ impl<C: IndexedCard> IntoIterator for CardSet<C> {
 }
 
 /// Iterator over a [`CardSet`] in canonical order.
-pub struct Iter<C> {
-    bits: u128,
-    card: PhantomData<fn() -> C>,
+pub struct Iter<C: IndexedCard> {
+    bits: C::Bits,
 }
 
-impl<C> Clone for Iter<C> {
+impl<C: IndexedCard> Clone for Iter<C> {
     fn clone(&self) -> Self {
-        Iter {
-            bits: self.bits,
-            card: PhantomData,
-        }
+        Iter { bits: self.bits }
     }
 }
 
-impl<C> fmt::Debug for Iter<C> {
+impl<C: IndexedCard> fmt::Debug for Iter<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("Iter").field(&self.bits).finish()
     }
@@ -221,10 +275,10 @@ impl<C: IndexedCard> Iterator for Iter<C> {
     type Item = C;
 
     fn next(&mut self) -> Option<C> {
-        while self.bits != 0 {
-            let index = self.bits.trailing_zeros() as u8;
-            self.bits &= self.bits - 1;
-            // A set only holds the numbers of cards (`from_bits` drops the others).
+        while self.bits != C::Bits::ZERO {
+            let index = self.bits.lowest() as u8;
+            self.bits = self.bits.without_lowest();
+            // A set holds the numbers of cards only (`from_bits` takes a game's masks).
             if let Some(card) = C::from_set_index(index) {
                 return Some(card);
             }
@@ -233,7 +287,7 @@ impl<C: IndexedCard> Iterator for Iter<C> {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let n = self.bits.count_ones() as usize;
+        let n = self.bits.count() as usize;
         (n, Some(n))
     }
 }
@@ -273,14 +327,32 @@ mod tests {
     struct Numbered(u8);
 
     impl IndexedCard for Numbered {
-        const COUNT: u8 = 100;
+        type Bits = u128;
+        const ALL: u128 = (1 << 100) - 1;
 
         fn set_index(self) -> u8 {
             self.0
         }
 
         fn from_set_index(index: u8) -> Option<Self> {
-            (index < Self::COUNT).then_some(Numbered(index))
+            (index < 100).then_some(Numbered(index))
+        }
+    }
+
+    /// A deck of 40 cards, in a `u64`.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    struct Small(u8);
+
+    impl IndexedCard for Small {
+        type Bits = u64;
+        const ALL: u64 = (1 << 40) - 1;
+
+        fn set_index(self) -> u8 {
+            self.0
+        }
+
+        fn from_set_index(index: u8) -> Option<Self> {
+            (index < 40).then_some(Small(index))
         }
     }
 
@@ -314,11 +386,19 @@ mod tests {
     }
 
     #[test]
-    fn all_is_the_deck_and_bits_past_it_are_dropped() {
+    fn all_is_the_deck_in_the_width_the_game_picks() {
         assert_eq!(Set::ALL.len(), 100);
-        assert_eq!(Set::from_bits(u128::MAX), Set::ALL);
-        assert_eq!(Set::from_bits(1 << 100 | 1).to_vec(), [Numbered(0)]);
+        assert_eq!(Set::ALL.last(), Some(Numbered(99)));
+        assert_eq!(
+            Set::from_bits(1 << 99 | 1).to_vec(),
+            [Numbered(0), Numbered(99)]
+        );
         assert_eq!(Set::ALL.bits().count_ones(), 100);
+        let small: CardSet<Small> = [Small(39), Small(0)].into_iter().collect();
+        assert_eq!(small.bits(), 1 << 39 | 1);
+        assert_eq!(small.to_vec(), [Small(0), Small(39)]);
+        assert_eq!(small.last(), Some(Small(39)));
+        assert_eq!(CardSet::<Small>::ALL.difference(small).len(), 38);
     }
 
     impl FromStr for Numbered {

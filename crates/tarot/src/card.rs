@@ -10,8 +10,8 @@
 //! Card points are counted in half-points to stay exact (FFT: oudlers and kings 4.5,
 //! queens 3.5, cavaliers 2.5, valets 1.5, every other card 0.5; 91 points, 182
 //! half-points, in the deck). A [`CardSet`] (the table contract's bit-mask set, numbered by
-//! the canonical index) uses 78 bits, so hands, piles and the follow-suit checks are single
-//! integer operations.
+//! the canonical index) is a 78-bit mask in a `u128`, so hands, piles and the follow-suit
+//! checks are single integer operations.
 //!
 //! On the wire a card is its code (`"T21"`, `"EX"`, `"10H"`, `"NS"`), a suit its lower-case
 //! English name.
@@ -229,7 +229,8 @@ impl<'de> Deserialize<'de> for Card {
 }
 
 impl IndexedCard for Card {
-    const COUNT: u8 = DECK_LEN as u8;
+    type Bits = u128;
+    const ALL: u128 = (1 << DECK_LEN) - 1;
 
     fn set_index(self) -> u8 {
         self.0
