@@ -322,39 +322,30 @@ mod tests {
 
     use super::*;
 
-    /// A deck of 100 cards, past what a `u64` holds.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-    struct Numbered(u8);
+    /// A test deck `$name` of `$n` cards numbered `0..$n`, in a mask of `$bits`.
+    macro_rules! deck {
+        ($name:ident, $n:literal, $bits:ty) => {
+            #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+            struct $name(u8);
 
-    impl IndexedCard for Numbered {
-        type Bits = u128;
-        const ALL: u128 = (1 << 100) - 1;
+            impl IndexedCard for $name {
+                type Bits = $bits;
+                const ALL: $bits = (1 << $n) - 1;
 
-        fn set_index(self) -> u8 {
-            self.0
-        }
+                fn set_index(self) -> u8 {
+                    self.0
+                }
 
-        fn from_set_index(index: u8) -> Option<Self> {
-            (index < 100).then_some(Numbered(index))
-        }
+                fn from_set_index(index: u8) -> Option<Self> {
+                    (index < $n).then_some($name(index))
+                }
+            }
+        };
     }
 
-    /// A deck of 40 cards, in a `u64`.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    struct Small(u8);
-
-    impl IndexedCard for Small {
-        type Bits = u64;
-        const ALL: u64 = (1 << 40) - 1;
-
-        fn set_index(self) -> u8 {
-            self.0
-        }
-
-        fn from_set_index(index: u8) -> Option<Self> {
-            (index < 40).then_some(Small(index))
-        }
-    }
+    // 100 cards, past what a `u64` holds; 40 cards in a `u64`.
+    deck!(Numbered, 100, u128);
+    deck!(Small, 40, u64);
 
     type Set = CardSet<Numbered>;
 
