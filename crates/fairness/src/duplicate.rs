@@ -44,7 +44,7 @@
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::deal::Deal;
 use crate::deck::Deck;
@@ -118,23 +118,75 @@ impl fmt::Display for Bid {
     }
 }
 
-/// A plain suit, in canonical deck order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+/// A plain suit, in canonical deck order (S, H, D, C), the order of every deck's codes;
+/// the games' suit too (Jeu du 10's and French Tarot's `Suit` are this one).
+///
+/// Serialised as its lower-case English name (`"spades"`), displayed the same way; its
+/// letter is the one card codes end with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Suit {
-    /// S.
+    /// Spades, pique (`S`).
     Spades,
-    /// H.
+    /// Hearts, cœur (`H`).
     Hearts,
-    /// D.
+    /// Diamonds, carreau (`D`).
     Diamonds,
-    /// C.
+    /// Clubs, trèfle (`C`).
     Clubs,
 }
 
 impl Suit {
     /// The four suits in canonical order.
     pub const ALL: [Suit; 4] = [Suit::Spades, Suit::Hearts, Suit::Diamonds, Suit::Clubs];
+
+    /// Position in canonical order (0..4).
+    pub const fn index(self) -> u8 {
+        self as u8
+    }
+
+    /// The suit at canonical position `index`.
+    pub const fn from_index(index: u8) -> Option<Suit> {
+        match index {
+            0 => Some(Suit::Spades),
+            1 => Some(Suit::Hearts),
+            2 => Some(Suit::Diamonds),
+            3 => Some(Suit::Clubs),
+            _ => None,
+        }
+    }
+
+    /// The letter card codes end with.
+    pub const fn letter(self) -> char {
+        match self {
+            Suit::Spades => 'S',
+            Suit::Hearts => 'H',
+            Suit::Diamonds => 'D',
+            Suit::Clubs => 'C',
+        }
+    }
+
+    /// The suit of a card-code letter.
+    pub const fn from_letter(letter: char) -> Option<Suit> {
+        match letter {
+            'S' => Some(Suit::Spades),
+            'H' => Some(Suit::Hearts),
+            'D' => Some(Suit::Diamonds),
+            'C' => Some(Suit::Clubs),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Suit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Suit::Spades => "spades",
+            Suit::Hearts => "hearts",
+            Suit::Diamonds => "diamonds",
+            Suit::Clubs => "clubs",
+        })
+    }
 }
 
 /// What a canonical Tarot index stands for.

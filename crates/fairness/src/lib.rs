@@ -36,4 +36,5 @@ pub mod shuffle;
 pub mod squaredeal;
 
 pub use deck::Deck;
+pub use duplicate::Suit;
 pub use generator::{Generator, NumberSource, RawNumbers, SeedKeyer, pick};

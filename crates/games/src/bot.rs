@@ -16,10 +16,11 @@
 //!   gives points to a partner who is winning, and discards low cards rather than aces.
 
 use fairdeal_fairness::pick;
+use fairdeal_table_game::decision_seed;
 use rand_core::{Rng, SeedableRng};
 use rand_xorshift::XorShiftRng;
 
-use crate::card::{Card, CardSet, Rank, Suit};
+use crate::card::{Card, CardSet, JeuDu10Cards, Rank, Suit};
 use crate::command::{Bid, Command};
 use crate::game::trick_winner;
 use crate::options::Purchase;
@@ -31,16 +32,10 @@ pub trait Bot {
     fn choose(&self, view: &SeatView) -> Option<Command>;
 }
 
-/// The PRNG of one decision: a function of the bot's seed, the seat and the version.
+/// The PRNG of one decision: a function of the bot's seed, the seat and the version
+/// ([`fairdeal_table_game::decision_seed`]; `seed_from_u64` mixes its bits).
 fn decision_rng(seed: u64, view: &SeatView) -> XorShiftRng {
-    // Spread version and seat over the word before seeding; `seed_from_u64` then mixes
-    // the bits (PCG32 expansion), so neighbouring versions give unrelated streams.
-    let salt = view
-        .table
-        .version
-        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-        .wrapping_add(u64::from(view.seat.number()) << 56);
-    XorShiftRng::seed_from_u64(seed ^ salt)
+    XorShiftRng::seed_from_u64(decision_seed(seed, view.table.version, view.seat.into()))
 }
 
 /// A uniform index in `[0, n)` (exact: no modulo bias), `n >= 1`.

@@ -3,9 +3,10 @@
 //! A [`Card`] is a suit and a rank, independent of the deck: `5S` is the same card in the
 //! 40-card `dix` deck (canonical index 9) and in the 36-card `ruff` deck (index 8). Its id is
 //! its position in the full 40-card canonical order (`AS` = 0, `KS` = 1, ..., `5C` = 39), so
-//! for the `dix` deck the id *is* the fairness crate's card index, and a [`CardSet`] is a
-//! 40-bit mask: hands, won piles and follow-suit checks are single integer operations, which
-//! keeps bot matches fast.
+//! for the `dix` deck the id *is* the fairness crate's card index, and a [`CardSet`] (the
+//! table contract's bit-mask set, numbered by the id) is a 40-bit mask in a `u64`: hands,
+//! won piles and follow-suit checks are single integer operations, which keeps bot matches
+//! fast.
 //!
 //! On the wire a card is its code (`"AS"`, `"TH"`, `"5C"`), a set is a list of codes in
 //! canonical order, and a suit is its lower-case English name (`"spades"`).
@@ -14,74 +15,11 @@ use std::fmt;
 use std::str::FromStr;
 
 use fairdeal_fairness::Deck;
+use fairdeal_table_game::IndexedCard;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// The four suits, in canonical deck order (S, H, D, C).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Suit {
-    /// Spades (`S`).
-    Spades,
-    /// Hearts (`H`).
-    Hearts,
-    /// Diamonds (`D`).
-    Diamonds,
-    /// Clubs (`C`).
-    Clubs,
-}
-
-impl Suit {
-    /// All suits in canonical order.
-    pub const ALL: [Suit; 4] = [Suit::Spades, Suit::Hearts, Suit::Diamonds, Suit::Clubs];
-
-    /// Position in canonical order (0..4).
-    pub const fn index(self) -> u8 {
-        self as u8
-    }
-
-    /// The suit at canonical position `index`.
-    pub const fn from_index(index: u8) -> Option<Suit> {
-        match index {
-            0 => Some(Suit::Spades),
-            1 => Some(Suit::Hearts),
-            2 => Some(Suit::Diamonds),
-            3 => Some(Suit::Clubs),
-            _ => None,
-        }
-    }
-
-    /// The letter used in card codes.
-    pub const fn letter(self) -> char {
-        match self {
-            Suit::Spades => 'S',
-            Suit::Hearts => 'H',
-            Suit::Diamonds => 'D',
-            Suit::Clubs => 'C',
-        }
-    }
-
-    /// The suit of a card-code letter.
-    pub const fn from_letter(letter: char) -> Option<Suit> {
-        match letter {
-            'S' => Some(Suit::Spades),
-            'H' => Some(Suit::Hearts),
-            'D' => Some(Suit::Diamonds),
-            'C' => Some(Suit::Clubs),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for Suit {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Suit::Spades => "spades",
-            Suit::Hearts => "hearts",
-            Suit::Diamonds => "diamonds",
-            Suit::Clubs => "clubs",
-        })
-    }
-}
+/// The four suits, in canonical deck order (S, H, D, C): the fairness crate's.
+pub use fairdeal_fairness::Suit;
 
 /// Ranks from the weakest to the strongest: 5 < 6 < 7 < 8 < 9 < 10 < J < Q < K < A.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -307,21 +245,49 @@ impl<'de> Deserialize<'de> for Card {
     }
 }
 
-/// A set of cards, as a bit mask over card ids.
+impl IndexedCard for Card {
+    type Bits = u64;
+    const ALL: u64 = (1 << CARD_IDS) - 1;
+
+    fn set_index(self) -> u8 {
+        self.0
+    }
+
+    fn from_set_index(index: u8) -> Option<Card> {
+        Card::from_id(index)
+    }
+}
+
+/// A set of cards, as a bit mask over card ids (the contract's [`fairdeal_table_game::CardSet`]):
+/// [`CardSet::ALL`] is the 40-card `dix` deck.
 ///
-/// Iterates in canonical order; serialised as the list of its cards' codes.
-#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub struct CardSet(u64);
+/// Iterates in canonical order; serialised as the list of its cards' codes. What a set is
+/// in Jeu du 10 (a deck, a suit, its points, its strongest card) is [`JeuDu10Cards`].
+pub type CardSet = fairdeal_table_game::CardSet<Card>;
 
-impl CardSet {
-    /// The empty set.
-    pub const EMPTY: CardSet = CardSet(0);
-
-    /// Every card of the 40-card `dix` deck.
-    pub const ALL: CardSet = CardSet((1 << CARD_IDS) - 1);
-
+/// Jeu du 10's sets of cards: its decks and suits, and what a set is worth in a trick.
+pub trait JeuDu10Cards: Sized {
     /// The cards of a deck (`dix` or `ruff`); `None` for other decks.
-    pub fn of_deck(deck: Deck) -> Option<CardSet> {
+    fn of_deck(deck: Deck) -> Option<Self>;
+
+    /// The cards of one suit (all ten ranks).
+    fn suit(suit: Suit) -> Self;
+
+    /// The cards of this set in `suit`.
+    fn of_suit(self, suit: Suit) -> Self;
+
+    /// Sum of the card points of the set.
+    fn points(self) -> u32;
+
+    /// The strongest card of the set (highest rank; among equal ranks the first suit).
+    fn highest(self) -> Option<Card>;
+
+    /// The weakest card of the set (lowest rank; among equal ranks the first suit).
+    fn lowest(self) -> Option<Card>;
+}
+
+impl JeuDu10Cards for CardSet {
+    fn of_deck(deck: Deck) -> Option<CardSet> {
         match deck {
             Deck::Dix => Some(CardSet::ALL),
             Deck::Ruff => Some(
@@ -333,152 +299,25 @@ impl CardSet {
         }
     }
 
-    /// The cards of one suit (all ten ranks).
-    pub const fn suit(suit: Suit) -> CardSet {
-        CardSet(0x3ff << (suit.index() * 10))
+    fn suit(suit: Suit) -> CardSet {
+        CardSet::from_bits(0x3ff << (suit.index() * 10))
     }
 
-    /// Whether `card` is in the set.
-    pub const fn contains(self, card: Card) -> bool {
-        self.0 & (1 << card.0) != 0
+    fn of_suit(self, suit: Suit) -> CardSet {
+        self.intersection(<CardSet as JeuDu10Cards>::suit(suit))
     }
 
-    /// Adds `card`; returns whether it was absent.
-    pub fn insert(&mut self, card: Card) -> bool {
-        let absent = !self.contains(card);
-        self.0 |= 1 << card.0;
-        absent
-    }
-
-    /// Removes `card`; returns whether it was present.
-    pub fn remove(&mut self, card: Card) -> bool {
-        let present = self.contains(card);
-        self.0 &= !(1 << card.0);
-        present
-    }
-
-    /// The set with `card` added.
-    pub const fn with(self, card: Card) -> CardSet {
-        CardSet(self.0 | 1 << card.0)
-    }
-
-    /// The set with `card` removed.
-    pub const fn without(self, card: Card) -> CardSet {
-        CardSet(self.0 & !(1 << card.0))
-    }
-
-    /// Cards in both sets.
-    pub const fn intersection(self, other: CardSet) -> CardSet {
-        CardSet(self.0 & other.0)
-    }
-
-    /// Cards in either set.
-    pub const fn union(self, other: CardSet) -> CardSet {
-        CardSet(self.0 | other.0)
-    }
-
-    /// Cards of `self` not in `other`.
-    pub const fn difference(self, other: CardSet) -> CardSet {
-        CardSet(self.0 & !other.0)
-    }
-
-    /// The cards of this set in `suit`.
-    pub const fn of_suit(self, suit: Suit) -> CardSet {
-        self.intersection(CardSet::suit(suit))
-    }
-
-    /// Number of cards.
-    pub const fn len(self) -> usize {
-        self.0.count_ones() as usize
-    }
-
-    /// Whether the set is empty.
-    pub const fn is_empty(self) -> bool {
-        self.0 == 0
-    }
-
-    /// Sum of the card points of the set.
-    pub fn points(self) -> u32 {
+    fn points(self) -> u32 {
         self.iter().map(|c| u32::from(c.points())).sum()
     }
 
-    /// The strongest card of the set (highest rank; among equal ranks the first suit).
-    pub fn highest(self) -> Option<Card> {
+    fn highest(self) -> Option<Card> {
         self.iter()
             .max_by_key(|c| (c.rank(), std::cmp::Reverse(c.suit())))
     }
 
-    /// The weakest card of the set (lowest rank; among equal ranks the first suit).
-    pub fn lowest(self) -> Option<Card> {
+    fn lowest(self) -> Option<Card> {
         self.iter().min_by_key(|c| (c.rank(), c.suit()))
-    }
-
-    /// The cards in canonical order.
-    pub fn iter(self) -> CardSetIter {
-        CardSetIter(self.0)
-    }
-
-    /// The cards in canonical order, collected.
-    pub fn to_vec(self) -> Vec<Card> {
-        self.iter().collect()
-    }
-}
-
-impl fmt::Debug for CardSet {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.iter()).finish()
-    }
-}
-
-impl FromIterator<Card> for CardSet {
-    fn from_iter<I: IntoIterator<Item = Card>>(iter: I) -> Self {
-        iter.into_iter().fold(CardSet::EMPTY, CardSet::with)
-    }
-}
-
-impl IntoIterator for CardSet {
-    type Item = Card;
-    type IntoIter = CardSetIter;
-
-    fn into_iter(self) -> CardSetIter {
-        self.iter()
-    }
-}
-
-/// Iterator over a [`CardSet`] in canonical order.
-#[derive(Clone, Debug)]
-pub struct CardSetIter(u64);
-
-impl Iterator for CardSetIter {
-    type Item = Card;
-
-    fn next(&mut self) -> Option<Card> {
-        if self.0 == 0 {
-            return None;
-        }
-        let id = self.0.trailing_zeros() as u8;
-        self.0 &= self.0 - 1;
-        Some(Card(id))
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        let n = self.0.count_ones() as usize;
-        (n, Some(n))
-    }
-}
-
-impl ExactSizeIterator for CardSetIter {}
-
-impl Serialize for CardSet {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.iter())
-    }
-}
-
-impl<'de> Deserialize<'de> for CardSet {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let cards = Vec::<Card>::deserialize(deserializer)?;
-        Ok(cards.into_iter().collect())
     }
 }
 
@@ -491,7 +330,7 @@ mod tests {
         /// Any set of the 40 cards survives its wire form, in canonical order.
         #[test]
         fn card_sets_round_trip_through_json(mask in 0u64..(1 << 40)) {
-            let set = CardSet(mask);
+            let set = CardSet::from_bits(mask);
             let json = serde_json::to_string(&set).unwrap();
             prop_assert_eq!(serde_json::from_str::<CardSet>(&json).unwrap(), set);
             let ids: Vec<u8> = set.iter().map(Card::id).collect();

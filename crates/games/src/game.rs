@@ -13,9 +13,9 @@
 use fairdeal_table_game::TableGame;
 use serde::{Deserialize, Serialize};
 
-use crate::card::{Card, CardSet, Suit};
+use crate::card::{Card, CardSet, JeuDu10Cards, Suit};
 use crate::command::{Actor, Bid, Call, Command};
-use crate::error::{DealError, Phase, RuleError};
+use crate::error::{ContractError, DealError, Phase, RuleError};
 use crate::event::{Event, HandScore, MatchEnd};
 use crate::options::{Mode, Purchase, Rules};
 use crate::scoring::{card_points, match_end, score_hand};
@@ -222,13 +222,12 @@ impl Game {
 
     /// Checks `command` from `actor` and returns the events it causes; never mutates.
     pub fn decide(&self, actor: Actor, command: &Command) -> Result<Vec<Event>, RuleError> {
+        ContractError::sender(
+            actor == Actor::Table,
+            command.is_table_command(),
+            command.name(),
+        )?;
         match (actor, command) {
-            (Actor::Seat(_), c) if c.is_table_command() => {
-                Err(RuleError::TableOnly { command: c.name() })
-            }
-            (Actor::Table, c) if !c.is_table_command() => {
-                Err(RuleError::SeatOnly { command: c.name() })
-            }
             (
                 _,
                 Command::StartMatch {
@@ -237,7 +236,7 @@ impl Game {
                 },
             ) => {
                 if self.rules.is_some() {
-                    return Err(RuleError::MatchAlreadyStarted);
+                    return Err(ContractError::MatchAlreadyStarted.into());
                 }
                 Rules::new(options)?;
                 Ok(vec![Event::MatchStarted {
@@ -255,7 +254,7 @@ impl Game {
             (Actor::Seat(seat), Command::PlayCard { card }) => self.decide_play(seat, *card),
             // Table commands from the table and seat commands from a seat are handled
             // above; this arm is the table sending a seat command, already refused.
-            (Actor::Table, c) => Err(RuleError::SeatOnly { command: c.name() }),
+            (Actor::Table, c) => Err(ContractError::SeatOnly { command: c.name() }.into()),
         }
     }
 
@@ -308,47 +307,26 @@ impl Game {
             _ => Phase::Playing,
         };
         let (rules, hand) = match (&self.rules, &self.hand) {
-            (None, _) => return Err(RuleError::MatchNotStarted),
+            (None, _) => return Err(ContractError::MatchNotStarted.into()),
             (Some(r), Some(h)) => (r, h),
             (Some(_), None) => {
-                return Err(RuleError::WrongPhase {
+                return Err(ContractError::WrongPhase {
                     command: command.name(),
                     phase: self.phase,
-                });
+                }
+                .into());
             }
         };
-        if self.phase == Phase::Finished {
-            return Err(RuleError::MatchOver);
-        }
-        if self.phase != expected {
-            return Err(RuleError::WrongPhase {
-                command: command.name(),
-                phase: self.phase,
-            });
-        }
-        if hand.turn != Some(seat) {
-            return Err(RuleError::NotYourTurn {
-                seat,
-                turn: hand.turn,
-            });
-        }
+        ContractError::in_phase(self.phase, expected, command.name())?;
+        ContractError::turn(seat.into(), hand.turn.map(Into::into))?;
         Ok((rules, hand))
     }
 
     fn decide_start_hand(&self, hands: &[Vec<Card>]) -> Result<Vec<Event>, RuleError> {
         let Some(rules) = &self.rules else {
-            return Err(RuleError::MatchNotStarted);
+            return Err(ContractError::MatchNotStarted.into());
         };
-        match self.phase {
-            Phase::AwaitingDeal => {}
-            Phase::Finished => return Err(RuleError::MatchOver),
-            phase => {
-                return Err(RuleError::WrongPhase {
-                    command: "start_hand",
-                    phase,
-                });
-            }
-        }
+        ContractError::deal_due(self.phase, "start_hand")?;
         if hands.len() != 4 {
             return Err(DealError::WrongHandCount { found: hands.len() }.into());
         }

@@ -71,9 +71,9 @@ pub mod table_game;
 pub mod view;
 
 pub use bot::{Bot, HeuristicBot, RandomBot};
-pub use card::{Card, CardSet, Rank, Suit};
+pub use card::{Card, CardSet, JeuDu10Cards, Rank, Suit};
 pub use command::{Actor, Bid, Call, Command};
-pub use error::{DealError, Phase, RuleError};
+pub use error::{ContractError, DealError, Phase, RuleError};
 pub use event::{Event, HandScore, MatchEnd};
 pub use game::{Game, VerifyError};
 pub use options::{OptionsError, Purchase, Rules, TableOptions};

@@ -17,7 +17,7 @@
 use fairdeal_fairness::Deck;
 use serde::{Deserialize, Serialize};
 
-use crate::card::CardSet;
+use crate::card::{CardSet, JeuDu10Cards};
 
 /// How the trump is bought when the table plays "trump by purchase".
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -6,7 +6,7 @@
 //!   purchase modes, "the game").
 //! - [`match_end`]: whether a team has won.
 
-use crate::card::{Card, CardSet, Rank, Suit};
+use crate::card::{Card, CardSet, JeuDu10Cards, Rank, Suit};
 use crate::command::Bid;
 use crate::event::MatchEnd;
 use crate::options::{Mode, Purchase, Rules};
@@ -208,10 +208,7 @@ mod tests {
     }
 
     fn set(codes: &str) -> CardSet {
-        codes
-            .split_whitespace()
-            .map(|c| c.parse::<Card>().unwrap())
-            .collect()
+        codes.parse().unwrap()
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! The engine numbers its four seats with its own [`Seat`] (which knows teams and
 //! partners); the contract's seats are the table's, 0 up to five. They convert here: every
 //! engine seat is a table seat, and a table seat past 3 is refused
-//! ([`RuleError::NoSuchSeat`]), shown nothing and offered nothing.
+//! ([`ContractError::NoSuchSeat`]), shown nothing and offered nothing.
 
 use fairdeal_fairness::deal::Deal;
 use fairdeal_table_game::{self as table, Dealt, Layout, Outcome, TableGame};
@@ -12,7 +12,7 @@ use fairdeal_table_game::{self as table, Dealt, Layout, Outcome, TableGame};
 use crate::bot::{Bot, HeuristicBot};
 use crate::card::Card;
 use crate::command::{Actor, Command};
-use crate::error::{Phase, RuleError};
+use crate::error::{ContractError, Phase, RuleError};
 use crate::event::Event;
 use crate::game::{Game, command_of};
 use crate::options::{Rules, TableOptions};
@@ -71,8 +71,9 @@ impl TableGame for Game {
         let actor = match actor {
             table::Actor::Table => Actor::Table,
             table::Actor::Seat(seat) => {
-                Actor::Seat(engine_seat(seat).ok_or(RuleError::NoSuchSeat {
+                Actor::Seat(engine_seat(seat).ok_or(ContractError::NoSuchSeat {
                     seat: seat.number(),
+                    seats: Seat::ALL.len(),
                 })?)
             }
         };
@@ -225,7 +226,7 @@ mod tests {
         let pass = Command::Pass;
         assert_eq!(
             TableGame::decide(&game, table::Actor::Seat(seat(4)), &pass),
-            Err(RuleError::NoSuchSeat { seat: 4 })
+            Err(ContractError::NoSuchSeat { seat: 4, seats: 4 }.into())
         );
         let view = TableGame::seat_view(&game, turn).unwrap();
         assert!(<Game as TableGame>::bot_command(&view, 3).is_some());

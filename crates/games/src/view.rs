@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::card::{Card, CardSet, Suit};
+use crate::card::{Card, CardSet, JeuDu10Cards, Suit};
 use crate::command::{Bid, Command};
 use crate::error::Phase;
 use crate::event::{HandScore, MatchEnd};

@@ -11,8 +11,8 @@ use fairdeal_fairness::Deck;
 use fairdeal_fairness::deal::Deal;
 use fairdeal_games::scoring::card_points;
 use fairdeal_games::{
-    Actor, Bid, Card, CardSet, Command, DealError, Event, Game, MatchEnd, OptionsError, Phase,
-    Purchase, RuleError, Seat, Suit, TableOptions, Team,
+    Actor, Bid, Card, CardSet, Command, ContractError, DealError, Event, Game, JeuDu10Cards,
+    MatchEnd, OptionsError, Phase, Purchase, RuleError, Seat, Suit, TableOptions, Team,
 };
 
 fn seat(n: u8) -> Seat {
@@ -139,10 +139,10 @@ fn the_auction_starts_at_the_dealers_left_and_goes_clockwise() {
     assert_eq!(t.game.turn(), Some(seat(3)));
     assert_eq!(
         t.bid(0, Bid::Points(50)),
-        Err(RuleError::NotYourTurn {
-            seat: seat(0),
-            turn: Some(seat(3))
-        })
+        Err(RuleError::Contract(ContractError::NotYourTurn {
+            seat: seat(0).into(),
+            turn: Some(seat(3).into())
+        }))
     );
     t.bid(3, Bid::Points(50)).unwrap();
     assert_eq!(t.game.turn(), Some(seat(0)));
@@ -242,20 +242,20 @@ fn only_the_declarer_names_trump_and_leads() {
     t.auction(2, Bid::Points(60));
     assert!(matches!(
         t.trump(0, Suit::Spades),
-        Err(RuleError::NotYourTurn { .. })
+        Err(RuleError::Contract(ContractError::NotYourTurn { .. }))
     ));
     assert_eq!(
         t.play(2, "AD"),
-        Err(RuleError::WrongPhase {
+        Err(RuleError::Contract(ContractError::WrongPhase {
             command: "play_card",
             phase: Phase::NamingTrump
-        })
+        }))
     );
     t.trump(2, Suit::Diamonds).unwrap();
     assert_eq!(t.game.turn(), Some(seat(2)));
     assert!(matches!(
         t.bid(3, Bid::Points(70)),
-        Err(RuleError::WrongPhase { .. })
+        Err(RuleError::Contract(ContractError::WrongPhase { .. }))
     ));
 }
 
@@ -423,8 +423,14 @@ fn the_game_bid_made_wins_the_match() {
     );
     assert_eq!(t.game.result(), Some((Team::ALL[0], MatchEnd::GameBidMade)));
     assert_eq!(t.game.phase(), Phase::Finished);
-    assert_eq!(t.deal(ONE_SUIT_EACH), Err(RuleError::MatchOver));
-    assert_eq!(t.bid(0, Bid::Points(50)), Err(RuleError::MatchOver));
+    assert_eq!(
+        t.deal(ONE_SUIT_EACH),
+        Err(RuleError::Contract(ContractError::MatchOver))
+    );
+    assert_eq!(
+        t.bid(0, Bid::Points(50)),
+        Err(RuleError::Contract(ContractError::MatchOver))
+    );
 }
 
 #[test]
@@ -765,10 +771,10 @@ fn deals_are_checked() {
     t.deal(ONE_SUIT_EACH).unwrap();
     assert_eq!(
         t.deal(ONE_SUIT_EACH),
-        Err(RuleError::WrongPhase {
+        Err(RuleError::Contract(ContractError::WrongPhase {
             command: "start_hand",
             phase: Phase::Auction
-        })
+        }))
     );
 }
 
@@ -777,15 +783,17 @@ fn commands_from_the_wrong_actor_or_before_the_match() {
     let mut game = Game::new();
     assert_eq!(
         game.decide(Actor::Seat(seat(0)), &Command::Pass),
-        Err(RuleError::MatchNotStarted)
+        Err(RuleError::Contract(ContractError::MatchNotStarted))
     );
     assert_eq!(
         game.decide(Actor::Table, &Command::StartHand { hands: vec![] }),
-        Err(RuleError::MatchNotStarted)
+        Err(RuleError::Contract(ContractError::MatchNotStarted))
     );
     assert_eq!(
         game.decide(Actor::Table, &Command::Pass),
-        Err(RuleError::SeatOnly { command: "pass" })
+        Err(RuleError::Contract(ContractError::SeatOnly {
+            command: "pass"
+        }))
     );
     let start = Command::StartMatch {
         options: standard(),
@@ -793,9 +801,9 @@ fn commands_from_the_wrong_actor_or_before_the_match() {
     };
     assert_eq!(
         game.decide(Actor::Seat(seat(1)), &start),
-        Err(RuleError::TableOnly {
+        Err(RuleError::Contract(ContractError::TableOnly {
             command: "start_match"
-        })
+        }))
     );
     let bad = Command::StartMatch {
         options: TableOptions {
@@ -816,14 +824,14 @@ fn commands_from_the_wrong_actor_or_before_the_match() {
     }
     assert_eq!(
         game.decide(Actor::Table, &start),
-        Err(RuleError::MatchAlreadyStarted)
+        Err(RuleError::Contract(ContractError::MatchAlreadyStarted))
     );
     assert_eq!(
         game.decide(Actor::Seat(seat(1)), &Command::Pass),
-        Err(RuleError::WrongPhase {
+        Err(RuleError::Contract(ContractError::WrongPhase {
             command: "pass",
             phase: Phase::AwaitingDeal
-        })
+        }))
     );
 }
 
@@ -842,10 +850,10 @@ fn error_messages_say_why() {
         "must follow suit: spades was led and you hold some, KH is not spades"
     );
     assert_eq!(
-        msg(RuleError::NotYourTurn {
-            seat: seat(0),
-            turn: Some(seat(3))
-        }),
+        msg(RuleError::Contract(ContractError::NotYourTurn {
+            seat: seat(0).into(),
+            turn: Some(seat(3).into())
+        })),
         "not your turn: seat 0 tried to act, it is seat 3's turn"
     );
     assert_eq!(
@@ -853,10 +861,10 @@ fn error_messages_say_why() {
         "the game bid is not allowed with a negative score (-5)"
     );
     assert_eq!(
-        msg(RuleError::WrongPhase {
+        msg(RuleError::Contract(ContractError::WrongPhase {
             command: "play_card",
             phase: Phase::Auction
-        }),
+        })),
         "cannot play_card now: the auction is on"
     );
     assert_eq!(

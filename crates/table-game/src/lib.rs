@@ -21,6 +21,11 @@
 //! Seats are numbered clockwise from 0 ([`Seat`]); sides (teams, or a taker and a called
 //! partner against the rest) are the game's to form, reported in the [`Outcome`].
 //!
+//! What every game needs and would otherwise write again lives here too: the set of a
+//! game's cards as a bit mask ([`CardSet`], over a card type numbered by [`IndexedCard`]),
+//! the refusals every game makes alike ([`ContractError`], which a game's error embeds, with
+//! the checks that make them) and the seed of one bot decision ([`decision_seed`]).
+//!
 //! Pure: no IO, no clock, no randomness but the seeds handed in.
 #![forbid(unsafe_code)]
 
@@ -29,6 +34,12 @@ use std::fmt;
 pub use fairdeal_fairness::Deck;
 pub use fairdeal_fairness::deal::Deal;
 use serde::{Deserialize, Serialize};
+
+pub mod card_set;
+pub mod refusal;
+
+pub use card_set::{CardSet, IndexedCard};
+pub use refusal::{ContractError, MatchPhase};
 
 /// The most seats a table has (French Tarot for five).
 pub const MAX_SEATS: usize = 5;
@@ -110,6 +121,17 @@ impl fmt::Display for Seat {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "seat {}", self.0)
     }
+}
+
+/// The seed of one bot decision: a function of the bot's `seed`, the `version` of the
+/// table the deciding seat sees and that `seat`, so that neighbouring versions and seats
+/// draw unrelated streams from a PRNG seeded with it.
+pub fn decision_seed(seed: u64, version: u64, seat: Seat) -> u64 {
+    // Spread version and seat over the word; the PRNG's seeding then mixes the bits.
+    let salt = version
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(u64::from(seat.number()) << 56);
+    seed ^ salt
 }
 
 /// Who sends a command: the table (it starts the match and deals each hand) or a seat.

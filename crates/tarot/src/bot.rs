@@ -19,24 +19,20 @@
 //!   excuse to save an honour and never keeping the excuse for the last trick.
 
 use fairdeal_fairness::pick;
-use fairdeal_table_game::Seat;
+use fairdeal_table_game::{Seat, decision_seed};
 use rand_core::{Rng, SeedableRng};
 use rand_xorshift::XorShiftRng;
 
-use crate::card::{Card, CardSet, DAME, Suit};
+use crate::card::{Card, CardSet, DAME, Suit, TarotCards};
 use crate::command::Command;
 use crate::contract::Contract;
 use crate::trick::winning_position;
 use crate::view::SeatView;
 
-/// The PRNG of one decision: a function of the seed, the seat and the version.
+/// The PRNG of one decision: a function of the seed, the seat and the version
+/// ([`decision_seed`]).
 fn decision_rng(seed: u64, view: &SeatView) -> XorShiftRng {
-    let salt = view
-        .table
-        .version
-        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-        .wrapping_add(u64::from(view.seat.number()) << 56);
-    XorShiftRng::seed_from_u64(seed ^ salt)
+    XorShiftRng::seed_from_u64(decision_seed(seed, view.table.version, view.seat))
 }
 
 /// The bot's command for `view`; `None` when the view offers none.
@@ -357,10 +353,7 @@ mod tests {
     use super::*;
 
     fn set(codes: &str) -> CardSet {
-        codes
-            .split_whitespace()
-            .map(|c| c.parse::<Card>().unwrap())
-            .collect()
+        codes.parse().unwrap()
     }
 
     #[test]

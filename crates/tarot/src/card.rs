@@ -9,8 +9,9 @@
 //!
 //! Card points are counted in half-points to stay exact (FFT: oudlers and kings 4.5,
 //! queens 3.5, cavaliers 2.5, valets 1.5, every other card 0.5; 91 points, 182
-//! half-points, in the deck). A [`CardSet`] is a 78-bit mask, so hands, piles and the
-//! follow-suit checks are single integer operations.
+//! half-points, in the deck). A [`CardSet`] (the table contract's bit-mask set, numbered by
+//! the canonical index) is a 78-bit mask in a `u128`, so hands, piles and the follow-suit
+//! checks are single integer operations.
 //!
 //! On the wire a card is its code (`"T21"`, `"EX"`, `"10H"`, `"NS"`), a suit its lower-case
 //! English name.
@@ -19,52 +20,11 @@ use std::fmt;
 use std::str::FromStr;
 
 use fairdeal_fairness::Deck;
+use fairdeal_table_game::IndexedCard;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// The four plain suits, in canonical deck order (S, H, D, C).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Suit {
-    /// Spades, pique (`S`).
-    Spades,
-    /// Hearts, cœur (`H`).
-    Hearts,
-    /// Diamonds, carreau (`D`).
-    Diamonds,
-    /// Clubs, trèfle (`C`).
-    Clubs,
-}
-
-impl Suit {
-    /// All suits in canonical order.
-    pub const ALL: [Suit; 4] = [Suit::Spades, Suit::Hearts, Suit::Diamonds, Suit::Clubs];
-
-    /// Position in canonical order (0..4).
-    pub const fn index(self) -> u8 {
-        self as u8
-    }
-
-    const fn from_index(index: u8) -> Option<Suit> {
-        match index {
-            0 => Some(Suit::Spades),
-            1 => Some(Suit::Hearts),
-            2 => Some(Suit::Diamonds),
-            3 => Some(Suit::Clubs),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for Suit {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Suit::Spades => "spades",
-            Suit::Hearts => "hearts",
-            Suit::Diamonds => "diamonds",
-            Suit::Clubs => "clubs",
-        })
-    }
-}
+/// The four plain suits, in canonical deck order (S, H, D, C): the fairness crate's.
+pub use fairdeal_fairness::Suit;
 
 /// Rank of a valet (jack) in a plain suit.
 pub const VALET: u8 = 11;
@@ -268,144 +228,70 @@ impl<'de> Deserialize<'de> for Card {
     }
 }
 
-/// A set of cards, as a bit mask over canonical indices; iterates in canonical order.
-#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub struct CardSet(u128);
+impl IndexedCard for Card {
+    type Bits = u128;
+    const ALL: u128 = (1 << DECK_LEN) - 1;
 
-impl CardSet {
-    /// The empty set.
-    pub const EMPTY: CardSet = CardSet(0);
-    /// The whole deck.
-    pub const ALL: CardSet = CardSet((1 << DECK_LEN) - 1);
+    fn set_index(self) -> u8 {
+        self.0
+    }
+
+    fn from_set_index(index: u8) -> Option<Card> {
+        Card::from_index(index)
+    }
+}
+
+/// A set of cards, as a bit mask over canonical indices (the contract's
+/// [`fairdeal_table_game::CardSet`]); iterates in canonical order, so the last trump of a
+/// set is its strongest. What a set is in Tarot (a suit, its trumps, its oudlers, its
+/// value) is [`TarotCards`].
+pub type CardSet = fairdeal_table_game::CardSet<Card>;
+
+/// Tarot's sets of cards: its suits, trumps and oudlers, and what a set is worth.
+pub trait TarotCards: Sized {
     /// The 21 trumps (without the excuse).
-    pub const TRUMPS: CardSet = CardSet((1 << 21) - 1);
+    const TRUMPS: Self;
     /// The three oudlers.
-    pub const OUDLERS: CardSet = CardSet(1 | 1 << 20 | 1 << 21);
+    const OUDLERS: Self;
 
     /// The cards of `suit`.
-    pub const fn suit(suit: Suit) -> CardSet {
-        CardSet(((1u128 << 14) - 1) << (22 + 14 * suit.index() as u32))
-    }
-
-    /// Whether `card` is in the set.
-    pub const fn contains(self, card: Card) -> bool {
-        self.0 & (1 << card.0) != 0
-    }
-
-    /// Adds `card`; whether it was absent.
-    pub fn insert(&mut self, card: Card) -> bool {
-        let absent = !self.contains(card);
-        self.0 |= 1 << card.0;
-        absent
-    }
-
-    /// Removes `card`; whether it was present.
-    pub fn remove(&mut self, card: Card) -> bool {
-        let present = self.contains(card);
-        self.0 &= !(1 << card.0);
-        present
-    }
-
-    /// The set with `card` added.
-    pub const fn with(self, card: Card) -> CardSet {
-        CardSet(self.0 | 1 << card.0)
-    }
-
-    /// Number of cards.
-    pub const fn len(self) -> usize {
-        self.0.count_ones() as usize
-    }
-
-    /// Whether the set is empty.
-    pub const fn is_empty(self) -> bool {
-        self.0 == 0
-    }
-
-    /// Cards in either set.
-    pub const fn union(self, other: CardSet) -> CardSet {
-        CardSet(self.0 | other.0)
-    }
-
-    /// Cards in both sets.
-    pub const fn intersection(self, other: CardSet) -> CardSet {
-        CardSet(self.0 & other.0)
-    }
-
-    /// Cards in `self` but not in `other`.
-    pub const fn difference(self, other: CardSet) -> CardSet {
-        CardSet(self.0 & !other.0)
-    }
+    fn suit(suit: Suit) -> Self;
 
     /// The trumps of the set (without the excuse).
-    pub const fn trumps(self) -> CardSet {
+    fn trumps(self) -> Self;
+
+    /// The cards of `suit` in the set.
+    fn of_suit(self, suit: Suit) -> Self;
+
+    /// The value of the cards in half-points.
+    fn half_points(self) -> u16;
+
+    /// The number of oudlers in the set.
+    fn oudlers(self) -> usize;
+}
+
+impl TarotCards for CardSet {
+    const TRUMPS: CardSet = CardSet::from_bits((1 << 21) - 1);
+    const OUDLERS: CardSet = CardSet::from_bits(1 | 1 << 20 | 1 << 21);
+
+    fn suit(suit: Suit) -> CardSet {
+        CardSet::from_bits(((1u128 << 14) - 1) << (22 + 14 * suit.index() as u32))
+    }
+
+    fn trumps(self) -> CardSet {
         self.intersection(CardSet::TRUMPS)
     }
 
-    /// The cards of `suit` in the set.
-    pub const fn of_suit(self, suit: Suit) -> CardSet {
-        self.intersection(CardSet::suit(suit))
+    fn of_suit(self, suit: Suit) -> CardSet {
+        self.intersection(<CardSet as TarotCards>::suit(suit))
     }
 
-    /// The lowest card in canonical order.
-    pub const fn first(self) -> Option<Card> {
-        if self.0 == 0 {
-            None
-        } else {
-            Some(Card(self.0.trailing_zeros() as u8))
-        }
-    }
-
-    /// The highest card in canonical order (for trumps: the strongest).
-    pub const fn last(self) -> Option<Card> {
-        if self.0 == 0 {
-            None
-        } else {
-            Some(Card(127 - self.0.leading_zeros() as u8))
-        }
-    }
-
-    /// The value of the cards in half-points.
-    pub fn half_points(self) -> u16 {
+    fn half_points(self) -> u16 {
         self.iter().map(Card::half_points).sum()
     }
 
-    /// The number of oudlers in the set.
-    pub const fn oudlers(self) -> usize {
+    fn oudlers(self) -> usize {
         self.intersection(CardSet::OUDLERS).len()
-    }
-
-    /// The cards in canonical order.
-    pub fn iter(self) -> impl Iterator<Item = Card> + Clone {
-        let mut bits = self.0;
-        std::iter::from_fn(move || {
-            if bits == 0 {
-                return None;
-            }
-            let card = Card(bits.trailing_zeros() as u8);
-            bits &= bits - 1;
-            Some(card)
-        })
-    }
-
-    /// The cards in canonical order, as a list.
-    pub fn to_vec(self) -> Vec<Card> {
-        self.iter().collect()
-    }
-}
-
-impl FromIterator<Card> for CardSet {
-    fn from_iter<I: IntoIterator<Item = Card>>(iter: I) -> Self {
-        let mut set = CardSet::EMPTY;
-        for card in iter {
-            set.insert(card);
-        }
-        set
-    }
-}
-
-impl fmt::Debug for CardSet {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_set().entries(self.iter()).finish()
     }
 }
 

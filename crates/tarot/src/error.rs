@@ -2,14 +2,15 @@
 //! changes nothing (`decide` never mutates the state).
 
 use fairdeal_fairness::Deck;
-use fairdeal_table_game::Seat;
+use fairdeal_table_game::MatchPhase;
 use serde::{Deserialize, Serialize};
 
 use crate::card::{Card, Suit};
 use crate::contract::Contract;
 use crate::options::OptionsError;
 
-/// Where a match stands; used in views and in [`RuleError::WrongPhase`].
+/// Where a match stands; used in views and in the contract's refusals
+/// ([`ContractError::WrongPhase`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
@@ -46,6 +47,15 @@ impl std::fmt::Display for Phase {
         })
     }
 }
+
+impl MatchPhase for Phase {
+    const NOT_STARTED: Phase = Phase::NotStarted;
+    const AWAITING_DEAL: Phase = Phase::AwaitingDeal;
+    const FINISHED: Phase = Phase::Finished;
+}
+
+/// The refusals every game makes alike, in this game's phases.
+pub type ContractError = fairdeal_table_game::ContractError<Phase>;
 
 /// What is wrong with the cards of a `start_deal` command.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -103,55 +113,16 @@ pub enum DealError {
 /// Why a command was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RuleError {
-    /// The command needs a started match.
-    #[error("the match has not started")]
-    MatchNotStarted,
-    /// `start_match` was sent twice.
-    #[error("the match has already started")]
-    MatchAlreadyStarted,
-    /// The last deal has been played; nothing more can happen.
-    #[error("the match is over")]
-    MatchOver,
+    /// A refusal every game makes alike (not started, over, wrong sender, no such seat,
+    /// wrong phase, not your turn).
+    #[error(transparent)]
+    Contract(#[from] ContractError),
     /// The table options are invalid.
     #[error("invalid table options: {0}")]
     InvalidOptions(#[from] OptionsError),
     /// The cards dealt are invalid.
     #[error("invalid deal: {0}")]
     BadDeal(#[from] DealError),
-    /// A seat the table does not have.
-    #[error("seat {seat} does not exist at this table")]
-    NoSuchSeat {
-        /// The seat number.
-        seat: u8,
-    },
-    /// A seat sent a command only the table may send.
-    #[error("only the table may {command}")]
-    TableOnly {
-        /// The command's name.
-        command: &'static str,
-    },
-    /// The table sent a command that a seat must send.
-    #[error("{command} must come from a seat")]
-    SeatOnly {
-        /// The command's name.
-        command: &'static str,
-    },
-    /// The command does not fit the current phase.
-    #[error("cannot {command} now: {phase}")]
-    WrongPhase {
-        /// The command's name.
-        command: &'static str,
-        /// The current phase.
-        phase: Phase,
-    },
-    /// Another seat must act.
-    #[error("not your turn: {seat} tried to act, it is {}'s turn", turn.map_or_else(|| "nobody".to_owned(), |s| s.to_string()))]
-    NotYourTurn {
-        /// The seat that tried to act.
-        seat: Seat,
-        /// The seat that must act.
-        turn: Option<Seat>,
-    },
     /// FFT, enchères: each bid must be higher than the last.
     #[error("bid {bid} is not higher than the bid so far ({highest})")]
     BidTooLow {

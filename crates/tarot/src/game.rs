@@ -15,10 +15,10 @@
 
 use fairdeal_table_game::{Actor, Seat};
 
-use crate::card::{CAVALIER, Card, CardSet, DAME, ROI, Suit, VALET};
+use crate::card::{CAVALIER, Card, CardSet, DAME, ROI, Suit, TarotCards, VALET};
 use crate::command::Command;
 use crate::contract::{Camp, Contract, Poignee};
-use crate::error::{DealError, Phase, RuleError};
+use crate::error::{ContractError, DealError, Phase, RuleError};
 use crate::event::{AuctionCall, DealScore, Event, ShownPoignee};
 use crate::options::TarotOptions;
 use crate::scoring::{chelem, contract_score, seat_deltas, tally};
@@ -291,18 +291,13 @@ impl Tarot {
 
     /// Checks `command` from `actor` and returns the events it causes; never mutates.
     pub fn decide(&self, actor: Actor, command: &Command) -> Result<Vec<Event>, RuleError> {
+        ContractError::sender(
+            actor == Actor::Table,
+            command.is_table_command(),
+            command.name(),
+        )?;
         let seat = match actor {
-            Actor::Table if command.is_table_command() => None,
-            Actor::Table => {
-                return Err(RuleError::SeatOnly {
-                    command: command.name(),
-                });
-            }
-            Actor::Seat(_) if command.is_table_command() => {
-                return Err(RuleError::TableOnly {
-                    command: command.name(),
-                });
-            }
+            Actor::Table => None,
             Actor::Seat(seat) => Some(seat),
         };
         match (seat, command) {
@@ -314,13 +309,15 @@ impl Tarot {
                 },
             ) => {
                 if self.options.is_some() {
-                    return Err(RuleError::MatchAlreadyStarted);
+                    return Err(ContractError::MatchAlreadyStarted.into());
                 }
                 let options = options.validate()?;
                 if first_dealer.index() >= options.seat_count() {
-                    return Err(RuleError::NoSuchSeat {
+                    return Err(ContractError::NoSuchSeat {
                         seat: first_dealer.number(),
-                    });
+                        seats: options.seat_count(),
+                    }
+                    .into());
                 }
                 Ok(vec![Event::MatchStarted {
                     options,
@@ -328,9 +325,10 @@ impl Tarot {
                 }])
             }
             (_, Command::StartDeal { hands, chien }) => self.decide_start_deal(hands, chien),
-            (None, _) => Err(RuleError::SeatOnly {
+            (None, _) => Err(ContractError::SeatOnly {
                 command: command.name(),
-            }),
+            }
+            .into()),
             (Some(seat), Command::Bid { contract }) => self.decide_bid(seat, Some(*contract)),
             (Some(seat), Command::Pass) => self.decide_bid(seat, None),
             (Some(seat), Command::CallKing { card }) => {
@@ -379,28 +377,21 @@ impl Tarot {
     /// The deal, if `seat` may act now in `phase` (the phase `command` belongs to).
     fn acting(&self, seat: Seat, command: &Command, phase: Phase) -> Result<&DealState, RuleError> {
         let Some(options) = self.options else {
-            return Err(RuleError::MatchNotStarted);
+            return Err(ContractError::MatchNotStarted.into());
         };
         if seat.index() >= options.seat_count() {
-            return Err(RuleError::NoSuchSeat {
+            return Err(ContractError::NoSuchSeat {
                 seat: seat.number(),
-            });
+                seats: options.seat_count(),
+            }
+            .into());
         }
-        if self.phase == Phase::Finished {
-            return Err(RuleError::MatchOver);
-        }
-        let wrong_phase = RuleError::WrongPhase {
+        ContractError::in_phase(self.phase, phase, command.name())?;
+        let deal = self.deal.as_ref().ok_or(ContractError::WrongPhase {
             command: command.name(),
             phase: self.phase,
-        };
-        if self.phase != phase {
-            return Err(wrong_phase);
-        }
-        let deal = self.deal.as_ref().ok_or(wrong_phase)?;
-        let turn = self.turn();
-        if turn != Some(seat) {
-            return Err(RuleError::NotYourTurn { seat, turn });
-        }
+        })?;
+        ContractError::turn(seat, self.turn())?;
         Ok(deal)
     }
 
@@ -416,18 +407,9 @@ impl Tarot {
         chien: &[Card],
     ) -> Result<Vec<Event>, RuleError> {
         let Some(options) = self.options else {
-            return Err(RuleError::MatchNotStarted);
+            return Err(ContractError::MatchNotStarted.into());
         };
-        match self.phase {
-            Phase::AwaitingDeal => {}
-            Phase::Finished => return Err(RuleError::MatchOver),
-            phase => {
-                return Err(RuleError::WrongPhase {
-                    command: "start_deal",
-                    phase,
-                });
-            }
-        }
+        ContractError::deal_due(self.phase, "start_deal")?;
         let seats = options.seat_count();
         if hands.len() != seats {
             return Err(DealError::WrongHandCount {
@@ -966,10 +948,7 @@ mod tests {
     use super::*;
 
     fn set(codes: &str) -> CardSet {
-        codes
-            .split_whitespace()
-            .map(|c| c.parse::<Card>().unwrap())
-            .collect()
+        codes.parse().unwrap()
     }
 
     #[test]

@@ -53,10 +53,10 @@ pub mod table_game;
 pub mod trick;
 pub mod view;
 
-pub use card::{Card, CardSet, Kind, Suit};
+pub use card::{Card, CardSet, Kind, Suit, TarotCards};
 pub use command::Command;
 pub use contract::{Camp, Chelem, Contract, Poignee};
-pub use error::{DealError, Phase, RuleError};
+pub use error::{ContractError, DealError, Phase, RuleError};
 pub use event::{AuctionCall, DealScore, Event, ShownPoignee};
 pub use game::Tarot;
 pub use options::{OptionsError, TarotOptions};

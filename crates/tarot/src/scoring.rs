@@ -14,7 +14,7 @@
 
 use fairdeal_table_game::Seat;
 
-use crate::card::{Card, CardSet, DECK_HALF_POINTS};
+use crate::card::{Card, CardSet, DECK_HALF_POINTS, TarotCards};
 use crate::contract::{Camp, Chelem, Contract, Poignee};
 use crate::trick::Trick;
 

@@ -2,8 +2,10 @@
 //! service, the auditor and the client go through (`fairdeal_table_game`).
 //!
 //! The engine numbers seats as the table does (0 up to the table's size); a seat past the
-//! table's size is refused ([`RuleError::NoSuchSeat`]), shown nothing and offered nothing.
-//! The deal's talon is the chien.
+//! table's size is refused ([`NoSuchSeat`]), shown nothing and offered nothing. The deal's
+//! talon is the chien.
+//!
+//! [`NoSuchSeat`]: fairdeal_table_game::ContractError::NoSuchSeat
 
 use fairdeal_fairness::deal::Deal;
 use fairdeal_table_game::{Actor, Dealt, Layout, Outcome, Seat, TableGame};

@@ -14,7 +14,7 @@
 use fairdeal_table_game::Seat;
 use serde::{Deserialize, Serialize};
 
-use crate::card::{Card, CardSet, Suit};
+use crate::card::{Card, CardSet, Suit, TarotCards};
 use crate::error::RuleError;
 
 /// One card played, by whom.
@@ -133,10 +133,7 @@ mod tests {
     use super::*;
 
     fn set(codes: &str) -> CardSet {
-        codes
-            .split_whitespace()
-            .map(|c| c.parse::<Card>().unwrap())
-            .collect()
+        codes.parse().unwrap()
     }
 
     fn cards(codes: &str) -> Vec<Card> {

@@ -12,7 +12,7 @@
 use fairdeal_table_game::Seat;
 use serde::{Deserialize, Serialize};
 
-use crate::card::{Card, CardSet};
+use crate::card::{Card, CardSet, TarotCards};
 use crate::command::Command;
 use crate::contract::Contract;
 use crate::error::Phase;

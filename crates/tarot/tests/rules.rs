@@ -6,8 +6,8 @@
 
 use fairdeal_table_game::{Actor, Seat, TableGame};
 use fairdeal_tarot::{
-    Card, CardSet, Chelem, Command, Contract, DealScore, Event, Phase, Poignee, RuleError, Suit,
-    Tarot, TarotOptions,
+    Card, CardSet, Chelem, Command, Contract, ContractError, DealScore, Event, Phase, Poignee,
+    RuleError, Suit, Tarot, TarotCards, TarotOptions,
 };
 
 fn seat(n: u8) -> Seat {
@@ -173,10 +173,10 @@ fn the_seat_after_the_dealer_speaks_first_each_once_and_bids_climb() {
     assert_eq!(t.game.turn(), Some(seat(3)));
     assert_eq!(
         t.bid(0, Contract::Petite),
-        Err(RuleError::NotYourTurn {
+        Err(RuleError::Contract(ContractError::NotYourTurn {
             seat: seat(0),
             turn: Some(seat(3))
-        })
+        }))
     );
     t.bid(3, Contract::Garde).unwrap();
     assert_eq!(
@@ -562,7 +562,10 @@ fn a_match_is_its_deals_and_ends_with_placings() {
     }
     assert!(matches!(t.events.last(), Some(Event::MatchEnded { .. })));
     assert_eq!(t.game.phase(), Phase::Finished);
-    assert_eq!(t.deal(&[(0, "T1 T2")], ""), Err(RuleError::MatchOver));
+    assert_eq!(
+        t.deal(&[(0, "T1 T2")], ""),
+        Err(RuleError::Contract(ContractError::MatchOver))
+    );
     let outcome = TableGame::outcome(&t.game).unwrap();
     assert_eq!(outcome.placings, [1, 1, 1]);
     assert_eq!(<Tarot as TableGame>::verify(&t.events), Ok(t.game.clone()));
@@ -590,12 +593,17 @@ fn deals_seats_and_actors_are_checked() {
     let turn = t.game.turn().unwrap();
     assert_eq!(
         t.act(4, Command::Pass),
-        Err(RuleError::NoSuchSeat { seat: 4 })
+        Err(RuleError::Contract(ContractError::NoSuchSeat {
+            seat: 4,
+            seats: 4
+        }))
     );
     assert!(TableGame::seat_view(&t.game, seat(4)).is_none());
     assert_eq!(
         t.run(Actor::Table, Command::Pass),
-        Err(RuleError::SeatOnly { command: "pass" })
+        Err(RuleError::Contract(ContractError::SeatOnly {
+            command: "pass"
+        }))
     );
     assert_eq!(
         t.run(
@@ -605,9 +613,9 @@ fn deals_seats_and_actors_are_checked() {
                 first_dealer: seat(0)
             }
         ),
-        Err(RuleError::TableOnly {
+        Err(RuleError::Contract(ContractError::TableOnly {
             command: "start_match"
-        })
+        }))
     );
     assert_eq!(
         t.run(
@@ -617,7 +625,7 @@ fn deals_seats_and_actors_are_checked() {
                 first_dealer: seat(0)
             }
         ),
-        Err(RuleError::MatchAlreadyStarted)
+        Err(RuleError::Contract(ContractError::MatchAlreadyStarted))
     );
     let mut fresh = Table {
         game: Tarot::new(),

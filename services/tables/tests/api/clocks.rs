@@ -1,7 +1,8 @@
 //! Turn clocks on an injected clock: a deadline is recorded for every player's turn; when
 //! the test moves the clock past it, the service plays for the seat and records the
 //! timeout; a move of the player's own resets the count; the third timeout in a row
-//! abandons the seat to the bot, which plays it to the end.
+//! abandons the seat to the bot, which plays it to the end. The same walk runs at a French
+//! Tarot table (`tarot.rs`), through [`timeouts_play_for_seat_0_then_abandon_it`].
 
 use std::time::Duration;
 
@@ -10,11 +11,11 @@ use pb::table_event::Event as E;
 
 use fairdeal_tables::clock::TableClock;
 
-use crate::harness::{Db, TestApp, clock_of, command_of};
+use crate::harness::{Db, Player, TestApp, clock_of, command_of};
 use crate::moves;
 
 /// Reads `stream` until `found` picks a message (within 60 s); returns what it picked.
-async fn until<T>(
+pub(crate) async fn until<T>(
     stream: &mut tonic::Streaming<pb::WatchResponse>,
     mut found: impl FnMut(&pb::WatchResponse, &E) -> Option<T>,
 ) -> T {
@@ -32,7 +33,7 @@ async fn until<T>(
 }
 
 /// The next deadline of seat 0.
-async fn deadline(stream: &mut tonic::Streaming<pb::WatchResponse>) -> i64 {
+pub(crate) async fn deadline(stream: &mut tonic::Streaming<pb::WatchResponse>) -> i64 {
     until(stream, |_, e| match clock_of(e) {
         Some((0, deadline_ms)) => Some(deadline_ms),
         _ => None,
@@ -45,16 +46,30 @@ async fn timeouts_play_for_the_seat_then_abandon_it_embedded() {
     let app = TestApp::spawn(Db::Sqlite).await;
     let me = app.player();
     let id = me.create_against_bots(20).await;
-    let mut stream = me.watch(&id, 0).await;
-    me.sit(&id, 0).await.unwrap();
+    timeouts_play_for_seat_0_then_abandon_it(&app, &me, &id, 4).await;
+    app.stop().await;
+}
+
+/// At table `id` of `seats` seats, created with 20 s a move and the engine's bot at every
+/// seat but 0, which `me` takes: the deadline passes and the service plays for seat 0 and
+/// counts a timeout; `me`'s own move in time resets the count; three timeouts in a row
+/// abandon the seat to the bot, which plays it to the end of the game.
+pub(crate) async fn timeouts_play_for_seat_0_then_abandon_it(
+    app: &TestApp,
+    me: &Player,
+    id: &str,
+    seats: usize,
+) {
+    let mut stream = me.watch(id, 0).await;
+    me.sit(id, 0).await.unwrap();
     let first = deadline(&mut stream).await;
-    let view = me.view(&id).await;
+    let view = me.view(id).await;
     assert_eq!(view.turn_deadline_ms, Some(first));
     assert_eq!(first, app.clock.now_ms() + 20_000);
 
     // One second short: nothing happens (the player may still act).
     app.clock.advance(Duration::from_millis(19_999));
-    assert_eq!(me.view(&id).await.version, view.version);
+    assert_eq!(me.view(id).await.version, view.version);
     // The deadline passes: a timeout, and the bot's move for seat 0.
     app.clock.advance(Duration::from_millis(1));
     let consecutive = until(&mut stream, |_, e| match e {
@@ -73,14 +88,14 @@ async fn timeouts_play_for_the_seat_then_abandon_it_embedded() {
         }) => deadline_ms,
         _ => deadline(&mut stream).await,
     };
-    assert_eq!(me.view(&id).await.seats[0].timeouts, 1);
+    assert_eq!(me.view(id).await.seats[0].timeouts, 1);
 
     // The player acts in time: the count goes back to 0.
-    let view = me.view(&id).await;
+    let view = me.view(id).await;
     assert_eq!(view.turn_deadline_ms, Some(next));
     let action = moves::choose(&view, 1).unwrap();
-    me.act(&id, view.version, "mine-1", action).await.unwrap();
-    assert_eq!(me.view(&id).await.seats[0].timeouts, 0);
+    me.act(id, view.version, "mine-1", action).await.unwrap();
+    assert_eq!(me.view(id).await.seats[0].timeouts, 0);
 
     // Three timeouts in a row abandon the seat.
     for round in 1..=3 {
@@ -112,11 +127,11 @@ async fn timeouts_play_for_the_seat_then_abandon_it_embedded() {
     assert_eq!(finished.reason, pb::FinishReason::Abandoned as i32);
     // Who abandoned is on record for rating: seat 0 only.
     let flags: Vec<bool> = finished.players.iter().map(|p| p.abandoned).collect();
-    assert_eq!(flags, [true, false, false, false]);
-    let end = me.view(&id).await;
+    let only_seat_0: Vec<bool> = (0..seats).map(|seat| seat == 0).collect();
+    assert_eq!(flags, only_seat_0);
+    let end = me.view(id).await;
     assert!(end.seats[0].abandoned);
     assert_eq!(end.turn_deadline_ms, None);
-    app.stop().await;
 }
 
 #[tokio::test]

@@ -621,14 +621,22 @@ impl Player {
     }
 }
 
-/// The command a seat's move records, on the move's first event.
+/// The command a seat's move records, on the move's first event (Jeu du 10's or Tarot's).
 pub(crate) fn command_of(event: &pb::table_event::Event) -> Option<&pb::CommandRef> {
     use pb::table_event::Event as E;
     match event {
         E::BidPlaced(pb::BidPlaced { command, .. })
         | E::PlayerPassed(pb::PlayerPassed { command, .. })
         | E::TrumpNamed(pb::TrumpNamed { command, .. })
-        | E::CardPlayed(pb::CardPlayed { command, .. }) => command.as_ref(),
+        | E::CardPlayed(pb::CardPlayed { command, .. })
+        | E::TarotBidPlaced(pb::TarotBidPlaced { command, .. })
+        | E::TarotPlayerPassed(pb::TarotPlayerPassed { command, .. })
+        | E::TarotKingCalled(pb::TarotKingCalled { command, .. })
+        | E::TarotTrumpDiscarded(pb::TarotTrumpDiscarded { command, .. })
+        | E::TarotCardDiscarded(pb::TarotCardDiscarded { command, .. })
+        | E::TarotChelemDeclared(pb::TarotChelemDeclared { command, .. })
+        | E::TarotPoigneeShown(pb::TarotPoigneeShown { command, .. })
+        | E::TarotCardPlayed(pb::TarotCardPlayed { command, .. }) => command.as_ref(),
         _ => None,
     }
 }

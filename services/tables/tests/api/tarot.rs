@@ -3,7 +3,9 @@
 //! choosing from what the seat sees) against the service's bots, while the seat and a
 //! spectator watch; every message each receives before the game is over is checked for
 //! what it may see: no other seat's cards, no chien, no écart card but the taker's own.
-//! The stored log re-decides as Tarot, every deal's scores summing to zero.
+//! The stored log re-decides as Tarot, every deal's scores summing to zero. A Tarot seat
+//! whose clock runs out is played for, then abandoned to the bot, as a Jeu du 10 one is
+//! (`clocks.rs`).
 
 use std::time::Duration;
 
@@ -11,6 +13,7 @@ use fairdeal_proto::fairdeal::tables::v1 as pb;
 use fairdeal_table_game::TableGame;
 use pb::table_event::Event as E;
 
+use crate::clocks::timeouts_play_for_seat_0_then_abandon_it;
 use crate::harness::{Db, TestApp};
 use crate::moves;
 
@@ -154,4 +157,38 @@ async fn tarot_at_three_four_and_five_seats_postgres_nats() {
     for seats in [3, 4, 5] {
         plays_tarot(Db::Postgres, seats).await;
     }
+}
+
+/// A Tarot table of four, 20 s a move, the engine's bot at seats 1 to 3: seat 0's clock
+/// runs out as at a Jeu du 10 table. Two rounds (eight deals), so seat 0 has a turn in
+/// every deal even when each is passed out: more turns than the walk needs.
+async fn tarot_seat_times_out(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let me = app.player();
+    let id = me
+        .create(pb::CreateTableRequest {
+            options: Some(pb::TableOptions {
+                tarot: Some(pb::TarotOptions {
+                    seats: 4,
+                    rounds: 2,
+                }),
+                ..Default::default()
+            }),
+            bot_seats: vec![1, 2, 3],
+            move_seconds: 20,
+        })
+        .await
+        .table_id;
+    timeouts_play_for_seat_0_then_abandon_it(&app, &me, &id, 4).await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn tarot_timeouts_play_for_the_seat_then_abandon_it_embedded() {
+    tarot_seat_times_out(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn tarot_timeouts_play_for_the_seat_then_abandon_it_postgres_nats() {
+    tarot_seat_times_out(Db::Postgres).await;
 }
