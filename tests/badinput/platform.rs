@@ -423,6 +423,7 @@ impl Platform {
                 cpb::CreateTableCommitmentRequest {
                     table_id: table_id.clone(),
                     delayed_source: String::new(),
+                    timelock_seconds: 0,
                 },
             ))
             .await
@@ -471,6 +472,7 @@ impl Platform {
                     options: None,
                     bot_seats: vec![1, 2, 3],
                     move_seconds: 0,
+                    timelock_seconds: 0,
                 },
             ))
             .await

@@ -30,6 +30,7 @@ async fn table_chat(backend: Backend) {
             options: None,
             bot_seats: vec![],
             move_seconds: 0,
+            timelock_seconds: 0,
         })
         .await
         .unwrap()

@@ -145,6 +145,7 @@ pub(crate) async fn play_bot_table(tables_url: &str, token: &str) -> anyhow::Res
         bot_seats: vec![1, 2, 3],
         // Ample time per move: the bots must not play our seat.
         move_seconds: 600,
+        timelock_seconds: 0,
     };
     let created = retrying("CreateTable", &create, token, |r| {
         let mut tables = tables.clone();

@@ -264,3 +264,201 @@ async fn a_stalled_drand_table_exports_and_audits_embedded() {
 async fn a_stalled_drand_table_exports_and_audits_postgres_nats() {
     a_stalled_drand_table_exports_and_audits(Backend::PostgresNats).await;
 }
+
+/// Issue 35's timelocked seed: a table created with a latest end 120 s away gets, at commit,
+/// its server seed encrypted to the first round of the beacon's chain at or after that end
+/// (plus the margin); it is played to its end, exported and audited: the ciphertext names
+/// that round and chain, no hand was dealt after the latest end (`timelock_seed`), and with
+/// the round's beacon it decrypts to the committed and revealed seed (`timelock_open`).
+/// Without the beacon `timelock_open` is not run. A changed timelock round, latest end or
+/// ciphertext in the export, or a beacon with another signature or a wrong randomness, fails
+/// the named check. A latest end under 60 s is refused by the tables service, naming the
+/// field.
+async fn a_timelocked_table_exports_and_audits(backend: Backend) {
+    let beacon = TestBeacon::start(test_chain(37, 1, 50)).await;
+    let mut stack = GameStack::start_with_drand(backend, drand(&beacon))
+        .await
+        .unwrap();
+    let storage = stack.storage(SCHEMA, &[&MIGRATIONS]).await.unwrap();
+    let port = start_ledger(&mut stack, storage).await;
+    start_rating(&mut stack).await;
+    let mut ledger = client(port);
+    let key: NoteVerifier = signer().verifier();
+
+    let players: Vec<_> = (0..4).map(|_| stack.player().unwrap()).collect();
+    let refused = players[0]
+        .create_table(tpb::CreateTableRequest {
+            timelock_seconds: 59,
+            ..Default::default()
+        })
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("timelock_seconds"), "{refused}");
+    let table_id = players[0]
+        .create_table(tpb::CreateTableRequest {
+            timelock_seconds: 120,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .table_id;
+    fairdeal_client::seat_players(&table_id, &players, "seed of seat")
+        .await
+        .unwrap();
+    fairdeal_client::play_to_the_end(&table_id, &players, 0x5eed, |_, _| {})
+        .await
+        .unwrap();
+    let lines = export_when_ingested(&mut ledger, &table_id, 4).await;
+
+    let published = "fairdeal.commitment.v1.TableCommitmentPublished";
+    let (published_line, commitment) = first::<cpb::TableCommitmentPublished>(&lines, published);
+    let (_, revealed) =
+        first::<cpb::TableSeedRevealed>(&lines, "fairdeal.commitment.v1.TableSeedRevealed");
+    let round = commitment.timelock_round;
+    assert!(round > commitment.drand_round, "{commitment:?}");
+    let schedule = beacon.chain().info().schedule;
+    assert_eq!(
+        round,
+        schedule
+            .round_after(commitment.timelock_latest_end, 1)
+            .unwrap()
+    );
+    assert!(
+        !commitment
+            .timelock_ciphertext
+            .contains(&revealed.server_seed)
+    );
+
+    let chain = fairdeal_cli::drand_chain::parse(&beacon.info_json()).unwrap();
+    let opening = beacon.chain().sign(round).unwrap();
+    let report = fairdeal_cli::audit::audit_with_timelock(
+        &text(&lines),
+        &key,
+        None,
+        &chain,
+        std::slice::from_ref(&opening),
+    );
+    assert!(report.failures.is_empty(), "{:#?}", report.failures);
+    for check in [
+        "commitment",
+        "client_seed",
+        "deal",
+        "replay",
+        "drand_round",
+        "drand_signature",
+        "timelock_seed",
+        "timelock_open",
+    ] {
+        assert!(report.checks[check].checked > 0, "{check} was not checked");
+    }
+    // Before R' nobody has its beacon: the ciphertext is checked, not opened.
+    let report = audit_with_chain(&text(&lines), &key, None, &chain);
+    assert!(report.failures.is_empty(), "{:#?}", report.failures);
+    assert!(report.checks["timelock_seed"].checked > 0);
+    assert_eq!(report.checks["timelock_open"].checked, 0);
+
+    let failed = |report: &fairdeal_cli::audit::Report, check: &str, line: usize| {
+        report
+            .failures
+            .iter()
+            .any(|f| f.check == check && f.line == line)
+    };
+    let audit_opened = |lines: &[String], beacon: &fairdeal_drand::Beacon| {
+        fairdeal_cli::audit::audit_with_timelock(
+            &text(lines),
+            &key,
+            None,
+            &chain,
+            std::slice::from_ref(beacon),
+        )
+    };
+    // A changed round: the ciphertext is not encrypted to it, and R''s beacon is not its.
+    let (changed, at) =
+        tampered::<cpb::TableCommitmentPublished>(&lines, published, |m| m.timelock_round += 1);
+    assert_eq!(at, published_line);
+    let report = audit_opened(&changed, &opening);
+    assert!(
+        failed(&report, "timelock_seed", at),
+        "{:#?}",
+        report.failures
+    );
+    assert!(
+        failed(&report, "timelock_open", at),
+        "{:#?}",
+        report.failures
+    );
+    // Another signature for R' (the next round's), or a randomness that is not its hash.
+    let other = beacon.chain().sign(round + 1).unwrap();
+    let forged = fairdeal_drand::Beacon::new(round, *other.signature(), None).unwrap();
+    let report = audit_opened(&lines, &forged);
+    assert!(
+        failed(&report, "timelock_open", published_line),
+        "{:#?}",
+        report.failures
+    );
+    let wrong_randomness = fairdeal_drand::Beacon::new(
+        round,
+        *opening.signature(),
+        Some(fairdeal_drand::Randomness::from_hex(&"ab".repeat(32)).unwrap()),
+    )
+    .unwrap();
+    let report = audit_opened(&lines, &wrong_randomness);
+    assert!(
+        failed(&report, "timelock_open", published_line),
+        "{:#?}",
+        report.failures
+    );
+    // Another ciphertext to the same round (of another seed), and a damaged one.
+    let beacon_chain = beacon.chain().chain().unwrap();
+    let another = fairdeal_drand::timelock::encrypt(&beacon_chain, round, b"another seed").unwrap();
+    let (changed, at) = tampered::<cpb::TableCommitmentPublished>(&lines, published, |m| {
+        m.timelock_ciphertext = another.clone();
+    });
+    let report = audit_opened(&changed, &opening);
+    assert!(
+        failed(&report, "timelock_open", at),
+        "{:#?}",
+        report.failures
+    );
+    assert!(
+        !failed(&report, "timelock_seed", at),
+        "{:#?}",
+        report.failures
+    );
+    let (changed, at) = tampered::<cpb::TableCommitmentPublished>(&lines, published, |m| {
+        m.timelock_ciphertext = "not a ciphertext".into();
+    });
+    let report = audit_opened(&changed, &opening);
+    assert!(
+        failed(&report, "timelock_seed", at),
+        "{:#?}",
+        report.failures
+    );
+    assert!(
+        failed(&report, "timelock_open", at),
+        "{:#?}",
+        report.failures
+    );
+    // A latest end before the hands were dealt.
+    let (changed, at) = tampered::<cpb::TableCommitmentPublished>(&lines, published, |m| {
+        m.timelock_latest_end = schedule.genesis_time() + 1;
+    });
+    let report = audit_opened(&changed, &opening);
+    assert!(
+        failed(&report, "timelock_seed", at),
+        "{:#?}",
+        report.failures
+    );
+    stack.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_timelocked_table_exports_and_audits_embedded() {
+    a_timelocked_table_exports_and_audits(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn a_timelocked_table_exports_and_audits_postgres_nats() {
+    a_timelocked_table_exports_and_audits(Backend::PostgresNats).await;
+}

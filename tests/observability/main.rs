@@ -353,6 +353,7 @@ async fn one_trace_per_table_move_across_grpc_and_nats() {
                 options: None,
                 bot_seats: vec![1, 2, 3],
                 move_seconds: 0,
+                timelock_seconds: 0,
             },
         ))
         .await

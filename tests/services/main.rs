@@ -173,6 +173,7 @@ impl Platform {
                 cpb::CreateTableCommitmentRequest {
                     table_id: table_id.to_string(),
                     delayed_source: String::new(),
+                    timelock_seconds: 0,
                 },
             ))
             .await

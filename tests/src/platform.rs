@@ -293,6 +293,7 @@ impl GameStack {
                 options,
                 bot_seats: vec![],
                 move_seconds: 0,
+                timelock_seconds: 0,
             })
             .await?;
         fairdeal_client::seat_players(&created.table_id, players, "seed of seat").await?;

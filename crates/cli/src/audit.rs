@@ -47,6 +47,11 @@
 //!   against the chain the auditor chose (quicknet built in, or another chain's info given
 //!   to [`audit_with_chain`]); listed in the `audit_drand` module. Tables without a drand
 //!   round run none of them.
+//! - `timelock_seed`, `timelock_open`: for a table whose commitment published its seed
+//!   timelocked to a later drand round, the ciphertext names that round of the audited chain,
+//!   the round is due after the table's latest end, no hand was dealt from the latest end on,
+//!   and (`timelock_open`, with the round's beacon given to [`audit_with_timelock`]) it
+//!   decrypts to the committed and revealed seed; listed in the `audit_timelock` module.
 //!
 //! The game checks (`commitment` to `rating`) read the events disclosed in full. What a
 //! withheld or erased line says of itself (`stream_id`, `version`, `event_type`,
@@ -58,7 +63,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use fairdeal_drand::Chain;
+use fairdeal_drand::{Beacon, Chain};
 use fairdeal_event::{Envelope, GENESIS_PREV_HASH, body_bytes, compute_hash};
 use fairdeal_fairness::client_seed::{contributions_hash, table_client_seed};
 use fairdeal_fairness::commitment::Commitment;
@@ -87,7 +92,7 @@ use serde::Serialize;
 type Audited = fairdeal_games_wire::any::AnyGame;
 
 /// The checks, in the order the summary lists them.
-pub const CHECKS: [&str; 21] = [
+pub const CHECKS: [&str; 23] = [
     "format",
     "checkpoint",
     "consistency",
@@ -109,6 +114,8 @@ pub const CHECKS: [&str; 21] = [
     "drand_signature",
     "drand_randomness",
     "drand_fallback",
+    "timelock_seed",
+    "timelock_open",
 ];
 
 /// One failed check.
@@ -333,7 +340,7 @@ pub fn audit(text: &str, verifier: &NoteVerifier, previous: Option<&str>) -> Rep
     // Quicknet's key is a constant checked by crates/drand's tests; were it ever refused,
     // every drand table would fail `drand_chain` rather than the audit panicking.
     let quicknet = Chain::quicknet().ok();
-    audit_inner(text, verifier, previous, quicknet.as_ref())
+    audit_inner(text, verifier, previous, quicknet.as_ref(), &[])
 }
 
 /// [`audit`] with a table's drand round verified against `drand_chain` (e.g. a local test
@@ -344,7 +351,26 @@ pub fn audit_with_chain(
     previous: Option<&str>,
     drand_chain: &Chain,
 ) -> Report {
-    audit_inner(text, verifier, previous, Some(drand_chain))
+    audit_inner(text, verifier, previous, Some(drand_chain), &[])
+}
+
+/// [`audit_with_chain`] with beacons of `drand_chain` the auditor has (e.g. from
+/// `--timelock-round` and `--timelock-signature`): a timelocked seed is decrypted with the
+/// beacon of its round (`timelock_open`). Each beacon is verified against the chain there.
+pub fn audit_with_timelock(
+    text: &str,
+    verifier: &NoteVerifier,
+    previous: Option<&str>,
+    drand_chain: &Chain,
+    timelock_beacons: &[Beacon],
+) -> Report {
+    audit_inner(
+        text,
+        verifier,
+        previous,
+        Some(drand_chain),
+        timelock_beacons,
+    )
 }
 
 fn audit_inner(
@@ -352,6 +378,7 @@ fn audit_inner(
     verifier: &NoteVerifier,
     previous: Option<&str>,
     drand_chain: Option<&Chain>,
+    timelock_beacons: &[Beacon],
 ) -> Report {
     let mut report = Report::default();
     for check in CHECKS {
@@ -511,7 +538,7 @@ fn audit_inner(
     report.events = events.len() as u64;
 
     check_chains(&mut report, &events, &links, &header.table_id, format);
-    let game = GameAudit::new(&header, &events, drand_chain);
+    let game = GameAudit::new(&header, &events, drand_chain, timelock_beacons);
     game.run(&mut report);
     report
 }
@@ -934,10 +961,17 @@ struct GameAudit<'a> {
     others: Vec<&'a Ev>,
     /// The chain a drand round is verified against (`None`: none could be built).
     drand_chain: Option<&'a Chain>,
+    /// The beacons the auditor gave, to open a timelocked seed.
+    timelock_beacons: &'a [Beacon],
 }
 
 impl<'a> GameAudit<'a> {
-    fn new(header: &'a Header, events: &'a [Ev], drand_chain: Option<&'a Chain>) -> Self {
+    fn new(
+        header: &'a Header,
+        events: &'a [Ev],
+        drand_chain: Option<&'a Chain>,
+        timelock_beacons: &'a [Beacon],
+    ) -> Self {
         let table_stream = format!("table-{}", header.table_id);
         let (table, others) = events.iter().partition(|e| e.env.stream_id == table_stream);
         Self {
@@ -945,6 +979,7 @@ impl<'a> GameAudit<'a> {
             table,
             others,
             drand_chain,
+            timelock_beacons,
         }
     }
 
@@ -1080,6 +1115,20 @@ impl<'a> GameAudit<'a> {
             self.drand_chain,
             &self.header.table_id,
             &commitment_events,
+        );
+        let deals_stream = format!("deals-{}", self.header.table_id);
+        let deal_events: Vec<&Ev> = self
+            .others
+            .iter()
+            .copied()
+            .filter(|e| e.env.stream_id == deals_stream)
+            .collect();
+        timelock::check(
+            report,
+            self.drand_chain,
+            self.timelock_beacons,
+            &commitment_events,
+            &deal_events,
         );
 
         // Deals.
@@ -1726,6 +1775,9 @@ impl Sides {
 
 #[path = "audit_drand.rs"]
 mod drand;
+
+#[path = "audit_timelock.rs"]
+mod timelock;
 
 #[cfg(test)]
 #[path = "audit_tests.rs"]

@@ -1,18 +1,21 @@
-//! `fairdeal audit FILE --log-key KEY [--previous CHECKPOINT] [--drand-chain CHAIN_INFO]`:
-//! reads the files, runs [`fairdeal_cli::audit::audit_with_chain`] (the checks are listed
-//! there; a table's drand round is verified against quicknet, or the chain given) and prints one JSON line per
+//! `fairdeal audit FILE --log-key KEY [--previous CHECKPOINT] [--drand-chain CHAIN_INFO]
+//! [--timelock-round R --timelock-signature HEX [--timelock-randomness HEX]]`:
+//! reads the files, runs [`fairdeal_cli::audit::audit_with_timelock`] (the checks are listed
+//! there; a table's drand round is verified against quicknet, or the chain given, and a
+//! timelocked seed opened with the round given) and prints one JSON line per
 //! failed check (`{"failed", "line", "detail"}`) then a summary line; exit status 1 when
 //! anything failed.
 
 use std::io::Write;
 use std::path::PathBuf;
 
-use fairdeal_cli::audit::{Report, audit_with_chain};
+use fairdeal_cli::audit::{Report, audit_with_timelock};
+use fairdeal_drand::{Beacon, BeaconError, BeaconField};
 use fairdeal_tlog::NoteVerifier;
 use serde::Serialize;
 
 use crate::deal::write_json_line;
-use crate::error::CliError;
+use crate::error::{CliError, quoted};
 
 /// Arguments of `fairdeal audit`.
 #[derive(Debug, clap::Args)]
@@ -31,6 +34,41 @@ pub(crate) struct AuditArgs {
     /// it, quicknet's, built in. Never taken from the export.
     #[arg(long, value_name = "CHAIN_INFO_JSON")]
     drand_chain: Option<PathBuf>,
+    /// The round a timelocked seed is encrypted to (the commitment's `timelock_round`), once
+    /// published: with `--timelock-signature`, the seed is decrypted and compared with the
+    /// commitment and the revealed seed (`timelock_open`).
+    #[arg(long, value_name = "ROUND", requires = "timelock_signature")]
+    timelock_round: Option<u64>,
+    /// That round's BLS signature, 96 hex digits (drand's `signature`), verified against the
+    /// drand chain.
+    #[arg(long, value_name = "HEX", requires = "timelock_round")]
+    timelock_signature: Option<String>,
+    /// That round's randomness (drand's `randomness`, 64 hex digits): checked to be SHA-256
+    /// of the signature when given.
+    #[arg(long, value_name = "HEX", requires = "timelock_round")]
+    timelock_randomness: Option<String>,
+}
+
+/// The timelock round's flags as a beacon (none without them); the error names the flag.
+fn timelock_beacon(args: &AuditArgs) -> Result<Vec<Beacon>, CliError> {
+    let (Some(round), Some(signature)) = (args.timelock_round, &args.timelock_signature) else {
+        return Ok(Vec::new());
+    };
+    let randomness = args.timelock_randomness.as_deref();
+    let beacon = Beacon::from_hex(round, signature, randomness).map_err(
+        |BeaconError { field, problem }| match field {
+            BeaconField::Round => CliError::arg("--timelock-round", format!("{round}: {problem}")),
+            BeaconField::Signature => CliError::arg(
+                "--timelock-signature",
+                format!("{}: {problem}", quoted(signature)),
+            ),
+            BeaconField::Randomness => CliError::arg(
+                "--timelock-randomness",
+                format!("{}: {problem}", quoted(randomness.unwrap_or_default())),
+            ),
+        },
+    )?;
+    Ok(vec![beacon])
 }
 
 /// The summary line.
@@ -66,7 +104,8 @@ pub(crate) fn run(args: AuditArgs, out: &mut dyn Write) -> Result<(), CliError> 
         ),
     };
     let chain = crate::drand::chain_of(args.drand_chain.as_deref())?;
-    let report = audit_with_chain(&text, &verifier, previous.as_deref(), &chain);
+    let beacons = timelock_beacon(&args)?;
+    let report = audit_with_timelock(&text, &verifier, previous.as_deref(), &chain, &beacons);
     for f in &report.failures {
         write_json_line(
             out,

@@ -377,6 +377,7 @@ mod tests {
             drand_round: round,
             drand_fallback_round: fallback,
             drand_chain_hash: hex::encode(chain_hash),
+            ..Default::default()
         }
     }
 

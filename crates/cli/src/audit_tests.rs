@@ -188,6 +188,7 @@ fn record_with(with_chat: bool, drand: Option<&TestChain>) -> Game {
                 .as_ref()
                 .map(|(hash, _, _)| hex::encode(hash))
                 .unwrap_or_default(),
+            ..Default::default()
         },
     );
     let options = tpb::TableOptions {
@@ -1842,7 +1843,7 @@ mod tarot_ratings {
             })
             .collect();
         let mut report = Report::default();
-        GameAudit::new(&header, &events, None).ratings(&mut report, finished);
+        GameAudit::new(&header, &events, None, &[]).ratings(&mut report, finished);
         report
     }
 

@@ -234,3 +234,49 @@ fn audit_names_a_bad_drand_chain_file() {
         &["--drand-chain", "/nonexistent/info.json"],
     );
 }
+
+/// `fairdeal audit --timelock-round R --timelock-signature S [--timelock-randomness X]`: a
+/// malformed signature or randomness, round 0, or one flag without the other is an error
+/// naming the flag (exit 2), before anything is audited.
+#[test]
+fn audit_names_a_bad_timelock_beacon() {
+    let dir = tempfile::tempdir().unwrap();
+    let export = dir.path().join("game.ndjson");
+    std::fs::write(&export, "").unwrap();
+    let key = fairdeal_tlog::NoteSigner::from_seed("ledger.example", &[1; 32])
+        .unwrap()
+        .verifier()
+        .to_string();
+    let export = export.to_str().unwrap();
+    let audit = |extra: &[&str]| {
+        let mut args = vec!["audit", export, "--log-key", &key];
+        args.extend_from_slice(extra);
+        args.into_iter().map(str::to_owned).collect::<Vec<_>>()
+    };
+    let run = |extra: &[&str], expected: &[&str]| {
+        let args = audit(extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        fails(&args, expected);
+    };
+    run(
+        &["--timelock-round", "123", "--timelock-signature", "zz"],
+        &["--timelock-signature", "zz"],
+    );
+    run(
+        &["--timelock-round", "0", "--timelock-signature", SIG_123],
+        &["--timelock-round", "0"],
+    );
+    run(
+        &[
+            "--timelock-round",
+            "123",
+            "--timelock-signature",
+            SIG_123,
+            "--timelock-randomness",
+            "abc",
+        ],
+        &["--timelock-randomness", "abc"],
+    );
+    run(&["--timelock-round", "123"], &["--timelock-signature"]);
+    run(&["--timelock-signature", SIG_123], &["--timelock-round"]);
+}

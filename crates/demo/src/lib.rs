@@ -458,6 +458,7 @@ async fn open_table(demo: &mut Demo) -> anyhow::Result<()> {
             options: demo.game.options(),
             bot_seats: vec![],
             move_seconds: 0,
+            timelock_seconds: 0,
         })
         .await?;
     demo.out.line(format!("  table {}", created.table_id));

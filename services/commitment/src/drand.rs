@@ -15,9 +15,16 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fairdeal_drand::RoundError;
 use fairdeal_drand_client::BeaconClient;
+use fairdeal_fairness::commitment::ServerSeed;
 
 use crate::domain::DomainError;
-use crate::domain::drand::DrandRound;
+use crate::domain::drand::{DrandRound, Timelock};
+
+/// The shortest latest end of a table with a timelocked seed, in seconds after its commit.
+pub const MIN_TIMELOCK_SECONDS: u32 = 60;
+
+/// The longest latest end of a table with a timelocked seed: 30 days.
+pub const MAX_TIMELOCK_SECONDS: u32 = 30 * 24 * 3600;
 
 /// How a service uses drand: the client of its chain's relays and the rules for rounds.
 #[derive(Debug, Clone)]
@@ -71,6 +78,34 @@ impl Drand {
             round,
             fallback,
         )
+    }
+
+    /// The timelocked seed of a table committed at `now` whose latest end is `seconds` later:
+    /// `seed`'s text encrypted to the first round at or after the latest end plus the margin.
+    pub fn timelock(
+        &self,
+        now: u64,
+        seconds: u32,
+        seed: &ServerSeed,
+    ) -> Result<Timelock, DomainError> {
+        let latest_end = now
+            .checked_add(u64::from(seconds))
+            .ok_or(DomainError::OutOfRange {
+                field: "timelock_seconds",
+                reason: "the latest end does not fit in 64 bits".into(),
+            })?;
+        let chain = self.client.chain();
+        let round = chain
+            .schedule()
+            .round_after(latest_end, self.margin_rounds)
+            .map_err(|e| DomainError::OutOfRange {
+                field: "timelock_seconds",
+                reason: format!("no round of the chain after the latest end: {e}"),
+            })?;
+        let ciphertext =
+            fairdeal_drand::timelock::encrypt(chain, round, seed.expose_secret().as_bytes())
+                .map_err(|e| DomainError::Timelock(format!("encrypting the seed failed: {e}")))?;
+        Timelock::new(round, ciphertext, latest_end)
     }
 
     /// Unix time at which `round` is published.

@@ -14,7 +14,7 @@ use prost::{Message, Name};
 use uuid::Uuid;
 
 use crate::domain::client_seed::{Contribution, DelayedSource, DelayedValue};
-use crate::domain::drand::{DrandBeacon, DrandRound};
+use crate::domain::drand::{DrandBeacon, DrandRound, Timelock};
 use crate::domain::pair::{ClientSeed, PairEvent, SeedPairs};
 use crate::domain::table::{TableCommitment, TableEvent};
 use crate::domain::tournament::{TournamentEvent, TournamentSet};
@@ -116,24 +116,32 @@ impl Aggregate for TableCommitment {
                 delayed_source,
                 drand,
                 ..
-            } => new_event(
-                &pb::TableCommitmentPublished {
-                    table_id,
-                    seed_id: seed_id.to_string(),
-                    commitment: commitment.to_hex(),
-                    delayed_source: delayed_source
-                        .as_ref()
-                        .map(|s| s.as_str().to_owned())
-                        .unwrap_or_default(),
-                    drand_round: drand.as_ref().map_or(0, |d| d.round),
-                    drand_fallback_round: drand.as_ref().map_or(0, |d| d.fallback_round),
-                    drand_chain_hash: drand
-                        .as_ref()
-                        .map(|d| d.chain_hash.clone())
-                        .unwrap_or_default(),
-                },
-                id,
-            ),
+            } => {
+                let timelock = drand.as_ref().and_then(|d| d.timelock.as_ref());
+                new_event(
+                    &pb::TableCommitmentPublished {
+                        table_id,
+                        seed_id: seed_id.to_string(),
+                        commitment: commitment.to_hex(),
+                        delayed_source: delayed_source
+                            .as_ref()
+                            .map(|s| s.as_str().to_owned())
+                            .unwrap_or_default(),
+                        drand_round: drand.as_ref().map_or(0, |d| d.round),
+                        drand_fallback_round: drand.as_ref().map_or(0, |d| d.fallback_round),
+                        drand_chain_hash: drand
+                            .as_ref()
+                            .map(|d| d.chain_hash.clone())
+                            .unwrap_or_default(),
+                        timelock_round: timelock.map_or(0, |t| t.round),
+                        timelock_ciphertext: timelock
+                            .map(|t| t.ciphertext.clone())
+                            .unwrap_or_default(),
+                        timelock_latest_end: timelock.map_or(0, |t| t.latest_end),
+                    },
+                    id,
+                )
+            }
             TableEvent::Contributed {
                 seat,
                 player_id,
@@ -234,10 +242,21 @@ fn decode_table_event(event: &RecordedEvent) -> Result<TableEvent, DecodeError> 
             drand: if m.drand_round == 0 {
                 None
             } else {
-                Some(domain(
+                let mut drand = domain(
                     event,
                     DrandRound::new(&m.drand_chain_hash, m.drand_round, m.drand_fallback_round),
-                )?)
+                )?;
+                if m.timelock_round != 0 {
+                    drand.timelock = Some(domain(
+                        event,
+                        Timelock::new(
+                            m.timelock_round,
+                            m.timelock_ciphertext,
+                            m.timelock_latest_end,
+                        ),
+                    )?);
+                }
+                Some(drand)
             },
         }
     } else if is_event_type::<pb::DrandRoundStalled>(t) {

@@ -20,6 +20,7 @@ use crate::domain::client_seed::{Contribution, DelayedSource, DelayedValue};
 use crate::domain::pair::{BetRequest, ClientSeed, PairEvent, SeedPairs};
 use crate::domain::table::TableCommitment;
 use crate::domain::tournament::TournamentSet;
+use crate::drand::{MAX_TIMELOCK_SECONDS, MIN_TIMELOCK_SECONDS};
 use crate::service::{CommitmentError, Commitments};
 
 /// The only service allowed to read unrevealed seeds.
@@ -101,6 +102,7 @@ pub fn table_message(state: &TableCommitment) -> pb::TableCommitment {
         ),
         None => (String::new(), String::new()),
     };
+    let timelock = state.drand.as_ref().and_then(|d| d.timelock.as_ref());
     pb::TableCommitment {
         table_id: state.table_id.to_string(),
         commitment: state.commitment.to_hex(),
@@ -141,6 +143,9 @@ pub fn table_message(state: &TableCommitment) -> pb::TableCommitment {
             .as_ref()
             .map(|b| b.signature.clone())
             .unwrap_or_default(),
+        timelock_round: timelock.map_or(0, |t| t.round),
+        timelock_ciphertext: timelock.map(|t| t.ciphertext.clone()).unwrap_or_default(),
+        timelock_latest_end: timelock.map_or(0, |t| t.latest_end),
     }
 }
 
@@ -189,9 +194,18 @@ impl CommitmentService for CommitmentApi {
         } else {
             Some(domain(DelayedSource::parse(&r.delayed_source))?)
         };
+        let timelock = match r.timelock_seconds {
+            0 => None,
+            seconds @ MIN_TIMELOCK_SECONDS..=MAX_TIMELOCK_SECONDS => Some(seconds),
+            seconds => {
+                return Err(Status::invalid_argument(format!(
+                    "timelock_seconds {seconds} must be 0 (none) or {MIN_TIMELOCK_SECONDS} to {MAX_TIMELOCK_SECONDS}"
+                )));
+            }
+        };
         let state = self
             .service
-            .create_table(table_id, source)
+            .create_table(table_id, source, timelock)
             .await
             .map_err(status)?;
         Ok(Response::new(pb::CreateTableCommitmentResponse {

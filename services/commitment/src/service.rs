@@ -277,11 +277,14 @@ impl Commitments {
     // ---- Tables ----
 
     /// Commits a new table's seed. `AlreadyExists` if the table has one.
+    /// With `timelock_seconds` (the table's latest end, seconds from now), the seed is also
+    /// encrypted to the drand round due then plus the margin (drand on, no source of its own).
     #[tracing::instrument(skip(self, delayed_source), fields(table_id = %table_id))]
     pub async fn create_table(
         &self,
         table_id: Uuid,
         delayed_source: Option<DelayedSource>,
+        timelock_seconds: Option<u32>,
     ) -> Result<TableState, CommitmentError> {
         let exists = || DomainError::AlreadyExists("the table's commitment");
         // Checked first so no seed is sealed for a table that has one.
@@ -290,15 +293,29 @@ impl Commitments {
         }
         // A table naming its own source keeps it (bound by hand); the others get a drand
         // round when drand is on, fixed from now: the commitment is made now.
-        let drand = match (&delayed_source, &self.drand) {
-            (None, Some(drand)) => Some(drand.fix(unix_now())?),
+        let now = unix_now();
+        let mut drand = match (&delayed_source, &self.drand) {
+            (None, Some(drand)) => Some(drand.fix(now)?),
             _ => None,
         };
+        if timelock_seconds.is_some() && drand.is_none() {
+            return Err(DomainError::Timelock(if self.drand.is_none() {
+                "this service has no drand chain to timelock the seed to".into()
+            } else {
+                "a table naming its own delayed source cannot have a timelocked seed".into()
+            })
+            .into());
+        }
         let delayed_source = match (&drand, &self.drand) {
             (Some(round), Some(config)) => Some(round.source(config.beacon_id())?),
             _ => delayed_source,
         };
         let (seed_id, seed) = self.new_seed().await?;
+        if let (Some(seconds), Some(round), Some(config)) =
+            (timelock_seconds, &mut drand, &self.drand)
+        {
+            round.timelock = Some(config.timelock(now, seconds, &seed)?);
+        }
         let event = TableCommitment::publish(table_id, seed_id, &seed, delayed_source, drand);
         let state = self
             .open_stream(&self.tables, table_id, event, exists)
@@ -530,6 +547,7 @@ impl Commitments {
                     if seed.commitment() != state.commitment {
                         return Err(DomainError::SeedMismatch.into());
                     }
+                    state.may_deal_at(unix_now())?;
                     let (client, fix) = state.client_seed_for_deal()?;
                     Ok((fix.into_iter().collect(), (seed.clone(), client)))
                 },

@@ -55,6 +55,7 @@ async fn grpc_rate(app: &TestApp, tables: usize) -> f64 {
                 cpb::CreateTableCommitmentRequest {
                     table_id: id.clone(),
                     delayed_source: String::new(),
+                    timelock_seconds: 0,
                 },
             ))
             .await

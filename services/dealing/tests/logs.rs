@@ -31,6 +31,7 @@ async fn caller_mistakes_are_not_logged_as_errors() {
     let create = cpb::CreateTableCommitmentRequest {
         table_id: t.clone(),
         delayed_source: String::new(),
+        timelock_seconds: 0,
     };
     app.commitment
         .create_table_commitment(with(&tables, create.clone()))

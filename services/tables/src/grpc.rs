@@ -197,7 +197,13 @@ impl TablesService for TablesApi {
         let r = request.into_inner();
         let created = self
             .tables
-            .create(creator, options, &r.bot_seats, r.move_seconds)
+            .create(
+                creator,
+                options,
+                &r.bot_seats,
+                r.move_seconds,
+                r.timelock_seconds,
+            )
             .await
             .map_err(status)?;
         Ok(Response::new(pb::CreateTableResponse {

@@ -288,6 +288,7 @@ impl Tables {
         options: <Game as TableGame>::Options,
         bot_seats: &[u32],
         move_seconds: u32,
+        timelock_seconds: u32,
     ) -> Result<NewTable, Failure> {
         let Setup {
             options,
@@ -299,6 +300,9 @@ impl Tables {
         let message = cpb::CreateTableCommitmentRequest {
             table_id: table_id.to_string(),
             delayed_source: String::new(),
+            // Checked by the commitment service, whose verdict passes through (it holds the
+            // drand chain the seed is encrypted to).
+            timelock_seconds,
         };
         let committed = self
             .call("commitment", message, |r| {

@@ -15,6 +15,46 @@ pub struct DrandRound {
     pub round: u64,
     /// The round bound instead once `round` is declared stalled; always after `round`.
     pub fallback_round: u64,
+    /// The timelocked seed published with the commitment, if the table asked for one.
+    pub timelock: Option<Timelock>,
+}
+
+/// A table's timelocked seed: the server seed encrypted to a round of the table's drand chain
+/// due after the table's latest end (docs/decisions.md, "A timelocked seed").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Timelock {
+    /// The round whose signature decrypts it.
+    pub round: u64,
+    /// drand/tlock's armored age file of the seed's text.
+    pub ciphertext: String,
+    /// The table's latest end, Unix seconds: no hand is dealt from then on.
+    pub latest_end: u64,
+}
+
+impl Timelock {
+    /// A recorded timelock; the round and the latest end are at least 1 and the ciphertext is
+    /// not empty.
+    pub fn new(round: u64, ciphertext: String, latest_end: u64) -> Result<Self, DomainError> {
+        if round == 0 || latest_end == 0 {
+            return Err(DomainError::OutOfRange {
+                field: "timelock_round",
+                reason: format!(
+                    "round {round} and latest end {latest_end} must both be at least 1"
+                ),
+            });
+        }
+        if ciphertext.is_empty() {
+            return Err(DomainError::InvalidText {
+                field: "timelock_ciphertext",
+                reason: "must not be empty with a timelock round".into(),
+            });
+        }
+        Ok(Self {
+            round,
+            ciphertext,
+            latest_end,
+        })
+    }
 }
 
 impl DrandRound {
@@ -36,6 +76,7 @@ impl DrandRound {
             chain_hash: chain_hash.to_ascii_lowercase(),
             round,
             fallback_round,
+            timelock: None,
         })
     }
 

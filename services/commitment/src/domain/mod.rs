@@ -96,6 +96,9 @@ pub enum DomainError {
     /// The client seed (or a set) needs the delayed value, still unknown.
     #[error("the delayed value of {0:?} is not bound yet")]
     DelayedValueMissing(String),
+    /// A timelocked seed the service cannot give, or a deal after the table's latest end.
+    #[error("timelock_seconds: {0}")]
+    Timelock(String),
     /// Reveal for a game end before any deal.
     #[error(
         "the game has not started (no deal yet): reveal at game end is not possible; use an audited operator reveal"
@@ -145,6 +148,7 @@ impl DomainError {
             | DomainError::DrandWrongRound { .. }
             | DomainError::DrandStall(_)
             | DomainError::DelayedValueMissing(_)
+            | DomainError::Timelock(_)
             | DomainError::GameNotStarted
             | DomainError::AlreadyRevealed
             | DomainError::OperatorReveal(_)

@@ -311,6 +311,19 @@ impl TableCommitment {
         })
     }
 
+    /// Whether a hand may be dealt at `now` (Unix seconds): not from a timelocked table's
+    /// latest end on, so that no hand starts after it and the seed, public from the timelock
+    /// round on, is not the seed of a hand dealt since.
+    pub fn may_deal_at(&self, now: u64) -> Result<(), DomainError> {
+        match self.drand.as_ref().and_then(|d| d.timelock.as_ref()) {
+            Some(timelock) if now >= timelock.latest_end => Err(DomainError::Timelock(format!(
+                "the table's latest end ({} Unix seconds) has passed: no hand is dealt after it",
+                timelock.latest_end
+            ))),
+            _ => Ok(()),
+        }
+    }
+
     /// The client seed for dealing: `Ok((seed, None))` when already fixed, `Ok((seed,
     /// Some(event)))` when this call fixes it (the first deal). Refused after the reveal and
     /// while a named delayed value is still unknown.
@@ -367,6 +380,7 @@ impl TableCommitment {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::drand::Timelock;
     use sha2::{Digest, Sha256};
 
     fn table(source: Option<&str>) -> (ServerSeed, Vec<TableEvent>) {
@@ -382,6 +396,29 @@ mod tests {
 
     fn c(s: &str) -> Contribution {
         Contribution::parse(s).unwrap()
+    }
+
+    #[test]
+    fn no_hand_is_dealt_from_a_timelocked_tables_latest_end_on() {
+        let seed = ServerSeed::new("a".repeat(64));
+        let mut drand = DrandRound::new(&"ab".repeat(32), 10, 13).unwrap();
+        drand.timelock = Some(Timelock::new(200, "ciphertext".into(), 1_000).unwrap());
+        let e = TableCommitment::publish(Uuid::now_v7(), Uuid::now_v7(), &seed, None, Some(drand));
+        let s = state(&[e]);
+        assert_eq!(s.may_deal_at(999), Ok(()));
+        for now in [1_000, 1_001, u64::MAX] {
+            let refused = s.may_deal_at(now).unwrap_err();
+            assert!(
+                refused.to_string().starts_with("timelock_seconds: "),
+                "{refused}"
+            );
+        }
+        // Without a timelock, any time.
+        let (_, events) = table(None);
+        assert_eq!(state(&events).may_deal_at(u64::MAX), Ok(()));
+        assert!(Timelock::new(0, "c".into(), 1).is_err());
+        assert!(Timelock::new(1, String::new(), 1).is_err());
+        assert!(Timelock::new(1, "c".into(), 0).is_err());
     }
 
     #[test]

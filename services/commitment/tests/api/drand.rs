@@ -52,21 +52,31 @@ fn drand(beacons: &[TestBeacon]) -> Drand {
 
 /// Creates a table as `tables` with no delayed source; the table as created.
 async fn create(app: &mut TestApp, source: &str) -> cpb::TableCommitment {
+    create_timelocked(app, source, 0).await.unwrap()
+}
+
+/// Creates a table as `tables`, its latest end `timelock_seconds` away (0: no timelock).
+async fn create_timelocked(
+    app: &mut TestApp,
+    source: &str,
+    timelock_seconds: u32,
+) -> Result<cpb::TableCommitment, tonic::Status> {
     let tables = app.service_token("tables");
     let table_id = uuid::Uuid::now_v7().to_string();
-    app.commitment
+    Ok(app
+        .commitment
         .create_table_commitment(with(
             &tables,
             cpb::CreateTableCommitmentRequest {
                 table_id,
                 delayed_source: source.into(),
+                timelock_seconds,
             },
         ))
-        .await
-        .unwrap()
+        .await?
         .into_inner()
         .table
-        .unwrap()
+        .unwrap_or_default())
 }
 
 /// The first deal's seeds (as the dealing service), which binds the round if needed.
@@ -107,6 +117,84 @@ fn randomness(beacon: &TestBeacon, round: u64) -> String {
         .signature()
         .randomness()
         .to_hex()
+}
+
+/// A timelocked seed: encrypted at commit to the first round at or after the latest end plus
+/// the margin, and that round's signature decrypts it to the seed the deals use; out-of-range
+/// latest ends, a table naming its own source and a service without drand are refused, naming
+/// `timelock_seconds`.
+async fn timelocked_seed(db: Db) {
+    let b = beacons(1).await;
+    let mut app = TestApp::spawn_with(db, Some(drand(&b))).await;
+    let before = fairdeal_harness::drand::unix_now();
+    let created = create_timelocked(&mut app, "", 120).await.unwrap();
+    let after = fairdeal_harness::drand::unix_now();
+    let schedule = b[0].chain().info().schedule;
+    assert!(created.timelock_latest_end >= before + 120, "{created:?}");
+    assert!(created.timelock_latest_end <= after + 120, "{created:?}");
+    assert_eq!(
+        created.timelock_round,
+        schedule
+            .round_after(created.timelock_latest_end, 1)
+            .unwrap()
+    );
+    assert!(created.timelock_round > created.drand_round);
+    assert!(
+        created
+            .timelock_ciphertext
+            .starts_with("-----BEGIN AGE ENCRYPTED FILE-----"),
+        "{created:?}"
+    );
+    let chain = b[0].chain().chain().unwrap();
+    let header = fairdeal_drand::timelock::header(created.timelock_ciphertext.as_bytes()).unwrap();
+    assert_eq!(header.round, created.timelock_round);
+    assert_eq!(header.chain_hash, chain.chain_hash());
+    // The seed stays secret in the public view; the round's signature opens it.
+    assert!(created.server_seed.is_empty());
+    let seeds = deal(&mut app, &created.table_id).await.unwrap();
+    let opened = fairdeal_drand::timelock::decrypt(
+        &chain,
+        &b[0].chain().sign(created.timelock_round).unwrap(),
+        created.timelock_ciphertext.as_bytes(),
+    )
+    .unwrap();
+    assert_eq!(opened.as_slice(), seeds.server_seed.as_bytes());
+    // Another round's signature does not.
+    let wrong = fairdeal_drand::timelock::decrypt(
+        &chain,
+        &b[0].chain().sign(created.timelock_round + 1).unwrap(),
+        created.timelock_ciphertext.as_bytes(),
+    );
+    assert!(wrong.is_err(), "{wrong:?}");
+    // GetTableCommitment shows the same timelock.
+    let read = table(&mut app, &created.table_id).await;
+    assert_eq!(read.timelock_round, created.timelock_round);
+    assert_eq!(read.timelock_ciphertext, created.timelock_ciphertext);
+
+    for seconds in [1, 59, 2_592_001] {
+        let refused = create_timelocked(&mut app, "", seconds).await.unwrap_err();
+        assert_eq!(refused.code(), Code::InvalidArgument, "{refused:?}");
+        assert!(
+            refused.message().contains("timelock_seconds"),
+            "{refused:?}"
+        );
+    }
+    let refused = create_timelocked(&mut app, "lottery of 2030-01-01", 60)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::FailedPrecondition, "{refused:?}");
+    assert!(
+        refused.message().contains("timelock_seconds"),
+        "{refused:?}"
+    );
+
+    let mut plain = TestApp::spawn(db).await;
+    let refused = create_timelocked(&mut plain, "", 60).await.unwrap_err();
+    assert_eq!(refused.code(), Code::FailedPrecondition, "{refused:?}");
+    assert!(
+        refused.message().contains("timelock_seconds"),
+        "{refused:?}"
+    );
 }
 
 async fn happy_path(db: Db) {
@@ -310,4 +398,14 @@ async fn drand_delayed_value_by_hand_is_refused_sqlite() {
 #[tokio::test]
 async fn drand_delayed_value_by_hand_is_refused_postgres() {
     delayed_value_by_hand_is_refused(Db::Postgres).await;
+}
+
+#[tokio::test]
+async fn drand_timelocked_seed_sqlite() {
+    timelocked_seed(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn drand_timelocked_seed_postgres() {
+    timelocked_seed(Db::Postgres).await;
 }

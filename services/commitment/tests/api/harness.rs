@@ -93,6 +93,7 @@ impl TestApp {
                 cpb::CreateTableCommitmentRequest {
                     table_id: table_id.clone(),
                     delayed_source: String::new(),
+                    timelock_seconds: 0,
                 },
             ))
             .await

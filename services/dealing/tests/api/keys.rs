@@ -38,6 +38,7 @@ async fn missing_seed_key(db: Db) {
             cpb::CreateTableCommitmentRequest {
                 table_id: t.clone(),
                 delayed_source: String::new(),
+                timelock_seconds: 0,
             },
         ))
         .await

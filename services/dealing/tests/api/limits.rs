@@ -40,6 +40,7 @@ async fn bounded_fields(db: Db) {
         cpb::CreateTableCommitmentRequest {
             table_id: t.clone(),
             delayed_source: "lottery".into(),
+            timelock_seconds: 0,
         },
     ))
     .await
@@ -119,6 +120,7 @@ async fn bounded_fields(db: Db) {
             cpb::CreateTableCommitmentRequest {
                 table_id: Uuid::now_v7().to_string(),
                 delayed_source: huge(),
+                timelock_seconds: 0,
             },
         ))
         .await,

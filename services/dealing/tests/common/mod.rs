@@ -176,6 +176,7 @@ impl TestApp {
         let request = cpb::CreateTableCommitmentRequest {
             table_id: table_id.into(),
             delayed_source: delayed_source.into(),
+            timelock_seconds: 0,
         };
         let response = self
             .commitment

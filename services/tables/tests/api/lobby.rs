@@ -60,6 +60,7 @@ async fn the_lobby_lists_open_tables_by_variant_and_open_seats() {
             }),
             bot_seats: vec![1, 3],
             move_seconds: 60,
+            timelock_seconds: 0,
         })
         .await
         .table_id;

@@ -80,6 +80,7 @@ async fn full_match(db: Db) {
             options: None,
             bot_seats: vec![],
             move_seconds: 0,
+            timelock_seconds: 0,
         })
         .await;
     let id = created.table_id.clone();

@@ -34,6 +34,7 @@ async fn setup(app: &TestApp) -> (String, Player, Player, Player) {
             options: None,
             bot_seats: vec![1, 3],
             move_seconds: 20,
+            timelock_seconds: 0,
         })
         .await
         .table_id;
@@ -351,6 +352,7 @@ async fn contributions_are_counted_in_characters(db: Db) {
             options: None,
             bot_seats: vec![],
             move_seconds: 20,
+            timelock_seconds: 0,
         })
         .await
         .table_id;

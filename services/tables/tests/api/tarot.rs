@@ -64,6 +64,7 @@ async fn plays_tarot(db: Db, seats: u32) {
             }),
             bot_seats: (1..seats).collect(),
             move_seconds: 0,
+            timelock_seconds: 0,
         })
         .await
         .table_id;

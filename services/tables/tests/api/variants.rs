@@ -53,6 +53,7 @@ async fn play_variant(app: &TestApp, options: pb::TableOptions) {
             options: Some(options),
             bot_seats: vec![1, 2, 3],
             move_seconds: 0,
+            timelock_seconds: 0,
         })
         .await;
     let id = created.table_id;
