@@ -177,6 +177,7 @@ async fn tarot_seat_times_out(db: Db) {
             }),
             bot_seats: vec![1, 2, 3],
             move_seconds: 20,
+            timelock_seconds: 0,
         })
         .await
         .table_id;
