@@ -20,8 +20,10 @@ use fairdeal_harness::drand::{BeaconMode, TestBeacon, test_chain};
 use fairdeal_ledger::{MIGRATIONS, SCHEMA};
 use fairdeal_proto::fairdeal::commitment::v1 as cpb;
 use fairdeal_proto::fairdeal::commitment::v1::commitment_service_client::CommitmentServiceClient;
+use fairdeal_proto::fairdeal::ledger::v1::ledger_service_client::LedgerServiceClient;
 use fairdeal_proto::fairdeal::tables::v1 as tpb;
 use fairdeal_tlog::NoteVerifier;
+use tonic::transport::Channel;
 
 use crate::{client, export_when_ingested, signer, start_ledger, start_rating, tampered, text};
 
@@ -45,6 +47,52 @@ fn drand(beacon: &TestBeacon) -> Drand {
     }
 }
 
+/// A platform with drand on, the ledger and the rating service running, and the key its
+/// checkpoints verify with.
+struct DrandStack {
+    stack: GameStack,
+    ledger: LedgerServiceClient<Channel>,
+    key: NoteVerifier,
+}
+
+impl DrandStack {
+    async fn start(backend: Backend, drand: Drand) -> Self {
+        let mut stack = GameStack::start_with_drand(backend, drand).await.unwrap();
+        let storage = stack.storage(SCHEMA, &[&MIGRATIONS]).await.unwrap();
+        let port = start_ledger(&mut stack, storage).await;
+        start_rating(&mut stack).await;
+        Self {
+            stack,
+            ledger: client(port),
+            key: signer().verifier(),
+        }
+    }
+}
+
+/// Seats `players` at `table_id`, plays the game to its end and returns its export once the
+/// ledger has ingested it (the four rating changes included).
+async fn play_and_export(
+    ledger: &mut LedgerServiceClient<Channel>,
+    table_id: &str,
+    players: &[fairdeal_client::Player],
+) -> Vec<String> {
+    fairdeal_client::seat_players(table_id, players, "seed of seat")
+        .await
+        .unwrap();
+    fairdeal_client::play_to_the_end(table_id, players, 0x5eed, |_, _| {})
+        .await
+        .unwrap();
+    export_when_ingested(ledger, table_id, 4).await
+}
+
+/// `report` fails `check` at export line `line`.
+fn failed(report: &fairdeal_cli::audit::Report, check: &str, line: usize) -> bool {
+    report
+        .failures
+        .iter()
+        .any(|f| f.check == check && f.line == line)
+}
+
 /// The first event line of `event_type` (1-based) and its message.
 fn first<M: prost::Message + Default>(lines: &[String], event_type: &str) -> (usize, M) {
     use fairdeal_tlog::export::{Line, decode_bytes};
@@ -65,14 +113,11 @@ fn first<M: prost::Message + Default>(lines: &[String], event_type: &str) -> (us
 
 async fn a_drand_table_exports_and_audits(backend: Backend) {
     let beacon = TestBeacon::start(test_chain(35, 1, 50)).await;
-    let mut stack = GameStack::start_with_drand(backend, drand(&beacon))
-        .await
-        .unwrap();
-    let storage = stack.storage(SCHEMA, &[&MIGRATIONS]).await.unwrap();
-    let port = start_ledger(&mut stack, storage).await;
-    start_rating(&mut stack).await;
-    let mut ledger = client(port);
-    let key: NoteVerifier = signer().verifier();
+    let DrandStack {
+        stack,
+        mut ledger,
+        key,
+    } = DrandStack::start(backend, drand(&beacon)).await;
 
     let (_players, view) = stack.play_bot_table().await.unwrap();
     let lines = export_when_ingested(&mut ledger, &view.table_id, 4).await;
@@ -110,12 +155,6 @@ async fn a_drand_table_exports_and_audits(backend: Backend) {
 
     // Quicknet, the default: the test chain's round is not quicknet's.
     let report = audit(&text(&lines), &key, None);
-    let failed = |report: &fairdeal_cli::audit::Report, check: &str, line: usize| {
-        report
-            .failures
-            .iter()
-            .any(|f| f.check == check && f.line == line)
-    };
     assert!(
         failed(&report, "drand_chain", published_line),
         "{report:#?}"
@@ -189,12 +228,11 @@ async fn a_stalled_drand_table_exports_and_audits(backend: Backend) {
         stall_after: Duration::from_secs(1),
         ..drand(&beacon)
     };
-    let mut stack = GameStack::start_with_drand(backend, drand).await.unwrap();
-    let storage = stack.storage(SCHEMA, &[&MIGRATIONS]).await.unwrap();
-    let port = start_ledger(&mut stack, storage).await;
-    start_rating(&mut stack).await;
-    let mut ledger = client(port);
-    let key: NoteVerifier = signer().verifier();
+    let DrandStack {
+        stack,
+        mut ledger,
+        key,
+    } = DrandStack::start(backend, drand).await;
 
     let players: Vec<_> = (0..4).map(|_| stack.player().unwrap()).collect();
     let table_id = players[0]
@@ -224,13 +262,7 @@ async fn a_stalled_drand_table_exports_and_audits(backend: Backend) {
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     beacon.set_mode(BeaconMode::Honest);
-    fairdeal_client::seat_players(&table_id, &players, "seed of seat")
-        .await
-        .unwrap();
-    fairdeal_client::play_to_the_end(&table_id, &players, 0x5eed, |_, _| {})
-        .await
-        .unwrap();
-    let lines = export_when_ingested(&mut ledger, &table_id, 4).await;
+    let lines = play_and_export(&mut ledger, &table_id, &players).await;
 
     let (_, binding) =
         first::<cpb::DelayedValueBound>(&lines, "fairdeal.commitment.v1.DelayedValueBound");
@@ -245,10 +277,7 @@ async fn a_stalled_drand_table_exports_and_audits(backend: Backend) {
     let (changed, at) = tampered::<cpb::DrandRoundStalled>(&lines, stalled, |m| m.round += 1);
     let report = audit_with_chain(&text(&changed), &key, None, &chain);
     assert!(
-        report
-            .failures
-            .iter()
-            .any(|f| f.check == "drand_fallback" && f.line == at),
+        failed(&report, "drand_fallback", at),
         "{:#?}",
         report.failures
     );
@@ -276,14 +305,11 @@ async fn a_stalled_drand_table_exports_and_audits_postgres_nats() {
 /// field.
 async fn a_timelocked_table_exports_and_audits(backend: Backend) {
     let beacon = TestBeacon::start(test_chain(37, 1, 50)).await;
-    let mut stack = GameStack::start_with_drand(backend, drand(&beacon))
-        .await
-        .unwrap();
-    let storage = stack.storage(SCHEMA, &[&MIGRATIONS]).await.unwrap();
-    let port = start_ledger(&mut stack, storage).await;
-    start_rating(&mut stack).await;
-    let mut ledger = client(port);
-    let key: NoteVerifier = signer().verifier();
+    let DrandStack {
+        stack,
+        mut ledger,
+        key,
+    } = DrandStack::start(backend, drand(&beacon)).await;
 
     let players: Vec<_> = (0..4).map(|_| stack.player().unwrap()).collect();
     let refused = players[0]
@@ -303,13 +329,7 @@ async fn a_timelocked_table_exports_and_audits(backend: Backend) {
         .await
         .unwrap()
         .table_id;
-    fairdeal_client::seat_players(&table_id, &players, "seed of seat")
-        .await
-        .unwrap();
-    fairdeal_client::play_to_the_end(&table_id, &players, 0x5eed, |_, _| {})
-        .await
-        .unwrap();
-    let lines = export_when_ingested(&mut ledger, &table_id, 4).await;
+    let lines = play_and_export(&mut ledger, &table_id, &players).await;
 
     let published = "fairdeal.commitment.v1.TableCommitmentPublished";
     let (published_line, commitment) = first::<cpb::TableCommitmentPublished>(&lines, published);
@@ -358,12 +378,6 @@ async fn a_timelocked_table_exports_and_audits(backend: Backend) {
     assert!(report.checks["timelock_seed"].checked > 0);
     assert_eq!(report.checks["timelock_open"].checked, 0);
 
-    let failed = |report: &fairdeal_cli::audit::Report, check: &str, line: usize| {
-        report
-            .failures
-            .iter()
-            .any(|f| f.check == check && f.line == line)
-    };
     let audit_opened = |lines: &[String], beacon: &fairdeal_drand::Beacon| {
         fairdeal_cli::audit::audit_with_timelock(
             &text(lines),

@@ -50,6 +50,17 @@ pub fn unix_now() -> u64 {
         .as_secs()
 }
 
+/// Unix seconds now, rounded up: the time a round fixed now must not precede. A commitment
+/// made at 393.9 s is recorded after it (at 394.01 s, say); the first round at or after
+/// 393 would be published at 393, before both, so a round is fixed from the next whole
+/// second, and the margin covers the time the commitment takes to be recorded.
+pub fn unix_now_ceil() -> u64 {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    since.as_secs() + u64::from(since.subsec_nanos() > 0)
+}
+
 impl Drand {
     /// The chain's beacon ID (`quicknet`, or the test chain's `...-not-drand`).
     pub fn beacon_id(&self) -> &'static str {

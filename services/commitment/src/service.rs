@@ -24,7 +24,7 @@ use crate::domain::pair::{BetRequest, BetSeeds, ClientSeed, PairEvent, Reservati
 use crate::domain::table::TableCommitment;
 use crate::domain::tournament::{Board, TournamentEvent, TournamentSet};
 use crate::domain::{DomainError, ErrorClass, RevealReason};
-use crate::drand::{Drand, unix_now};
+use crate::drand::{Drand, unix_now, unix_now_ceil};
 use crate::seeds::SeedStore;
 use crate::vault::{KeyRing, VaultError};
 use fairdeal_platform::{Aggregate, CorruptStream, Decision, RunError, Snapshot, Streams};
@@ -292,8 +292,8 @@ impl Commitments {
             return Err(exists().into());
         }
         // A table naming its own source keeps it (bound by hand); the others get a drand
-        // round when drand is on, fixed from now: the commitment is made now.
-        let now = unix_now();
+        // round when drand is on, fixed from now (rounded up): the commitment is made now.
+        let now = unix_now_ceil();
         let mut drand = match (&delayed_source, &self.drand) {
             (None, Some(drand)) => Some(drand.fix(now)?),
             _ => None,

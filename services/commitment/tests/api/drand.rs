@@ -131,7 +131,11 @@ async fn timelocked_seed(db: Db) {
     let after = fairdeal_harness::drand::unix_now();
     let schedule = b[0].chain().info().schedule;
     assert!(created.timelock_latest_end >= before + 120, "{created:?}");
-    assert!(created.timelock_latest_end <= after + 120, "{created:?}");
+    // The commitment's time is taken rounded up to the next whole second.
+    assert!(
+        created.timelock_latest_end <= after + 1 + 120,
+        "{created:?}"
+    );
     assert_eq!(
         created.timelock_round,
         schedule
@@ -201,12 +205,23 @@ async fn happy_path(db: Db) {
     let b = beacons(1).await;
     let mut app = TestApp::spawn_with(db, Some(drand(&b))).await;
     let before = fairdeal_harness::drand::unix_now();
+    let before_micros = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros();
     let created = create(&mut app, "").await;
     let schedule = b[0].chain().info().schedule;
     // Fixed at commit: the first round at or after the commit, plus the margin of 1.
     let earliest = schedule.round_after(before, 1).unwrap();
     assert!(created.drand_round >= earliest, "{created:?}");
-    assert!(schedule.round_time(created.drand_round).unwrap() > before);
+    // The whole margin (one 1 s round) lies after the moment of the call, not after the
+    // whole second it falls in: the commitment, recorded a moment later, precedes R.
+    let published = u128::from(schedule.round_time(created.drand_round).unwrap()) * 1_000_000;
+    assert!(
+        published >= before_micros + 1_000_000,
+        "round {} at {published} µs, the call at {before_micros} µs",
+        created.drand_round
+    );
     assert_eq!(created.drand_fallback_round, created.drand_round + 3);
     assert_eq!(
         created.drand_chain_hash,
