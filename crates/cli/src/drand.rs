@@ -23,10 +23,12 @@ use crate::error::{CliError, quoted};
 /// The `drand` subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum DrandCommand {
-    /// Check a quicknet round's signature; print the round's randomness.
+    /// Check a quicknet round's signature (or another chain's, `--drand-chain`); print the
+    /// round's randomness.
     Verify(RoundArgs),
-    /// Open a ciphertext timelocked to a quicknet round (drand/tlock's age format, as `tle`
-    /// writes it), with the round's signature.
+    /// Open a ciphertext timelocked to a quicknet round (or another chain's,
+    /// `--drand-chain`; drand/tlock's age format, as `tle` writes it), with the round's
+    /// signature.
     Decrypt(DecryptArgs),
 }
 
@@ -43,6 +45,10 @@ pub(crate) struct RoundArgs {
     /// the signature when given.
     #[arg(long, allow_hyphen_values = true)]
     randomness: Option<String>,
+    /// Another chain than quicknet: its chain-info JSON file (what drand serves at
+    /// `/{chain hash}/info`), e.g. a test chain's.
+    #[arg(long, value_name = "FILE")]
+    drand_chain: Option<std::path::PathBuf>,
 }
 
 /// Arguments of `fairdeal drand decrypt`.
@@ -102,7 +108,11 @@ struct DecryptedLine<'a> {
 }
 
 pub(crate) fn run(command: DrandCommand, out: &mut dyn Write) -> Result<(), CliError> {
-    let chain = Chain::quicknet().map_err(|e| CliError::Invalid(format!("quicknet: {e}")))?;
+    let round = match &command {
+        DrandCommand::Verify(args) => args,
+        DrandCommand::Decrypt(args) => &args.round,
+    };
+    let chain = chain_of(round.drand_chain.as_deref())?;
     match command {
         DrandCommand::Verify(args) => run_verify(&chain, &args, out),
         DrandCommand::Decrypt(args) => run_decrypt(&chain, &args, out),

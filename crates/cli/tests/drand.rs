@@ -280,3 +280,57 @@ fn audit_names_a_bad_timelock_beacon() {
     run(&["--timelock-round", "123"], &["--timelock-signature"]);
     run(&["--timelock-signature", SIG_123], &["--timelock-round"]);
 }
+
+/// `--drand-chain FILE` on `drand verify` and `drand decrypt`: a round of another chain (a
+/// local test chain, not drand) verifies and opens a ciphertext timelocked to it against that
+/// chain's info JSON; without the flag, quicknet refuses its signature.
+#[test]
+fn another_chains_round_verifies_and_opens_with_drand_chain() {
+    use fairdeal_drand::{Schedule, TestChain, timelock};
+    let test = TestChain::from_seed(&[9; 32], Schedule::new(1_700_000_000, 1).unwrap()).unwrap();
+    let info = test.info();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("info.json");
+    let json_info = json!({
+        "public_key": hex::encode(info.public_key),
+        "period": 1,
+        "genesis_time": 1_700_000_000,
+        "hash": hex::encode(info.chain_hash()),
+        "groupHash": hex::encode(info.genesis_seed),
+        "schemeID": info.scheme.id(),
+        "metadata": {"beaconID": info.beacon_id}
+    });
+    std::fs::write(&path, json_info.to_string()).unwrap();
+    let chain_flag = [
+        "--drand-chain".to_owned(),
+        path.to_str().unwrap().to_owned(),
+    ];
+
+    let ciphertext = timelock::encrypt(&test.chain().unwrap(), 7, b"the server seed").unwrap();
+    let signature = test.sign(7).unwrap().signature().to_hex();
+    let mut args = decrypt("7", &signature, &ciphertext);
+    args.extend(chain_flag.clone());
+    let opened = json_line(&refs(&args));
+    assert_eq!(opened["plaintext"], json!("the server seed"));
+    assert_eq!(opened["round"], json!(7));
+
+    let mut args = verify("7", &signature, None);
+    args.extend(chain_flag);
+    let verified = json_line(&refs(&args));
+    assert_eq!(
+        verified["chain_hash"],
+        json!(hex::encode(info.chain_hash()))
+    );
+    assert_eq!(verified["round_time"], json!(1_700_000_006));
+
+    fails(
+        &refs(&decrypt("7", &signature, &ciphertext)),
+        &["--signature", "not quicknet's signature of round 7"],
+    );
+    let mut args = verify("7", &signature, None);
+    args.extend([
+        "--drand-chain".to_owned(),
+        "/nonexistent/info.json".to_owned(),
+    ]);
+    fails(&refs(&args), &["--drand-chain", "/nonexistent/info.json"]);
+}
