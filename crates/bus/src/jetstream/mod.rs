@@ -245,9 +245,7 @@ pub async fn ensure_streams(
         duplicate_window: config.duplicate_window,
         ..Default::default()
     };
-    js.create_or_update_stream(events)
-        .await
-        .map_err(|err| BusError::jetstream("create events stream", err))?;
+    create_or_update(js, events, "create events stream").await?;
 
     // Dead letters are an operator's work queue: durable, but purgeable once handled.
     let dead_letters = stream::Config {
@@ -263,10 +261,41 @@ pub async fn ensure_streams(
         duplicate_window: config.duplicate_window,
         ..Default::default()
     };
-    js.create_or_update_stream(dead_letters)
-        .await
-        .map_err(|err| BusError::jetstream("create dead-letter stream", err))?;
-    Ok(())
+    create_or_update(js, dead_letters, "create dead-letter stream").await
+}
+
+/// How many times a stream's creation or update is tried.
+const STREAM_ATTEMPTS: u32 = 5;
+
+/// `create_or_update_stream`, tried again a few times (100 ms, doubling: 1.5 s in all).
+/// Replicas starting together race to create the same stream, and NATS may answer the loser
+/// with a transient error while the winner's store is being made (JetStream 10049, "error
+/// creating store for stream", seen when two auth replicas started at once); the next try
+/// finds the stream and updates it. A lasting refusal fails the start after the last try.
+async fn create_or_update(
+    js: &jetstream::Context,
+    config: stream::Config,
+    operation: &'static str,
+) -> Result<(), BusError> {
+    let mut pause = Duration::from_millis(100);
+    let mut attempt = 1;
+    loop {
+        match js.create_or_update_stream(config.clone()).await {
+            Ok(_) => return Ok(()),
+            Err(err) if attempt < STREAM_ATTEMPTS => {
+                tracing::warn!(
+                    stream = %config.name,
+                    attempt,
+                    error = %err,
+                    "{operation} failed; trying again"
+                );
+                tokio::time::sleep(pause).await;
+                pause *= 2;
+                attempt += 1;
+            }
+            Err(err) => return Err(BusError::jetstream(operation, err)),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -598,3 +598,32 @@ async fn in_store_consumers_of_one_name_take_turns_on_postgres() {
     })
     .await;
 }
+
+/// Replicas starting together all create the same streams at once: every one of them
+/// starts (a loser of the race that NATS refuses for a moment tries again and finds the
+/// stream), and the stream is made once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_creating_the_same_streams_at_once_all_start() {
+    run_with(JetStreamHarness::create, |h| async move {
+        let fresh =
+            fairdeal_bus::JetStreamConfig::new(fairdeal_testkit::subject_prefix("race")).unwrap();
+        let starts = (0..8).map(|_| ensure_streams(h.js(), &fresh));
+        for started in futures::future::join_all(starts).await {
+            started.unwrap();
+        }
+        let info = h
+            .js()
+            .get_stream(fresh.stream_name())
+            .await
+            .unwrap()
+            .info()
+            .await
+            .unwrap()
+            .clone();
+        assert_eq!(info.config.subjects, vec![fresh.events_filter()]);
+        for name in [fresh.stream_name(), fresh.dead_letter_stream_name()] {
+            h.js().delete_stream(name).await.unwrap();
+        }
+    })
+    .await;
+}
