@@ -10,12 +10,12 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use fairdeal_cli::audit::{Report, audit_with_timelock};
-use fairdeal_drand::{Beacon, BeaconError, BeaconField};
+use fairdeal_drand::Beacon;
 use fairdeal_tlog::NoteVerifier;
 use serde::Serialize;
 
 use crate::deal::write_json_line;
-use crate::error::{CliError, quoted};
+use crate::error::CliError;
 
 /// Arguments of `fairdeal audit`.
 #[derive(Debug, clap::Args)]
@@ -55,19 +55,7 @@ fn timelock_beacon(args: &AuditArgs) -> Result<Vec<Beacon>, CliError> {
         return Ok(Vec::new());
     };
     let randomness = args.timelock_randomness.as_deref();
-    let beacon = Beacon::from_hex(round, signature, randomness).map_err(
-        |BeaconError { field, problem }| match field {
-            BeaconField::Round => CliError::arg("--timelock-round", format!("{round}: {problem}")),
-            BeaconField::Signature => CliError::arg(
-                "--timelock-signature",
-                format!("{}: {problem}", quoted(signature)),
-            ),
-            BeaconField::Randomness => CliError::arg(
-                "--timelock-randomness",
-                format!("{}: {problem}", quoted(randomness.unwrap_or_default())),
-            ),
-        },
-    )?;
+    let beacon = crate::drand::beacon_of_flags("timelock-", round, signature, randomness)?;
     Ok(vec![beacon])
 }
 

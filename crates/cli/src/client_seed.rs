@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 
-use fairdeal_drand::{Beacon, BeaconError, BeaconField, VerifyError};
+use fairdeal_drand::VerifyError;
 use fairdeal_fairness::client_seed::{contributions_hash, table_client_seed};
 use serde::Serialize;
 
@@ -113,19 +113,7 @@ fn verified_randomness(
     randomness: Option<&str>,
     chain: Option<&std::path::Path>,
 ) -> Result<String, CliError> {
-    let beacon = Beacon::from_hex(round, signature, randomness).map_err(
-        |BeaconError { field, problem }| match field {
-            BeaconField::Round => CliError::arg("--drand-round", format!("{round}: {problem}")),
-            BeaconField::Signature => CliError::arg(
-                "--drand-signature",
-                format!("{}: {problem}", quoted(signature)),
-            ),
-            BeaconField::Randomness => CliError::arg(
-                "--drand-randomness",
-                format!("{}: {problem}", quoted(randomness.unwrap_or_default())),
-            ),
-        },
-    )?;
+    let beacon = crate::drand::beacon_of_flags("drand-", round, signature, randomness)?;
     let chain = crate::drand::chain_of(chain)?;
     match chain.verify(&beacon) {
         Ok(randomness) => Ok(randomness.to_hex()),

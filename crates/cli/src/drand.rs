@@ -155,24 +155,26 @@ fn run_decrypt(chain: &Chain, args: &DecryptArgs, out: &mut dyn Write) -> Result
 
 /// The round's flags as a beacon; the error names the flag.
 fn parse_beacon(args: &RoundArgs) -> Result<Beacon, CliError> {
-    Beacon::from_hex(args.round, &args.signature, args.randomness.as_deref()).map_err(
-        |BeaconError { field, problem }| {
-            let value = match field {
-                BeaconField::Round => args.round.to_string(),
-                BeaconField::Signature => quoted(&args.signature),
-                BeaconField::Randomness => quoted(args.randomness.as_deref().unwrap_or_default()),
-            };
-            CliError::arg(flag(field), format!("{value}: {problem}"))
-        },
-    )
+    beacon_of_flags("", args.round, &args.signature, args.randomness.as_deref())
 }
 
-fn flag(field: BeaconField) -> &'static str {
-    match field {
-        BeaconField::Round => "--round",
-        BeaconField::Signature => "--signature",
-        BeaconField::Randomness => "--randomness",
-    }
+/// A round given by the flags `--<prefix>round`, `--<prefix>signature` and
+/// `--<prefix>randomness` (`drand verify`'s own, `client-seed`'s `drand-`, the audit's
+/// `timelock-`) as a beacon; a malformed value is an error naming its flag.
+pub(crate) fn beacon_of_flags(
+    prefix: &str,
+    round: u64,
+    signature: &str,
+    randomness: Option<&str>,
+) -> Result<Beacon, CliError> {
+    Beacon::from_hex(round, signature, randomness).map_err(|BeaconError { field, problem }| {
+        let (name, value) = match field {
+            BeaconField::Round => ("round", round.to_string()),
+            BeaconField::Signature => ("signature", quoted(signature)),
+            BeaconField::Randomness => ("randomness", quoted(randomness.unwrap_or_default())),
+        };
+        CliError::arg(&format!("--{prefix}{name}"), format!("{value}: {problem}"))
+    })
 }
 
 fn verify_error(e: VerifyError) -> CliError {
