@@ -476,3 +476,195 @@ async fn a_timelocked_table_exports_and_audits_embedded() {
 async fn a_timelocked_table_exports_and_audits_postgres_nats() {
     a_timelocked_table_exports_and_audits(Backend::PostgresNats).await;
 }
+
+/// Issue 35: a timelocked table ends at its latest end. One player sits with three bots,
+/// 60 s of latest end (the least) and 600 s per move, and never moves: their turn's
+/// deadline is the latest end, not 600 s away, and there the table expires
+/// (`TableExpired`) mid-hand instead of waiting for the move. From then on nothing is
+/// played (a move is refused, naming the latest end), every seat's cards are public to any
+/// watcher (as after `GameFinished`: the seed is anyone's from `R'` on), the seed is
+/// revealed, nobody is rated, and the export passes `fairdeal audit` with the timelock
+/// opened. An expiry moved after the time it was recorded at, or a move recorded after it,
+/// fails `result` at its line.
+async fn a_timelocked_table_expires_at_its_latest_end(backend: Backend) {
+    use fairdeal_proto::fairdeal::tables::v1::table_event::Event as W;
+    use fairdeal_tables::clock::TableClock;
+
+    let beacon = TestBeacon::start(test_chain(38, 1, 50)).await;
+    let DrandStack {
+        stack,
+        mut ledger,
+        key,
+    } = DrandStack::start(backend, drand(&beacon)).await;
+    let player = stack.player().unwrap();
+    let timelocked = tpb::CreateTableRequest {
+        timelock_seconds: 60,
+        move_seconds: 600,
+        bot_seats: vec![1, 2, 3],
+        ..Default::default()
+    };
+    // A table nobody sits at, created first: its latest end is no later than the other's.
+    let idle = player
+        .create_table(timelocked.clone())
+        .await
+        .unwrap()
+        .table_id;
+    let table_id = player.create_table(timelocked).await.unwrap().table_id;
+    player.sit(&table_id, 0).await.unwrap();
+    // The player's watch: the bots' cards are placeholders while the hand is played.
+    let mut watch = player.watch(&table_id, 0, false).await.unwrap();
+    let mut hidden = 0;
+    // Seat 0's turn comes in the first auction; its deadline is the latest end, not 600 s
+    // away.
+    let mut turn = player.view(&table_id).await.unwrap();
+    while turn.game.as_ref().and_then(|g| g.turn) != Some(0) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        turn = player.view(&table_id).await.unwrap();
+    }
+    let latest_end_ms = turn.turn_deadline_ms.unwrap();
+    assert_eq!(turn.latest_end_ms, Some(latest_end_ms));
+    assert_eq!(latest_end_ms % 1000, 0, "the latest end, in whole seconds");
+    let idle_end_ms = player.view(&idle).await.unwrap().latest_end_ms.unwrap();
+    assert!(idle_end_ms <= latest_end_ms);
+    // The tables' clock is the stack's manual one: it is moved to the latest end once the
+    // real time (the events' stamps) is there too.
+    let real_now = i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(
+        u64::try_from(latest_end_ms - real_now).unwrap_or(0) + 50,
+    ))
+    .await;
+    let clock = stack.clock();
+    clock.advance(Duration::from_millis(
+        u64::try_from(latest_end_ms - clock.now_ms()).unwrap_or(0),
+    ));
+    let expired_at = loop {
+        let message = tokio::time::timeout(Duration::from_secs(120), watch.message())
+            .await
+            .expect("the table expires within its latest end and a margin")
+            .unwrap()
+            .expect("the watch stays open");
+        match message.event.and_then(|e| e.event) {
+            Some(W::Placeholder(_)) => hidden += 1,
+            Some(W::TableExpired(m)) => break (message.version, m),
+            Some(W::GameFinished(_)) => panic!("the game cannot finish without its player"),
+            _ => {}
+        }
+    };
+    assert_eq!(hidden, 3, "the bots' hands, hidden from seat 0 during play");
+    assert_eq!(expired_at.1.hands_dealt, 1);
+    let view = player.view(&table_id).await.unwrap();
+    assert_eq!(view.status, tpb::TableStatus::Expired as i32);
+    assert!(view.turn_deadline_ms.is_none());
+    // Nothing is played after it.
+    let refused = player
+        .act(
+            &table_id,
+            view.version,
+            tpb::act_request::Action::Pass(tpb::PassAction {}),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("latest end"), "{refused}");
+    // A new watch from the start shows every seat's cards.
+    let mut watch = player.watch(&table_id, 0, false).await.unwrap();
+    let mut shown = 0;
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(30), watch.message())
+            .await
+            .expect("the reveal follows the expiry")
+            .unwrap()
+            .expect("the watch stays open");
+        match message.event.and_then(|e| e.event) {
+            Some(W::Placeholder(_)) => panic!("a placeholder after the table expired"),
+            Some(W::CardsDealt(_)) => shown += 1,
+            Some(W::TableSeedRevealed(_)) => break,
+            _ => {}
+        }
+    }
+    assert_eq!(shown, 4);
+    // The idle table expired too, left the lobby and revealed its seed.
+    let mut watch = player.watch(&idle, 0, false).await.unwrap();
+    let mut idle_expired = false;
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(30), watch.message())
+            .await
+            .expect("the idle table's reveal follows its expiry")
+            .unwrap()
+            .expect("the watch stays open");
+        match message.event.and_then(|e| e.event) {
+            Some(W::TableExpired(m)) => {
+                assert_eq!((m.latest_end_ms, m.hands_dealt), (idle_end_ms, 0));
+                idle_expired = true;
+            }
+            Some(W::TableSeedRevealed(_)) => break,
+            _ => {}
+        }
+    }
+    assert!(idle_expired);
+    let view = player.view(&idle).await.unwrap();
+    assert_eq!(view.status, tpb::TableStatus::Expired as i32);
+    let refused = player.sit(&idle, 0).await.unwrap_err().to_string();
+    assert!(refused.contains("latest end"), "{refused}");
+
+    let lines = export_when_ingested(&mut ledger, &table_id, 0).await;
+    assert!(!lines.iter().any(|l| l.contains("RatingChanged")));
+    let published = "fairdeal.commitment.v1.TableCommitmentPublished";
+    let (_, commitment) = first::<cpb::TableCommitmentPublished>(&lines, published);
+    assert_eq!(
+        expired_at.1.latest_end_ms,
+        i64::try_from(commitment.timelock_latest_end).unwrap() * 1000
+    );
+    let chain = fairdeal_cli::drand_chain::parse(&beacon.info_json()).unwrap();
+    let opening = beacon.chain().sign(commitment.timelock_round).unwrap();
+    let audit_opened = |lines: &[String]| {
+        fairdeal_cli::audit::audit_with_timelock(
+            &text(lines),
+            &key,
+            None,
+            &chain,
+            std::slice::from_ref(&opening),
+        )
+    };
+    let report = audit_opened(&lines);
+    assert!(report.failures.is_empty(), "{:#?}", report.failures);
+    for check in ["deal", "replay", "result", "timelock_seed", "timelock_open"] {
+        assert!(report.checks[check].checked > 0, "{check} was not checked");
+    }
+    // An expiry claimed a minute later than it was recorded: before its latest end.
+    let expired = "fairdeal.tables.v1.TableExpired";
+    let (changed, at) = tampered::<tpb::TableExpired>(&lines, expired, |m| {
+        m.latest_end_ms += 60_000;
+    });
+    let report = audit_opened(&changed);
+    assert!(failed(&report, "result", at), "{:#?}", report.failures);
+    // A table that had no latest end cannot expire.
+    let (changed, _) =
+        tampered::<tpb::TableCreated>(&lines, "fairdeal.tables.v1.TableCreated", |m| {
+            m.latest_end_ms = 0;
+        });
+    let report = audit_opened(&changed);
+    let (expired_line, _) = first::<tpb::TableExpired>(&lines, expired);
+    assert!(
+        failed(&report, "result", expired_line),
+        "{:#?}",
+        report.failures
+    );
+    stack.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_timelocked_table_expires_at_its_latest_end_embedded() {
+    a_timelocked_table_expires_at_its_latest_end(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn a_timelocked_table_expires_at_its_latest_end_postgres_nats() {
+    a_timelocked_table_expires_at_its_latest_end(Backend::PostgresNats).await;
+}

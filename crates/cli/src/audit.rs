@@ -39,7 +39,10 @@
 //! - `replay`: every move re-decided by the rules engine (crates/games): legal, by the seat
 //!   whose turn it was, every trick won by the right seat.
 //! - `score`: every hand's score is what the rules give.
-//! - `result`: the final scores, the winner and the players of `GameFinished`.
+//! - `result`: the final scores, the winner and the players of `GameFinished`; or, for a
+//!   table that reached its latest end unfinished (`TableExpired`), that it had that latest
+//!   end (the commitment's), expired no earlier, before the rules ended its match, and that
+//!   nothing was played after it (and `rating`: nobody was rated for it).
 //! - `rating`: every `RatingChanged` recomputed (SPEC 6, crates/rating, bit for bit) from
 //!   the game's result and the players' ratings before it.
 //! - `drand_chain`, `drand_round`, `drand_signature`, `drand_randomness`, `drand_fallback`:
@@ -1519,7 +1522,7 @@ impl<'a> GameAudit<'a> {
         };
         let finished = Self::all::<tpb::GameFinished>(report, "result", &self.table);
         let Some((line, finished)) = finished.into_iter().next() else {
-            report.fail("result", 0, "no GameFinished: the game did not finish");
+            self.expired(report, game.as_ref());
             return;
         };
         if let Some(game) = &game {
@@ -1556,6 +1559,91 @@ impl<'a> GameAudit<'a> {
         }
         self.seats(report, line, &finished);
         self.ratings(report, &finished);
+    }
+
+    /// A table that ended at its latest end instead of finishing (`TableExpired`, checked
+    /// under `result`): it had a latest end, the commitment's; it expired no earlier than
+    /// that; the rules had not ended the match; it records the hands dealt; nothing was
+    /// played after it; and nobody was rated for it (`rating`).
+    fn expired<G: TableGame>(&self, report: &mut Report, game: Option<&G>) {
+        let expired = Self::all::<tpb::TableExpired>(report, "result", &self.table);
+        let Some((line, m)) = expired.into_iter().next() else {
+            report.fail(
+                "result",
+                0,
+                "no GameFinished or TableExpired: the game did not end",
+            );
+            return;
+        };
+        let mut problems = Vec::new();
+        let latest_end = Self::all::<tpb::TableCreated>(report, "result", &self.table)
+            .first()
+            .map_or(0, |(_, created)| created.latest_end_ms);
+        if latest_end == 0 {
+            problems.push("the table expired, but TableCreated sets no latest end".to_owned());
+        } else if m.latest_end_ms != latest_end {
+            problems.push(format!(
+                "latest end {} ms, TableCreated's is {latest_end} ms",
+                m.latest_end_ms
+            ));
+        }
+        let promised = Self::all::<cpb::TableCommitmentPublished>(report, "result", &self.others)
+            .first()
+            .map(|(_, p)| i128::from(p.timelock_latest_end) * 1000);
+        if promised != Some(i128::from(latest_end)) {
+            problems.push(format!(
+                "the table's latest end {latest_end} ms is not the commitment's ({})",
+                promised.map_or("none".to_owned(), |p| format!("{p} ms"))
+            ));
+        }
+        let at_ms = self
+            .table
+            .iter()
+            .find(|ev| ev.line == line)
+            .and_then(|ev| ev.env.occurred_at.as_ref())
+            .map(|ts| i128::from(ts.seconds) * 1000 + i128::from(ts.nanos) / 1_000_000);
+        match at_ms {
+            Some(at) if at >= i128::from(m.latest_end_ms) => {}
+            Some(at) => problems.push(format!(
+                "expired at {at} ms, before its latest end {} ms",
+                m.latest_end_ms
+            )),
+            None => problems.push("TableExpired has no time".to_owned()),
+        }
+        if let Some(game) = game {
+            if game.outcome().is_some() {
+                problems.push("the table expired, but by the rules its match was over".into());
+            }
+            if game.hands_dealt() != m.hands_dealt {
+                problems.push(format!(
+                    "hands dealt {}, the log has {}",
+                    m.hands_dealt,
+                    game.hands_dealt()
+                ));
+            }
+        }
+        for ev in self.table.iter().filter(|ev| ev.line > line) {
+            let allowed = ev.payload::<tpb::TableSeedRevealed>().is_some()
+                || ev.payload::<tpb::SpectatorJoined>().is_some()
+                || ev.payload::<tpb::SpectatorLeft>().is_some();
+            if !allowed {
+                problems.push(format!(
+                    "line {}: {} after the table expired",
+                    ev.line, ev.env.event_type
+                ));
+            }
+        }
+        report.check("result", line, verdict(&problems));
+        for (rated, change) in Self::all::<rpb::RatingChanged>(report, "rating", &self.others) {
+            report.fail(
+                "rating",
+                rated,
+                format!(
+                    "player {} is rated for a table that expired unfinished",
+                    change.player_id
+                ),
+            );
+        }
     }
 
     /// GameFinished's players are the ones who sat.

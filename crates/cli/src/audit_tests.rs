@@ -207,6 +207,7 @@ fn record_with(with_chat: bool, drand: Option<&TestChain>) -> Game {
             commitment: commitment.clone(),
             short_code: commitment[..5].into(),
             first_dealer: 0,
+            latest_end_ms: 0,
         },
     );
     for (s, p) in players.iter().enumerate() {

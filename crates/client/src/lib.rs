@@ -247,9 +247,12 @@ pub fn action_of(legal: &pb::LegalAction) -> Option<Action> {
     })
 }
 
-/// Whether the table is over for a client: finished, and the server seed revealed.
+/// Whether the table is over for a client: finished (or expired at its latest end), and
+/// the server seed revealed.
 pub fn is_over(view: &pb::TableView) -> bool {
-    view.status == pb::TableStatus::Finished as i32 && !view.server_seed.is_empty()
+    (view.status == pb::TableStatus::Finished as i32
+        || view.status == pb::TableStatus::Expired as i32)
+        && !view.server_seed.is_empty()
 }
 
 /// Seats `players` at seats 0, 1, 2... of table `table_id` in order; each but the last

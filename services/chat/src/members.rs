@@ -1,7 +1,8 @@
 //! Table-channel membership, projected from the tables service's events by the
 //! `chat-members` consumer inside the bus's transaction (exactly once): `SeatTaken` /
 //! `SeatLeft` and `SpectatorJoined` / `SpectatorLeft` keep `chat_members`; `GameFinished`
-//! makes the table's channel read-only. The events are read from their protobuf messages
+//! (or `TableExpired`, a table that reached its latest end) makes the table's channel
+//! read-only. The events are read from their protobuf messages
 //! (`fairdeal.tables.v1`), not through the tables service's code.
 
 use fairdeal_bus::{Handler, HandlerError};
@@ -33,7 +34,7 @@ enum Change {
     Joined { table: Uuid, user: Uuid, seat: i64 },
     /// `user` no longer holds `seat`.
     Left { table: Uuid, user: Uuid, seat: i64 },
-    /// The game finished: the channel is read-only.
+    /// The game finished (or the table expired): the channel is read-only.
     Finished { table: Uuid },
 }
 
@@ -81,6 +82,11 @@ fn change(event: &RecordedEvent) -> Result<Option<Change>, StoredEventError> {
         Ok(Some(Change::Finished {
             table: uuid_of("table_id", &m.table_id)?,
         }))
+    } else if is_event_type::<tables::TableExpired>(t) {
+        let m: tables::TableExpired = event.decode_payload()?;
+        Ok(Some(Change::Finished {
+            table: uuid_of("table_id", &m.table_id)?,
+        }))
     } else {
         Ok(None)
     }
@@ -93,6 +99,7 @@ fn wanted(event_type: &str) -> bool {
         || is_event_type::<tables::SpectatorJoined>(event_type)
         || is_event_type::<tables::SpectatorLeft>(event_type)
         || is_event_type::<tables::GameFinished>(event_type)
+        || is_event_type::<tables::TableExpired>(event_type)
 }
 
 fn transient(error: sqlx::Error) -> HandlerError {

@@ -354,8 +354,9 @@ impl Ledger {
     /// The game's events are those correlated to the table: every service correlates a
     /// game's events to its table id (table, commitment session, deals, chat, rating), and
     /// the auditor requires the game's own streams whole, so an event that were not would
-    /// show as a gap. A game whose table stream holds no `GameFinished` yet, or whose seed
-    /// is not revealed yet, exports nothing: its record is not whole before then.
+    /// show as a gap. A game whose table stream holds no `GameFinished` (or `TableExpired`:
+    /// the table reached its latest end) yet, or whose seed is not revealed yet, exports
+    /// nothing: its record is not whole before then.
     pub async fn export_game(
         &self,
         table_id: &str,
@@ -382,7 +383,9 @@ impl Ledger {
             )));
         }
         if !events.iter().any(|e| {
-            e.stream_id == table_stream && is_event_type::<tpb::GameFinished>(&e.event_type)
+            e.stream_id == table_stream
+                && (is_event_type::<tpb::GameFinished>(&e.event_type)
+                    || is_event_type::<tpb::TableExpired>(&e.event_type))
         }) {
             return Err(LedgerError::Precondition(format!(
                 "table {id} has not finished: its game cannot be exported yet"
@@ -463,18 +466,23 @@ fn payload<M: Message + prost::Name + Default>(event: &Disclosed) -> Option<M> {
 }
 
 /// Whether the events hold the whole game the auditor requires beside the table stream: the
-/// commitment service's reveal of the session and one `HandDealt` per hand played. Each
+/// commitment service's reveal of the session and one `HandDealt` per hand played (or dealt,
+/// when the table expired). Each
 /// service's events reach the ledger through its own consumer (on NATS, one per source
 /// stream), so the table's `GameFinished` can be in before the other services' last events;
 /// an export waits for them rather than hand out a partial game.
 fn game_complete(events: &[Disclosed], table_stream: &str) -> bool {
     use fairdeal_proto::fairdeal::commitment::v1 as cpb;
     use fairdeal_proto::fairdeal::dealing::v1 as dpb;
-    let hands_played = events
-        .iter()
-        .filter(|e| e.stream_id == table_stream)
+    let table_events = || events.iter().filter(|e| e.stream_id == table_stream);
+    let hands_played = table_events()
         .find_map(payload::<tpb::GameFinished>)
-        .map(|m| m.hands_played);
+        .map(|m| m.hands_played)
+        .or_else(|| {
+            table_events()
+                .find_map(payload::<tpb::TableExpired>)
+                .map(|m| m.hands_dealt)
+        });
     let Some(hands_played) = hands_played else {
         return false;
     };

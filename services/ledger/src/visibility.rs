@@ -108,7 +108,7 @@ const UNKNOWN: Rule = Rule {
 };
 
 /// The rule table: every event type of every service, by its full protobuf name.
-fn rules() -> [(String, Rule); 65] {
+fn rules() -> [(String, Rule); 66] {
     use SubjectOf::{ChatAuthor, ChatModerator, GameStream, MutedUser, Nothing, PersonStream};
     let in_game = public(GameStream);
     let erasable_account = personal(true, PersonStream);
@@ -135,6 +135,7 @@ fn rules() -> [(String, Rule); 65] {
         (tpb::HandScored::full_name(), in_game),
         (tpb::MatchWon::full_name(), in_game),
         (tpb::GameFinished::full_name(), in_game),
+        (tpb::TableExpired::full_name(), in_game),
         (tpb::TurnClock::full_name(), in_game),
         (tpb::TurnTimedOut::full_name(), in_game),
         (tpb::SeatAbandoned::full_name(), in_game),
@@ -296,7 +297,8 @@ pub fn subject(event: &RecordedEvent) -> Option<Subject> {
 /// What an event changes in what may be seen, applied as it is ingested.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {
-    /// The game finished: its private events and chain links may be seen from now on.
+    /// The game finished (or its table expired): its private events and chain links may be
+    /// seen from now on.
     Finish(Subject),
     /// Erase one event's content (a moderator removed a chat line: the line's event id).
     EraseEvent(String),
@@ -304,11 +306,14 @@ pub enum Effect {
     EraseSubject(Subject),
 }
 
-/// The effect of `event`, if it has one. A `GameFinished` counts only in its table's own
-/// stream, so no other stream can finish a game.
+/// The effect of `event`, if it has one. A `GameFinished` (or a `TableExpired`: the table
+/// reached its latest end, after which its timelocked seed is anyone's) counts only in its
+/// table's own stream, so no other stream can finish a game.
 pub fn effect(event: &RecordedEvent) -> Option<Effect> {
     let stream = event.stream_id.as_str();
-    if event.is::<tpb::GameFinished>() && stream.starts_with("table-") {
+    if (event.is::<tpb::GameFinished>() || event.is::<tpb::TableExpired>())
+        && stream.starts_with("table-")
+    {
         return game_of_stream(stream).map(Effect::Finish);
     }
     if event.is::<cpb::TournamentRevealed>() && stream.starts_with("tournament-") {
@@ -507,6 +512,22 @@ mod tests {
         let forged = event(
             &format!("chat-table-{id}"),
             tpb::GameFinished::full_name(),
+            vec![],
+        );
+        assert_eq!(effect(&forged), None);
+        // A table that reached its latest end is over as a finished one is; elsewhere, no.
+        let expired = event(
+            &format!("table-{id}"),
+            tpb::TableExpired::full_name(),
+            vec![],
+        );
+        assert_eq!(
+            effect(&expired),
+            Some(Effect::Finish(format!("table:{id}")))
+        );
+        let forged = event(
+            &format!("deals-{id}"),
+            tpb::TableExpired::full_name(),
             vec![],
         );
         assert_eq!(effect(&forged), None);

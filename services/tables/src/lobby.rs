@@ -195,8 +195,8 @@ fairdeal_db::for_each_backend! { DB =>
                         .await
                         .map_err(transient)?;
                 }
-                // Started: out of the lobby.
-                TableEvent::Engine { command: None, .. } => {
+                // Started, or expired before it started: out of the lobby.
+                TableEvent::Engine { command: None, .. } | TableEvent::Expired { .. } => {
                     sqlx::query("DELETE FROM lobby WHERE table_id = $1")
                         .bind(&table_id)
                         .execute(&mut **tx)
@@ -252,7 +252,12 @@ fairdeal_db::for_each_backend! { DB =>
                         last.insert(event.correlation_id.clone(), (deadline, *event));
                     }
                 } else {
-                    // The lobby's events (and MatchStarted, which also owes the first deal).
+                    // The lobby's events (and MatchStarted, which also owes the first deal;
+                    // TableExpired, which owes the reveal and leaves the lobby: its row is
+                    // the table's last word, whatever came before it in this batch).
+                    if event.is::<pb::TableExpired>() {
+                        last.remove(&event.correlation_id);
+                    }
                     written.extend(project_one(self, event, tx).await?);
                 }
             }
@@ -297,6 +302,7 @@ fairdeal_db::for_each_backend! { DB =>
                 || event.is::<pb::TurnClock>()
                 || carries_command(event)
                 || event.is::<pb::GameFinished>()
+                || event.is::<pb::TableExpired>()
                 || event.is::<pb::TableSeedRevealed>()
         }
     }
@@ -309,6 +315,8 @@ fn deadline_of(event: &RecordedEvent, due: Option<Due>) -> Option<Option<i64>> {
     Some(match due? {
         Due::Player(deadline_ms) => Some(deadline_ms),
         Due::Service => Some(-i64::try_from(event.version).unwrap_or(i64::MAX)),
+        // Not before the latest end: a deadline like a player's.
+        Due::Expires(latest_end_ms) => Some(latest_end_ms),
         Due::Nobody => None,
     })
 }

@@ -97,6 +97,7 @@ impl From<TablesError> for ServiceError {
                 | TableError::SeedFixed
                 | TableError::AlreadyContributed(_)
                 | TableError::SeatedSpectator(_)
+                | TableError::Expired
                 | TableError::Rule(_) => ServiceError::FailedPrecondition(e.to_string()),
             },
             TablesError::Upstream { service, status } => {
@@ -328,6 +329,12 @@ impl Tables {
             commitment: committed.commitment.clone(),
             short_code: committed.short_code.clone(),
             first_dealer: FIRST_DEALER,
+            // The commitment's latest end is in Unix seconds (0: none).
+            latest_end_ms: (committed.timelock_latest_end > 0).then(|| {
+                i64::try_from(committed.timelock_latest_end)
+                    .unwrap_or(i64::MAX / 1000)
+                    .saturating_mul(1000)
+            }),
         };
         let executed = self
             .streams
@@ -336,6 +343,8 @@ impl Tables {
                 None => Ok(Decision::new(domain::create(created.clone()), 1)),
             })
             .await?;
+        // A table nobody sits at still ends at its latest end: its clock starts now.
+        self.timers.set(table_id, created.latest_end_ms);
         tracing::info!(%table_id, "table created");
         Ok(NewTable {
             table_id,
@@ -364,7 +373,7 @@ impl Tables {
             .streams
             .execute(&table_id, |snapshot| {
                 let t = table(snapshot)?;
-                let decided = t.sit(player, seat)?;
+                let decided = t.sit(player, seat, self.clock.now_ms())?;
                 Ok::<_, TablesError>(Decision::new(
                     decided.events,
                     (
@@ -429,7 +438,9 @@ impl Tables {
             .streams
             .execute_with(
                 &table_id,
-                |snapshot| table(snapshot).and_then(|t| Ok(t.may_contribute(player)?)),
+                |snapshot| {
+                    table(snapshot).and_then(|t| Ok(t.may_contribute(player, self.clock.now_ms())?))
+                },
                 |seat| async move {
                     let seat = seat?;
                     let message = cpb::ContributeSeedRequest {
@@ -446,9 +457,11 @@ impl Tables {
                     Ok(())
                 },
                 |snapshot, ()| {
-                    Ok(decision(
-                        table(snapshot)?.contribute(player, contribution.clone())?,
-                    ))
+                    Ok(decision(table(snapshot)?.contribute(
+                        player,
+                        contribution.clone(),
+                        self.clock.now_ms(),
+                    )?))
                 },
             )
             .await?;
@@ -524,7 +537,7 @@ impl Tables {
         if self.needs_step(after) {
             self.advance(table_id).await;
         } else if let Some(t) = after.state.as_ref() {
-            self.timers.set(table_id, t.deadline.map(|(_, d)| d));
+            self.timers.set(table_id, t.wakes_at());
         }
     }
 
@@ -615,8 +628,8 @@ impl Tables {
         });
     }
 
-    /// One step; whether it appended anything, and the deadline of the player to act after
-    /// it.
+    /// One step; whether it appended anything, and when the table next needs the service
+    /// on its own after it ([`Table::wakes_at`]).
     async fn step(&self, table_id: Uuid) -> Result<(bool, Option<i64>), Failure> {
         let now = self.clock.now_ms();
         let executed = self
@@ -650,6 +663,7 @@ impl Tables {
                         Fetched::Nothing => match t.next(now) {
                             Next::Bot(seat) => t.bot_move(seat, now)?,
                             Next::Timeout(seat) => t.time_out(seat, now)?,
+                            Next::Expire => t.expire(now),
                             _ => return Ok(Decision::nothing(t.version)),
                         },
                     };
@@ -657,13 +671,8 @@ impl Tables {
                 },
             )
             .await?;
-        let deadline = executed
-            .after
-            .state
-            .as_ref()
-            .and_then(|t| t.deadline)
-            .map(|(_, d)| d);
-        Ok((!executed.recorded.is_empty(), deadline))
+        let wakes_at = executed.after.state.as_ref().and_then(Table::wakes_at);
+        Ok((!executed.recorded.is_empty(), wakes_at))
     }
 
     /// Hand `hand` from the dealing service.

@@ -26,6 +26,8 @@ pub fn table_view<G: WireGame>(
     };
     let status = if table.finished.is_some() {
         pb::TableStatus::Finished
+    } else if table.expired {
+        pb::TableStatus::Expired
     } else if table.started() {
         pb::TableStatus::Playing
     } else {
@@ -59,5 +61,6 @@ pub fn table_view<G: WireGame>(
         turn_deadline_ms: table.deadline.map(|(_, deadline)| deadline),
         spectators: u32::try_from(table.spectators.len()).unwrap_or(u32::MAX),
         spectating,
+        latest_end_ms: table.created.latest_end_ms,
     }
 }

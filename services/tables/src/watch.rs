@@ -53,7 +53,7 @@ impl Tables {
                 table(snapshot).map(|t| Watching {
                     player,
                     viewer: t.viewer(player),
-                    finished: t.finished.is_some(),
+                    finished: t.over(),
                 })
             })
             .await
@@ -203,7 +203,7 @@ impl Tables {
                     return None;
                 };
                 let stands = snapshot.version == version
-                    && t.finished.is_none()
+                    && !t.over()
                     && TableGame::turn(&t.game) == Some(seat)
                     && !self.needs_step(snapshot);
                 stands.then(|| view::table_view(t, viewer, false))
@@ -225,15 +225,15 @@ struct Feed {
 /// Whose view a watcher sends, and what decides what it shows them: their place at the
 /// table and whether the game is over. Begins as the table stands when the watch begins,
 /// then follows the events sent ([`Watching::show`]): the player's own `SeatTaken` and
-/// `SeatLeft` (seats are fixed once cards are dealt), and `GameFinished` (from then on,
-/// everything is public).
+/// `SeatLeft` (seats are fixed once cards are dealt), and `GameFinished` or `TableExpired`
+/// (from then on, everything is public).
 #[derive(Debug, Clone, Copy)]
 struct Watching {
     /// The watching user.
     player: Uuid,
     /// How they see the table: from their seat, or as anyone else.
     viewer: Viewer,
-    /// Whether the stream holds `GameFinished`.
+    /// Whether the stream holds `GameFinished` or `TableExpired` (play is over).
     finished: bool,
 }
 
@@ -254,7 +254,7 @@ impl Watching {
             Some(W::SeatLeft(m)) if uuid_of("player_id", &m.player_id)? == self.player => {
                 self.viewer = Viewer::Spectator;
             }
-            Some(W::GameFinished(_)) => self.finished = true,
+            Some(W::GameFinished(_) | W::TableExpired(_)) => self.finished = true,
             _ => {}
         }
         Ok(
@@ -317,7 +317,7 @@ mod tests {
             TableEvent::SeatLeft { player, .. } if *player == watching.player => {
                 watching.viewer = Viewer::Spectator;
             }
-            TableEvent::GameFinished(_) => watching.finished = true,
+            TableEvent::GameFinished(_) | TableEvent::Expired { .. } => watching.finished = true,
             _ => {}
         }
         if event.visible_to(watching.viewer, watching.finished) {

@@ -25,6 +25,8 @@ pub enum Next {
     Bot(Seat),
     /// The player at this seat let the deadline pass: the bot plays for it.
     Timeout(Seat),
+    /// End the table: its latest end has come before its game finished.
+    Expire,
     /// Reveal the server seed (commitment service).
     Reveal,
     /// Nothing: a player must act, seats are open, or all is done.
@@ -167,12 +169,23 @@ pub fn create<G: TableGame>(created: Created<G>) -> Vec<TableEvent<G>> {
 }
 
 impl<G: TableGame> Table<G> {
-    /// `player` sits at `seat`; the last seat filled starts the match.
-    pub fn sit(&self, player: Uuid, seat: Seat) -> Decision<G> {
+    /// Refuses a player's command once the table has expired, or its latest end has come
+    /// by `now` (the `TableExpired` the service appends then may not be in yet).
+    fn playing_at(&self, now: i64) -> Result<(), TableError<G::Error>> {
+        if self.finished.is_none() && (self.expired || self.past_latest_end(now)) {
+            return Err(TableError::Expired);
+        }
+        Ok(())
+    }
+
+    /// `player` sits at `seat` at time `now` (Unix ms); the last seat filled starts the
+    /// match.
+    pub fn sit(&self, player: Uuid, seat: Seat, now: i64) -> Decision<G> {
         seat_number("seat", u32::from(seat.number()), self.seat_count())?;
         if self.player_at(seat) == Some(player) {
             return Ok(Decided::nothing(self.version));
         }
+        self.playing_at(now)?;
         if self.started() {
             return Err(TableError::Started);
         }
@@ -243,9 +256,10 @@ impl<G: TableGame> Table<G> {
         }
     }
 
-    /// Whether `player` may contribute a seed now; their seat.
-    pub fn may_contribute(&self, player: Uuid) -> Result<Seat, TableError<G::Error>> {
+    /// Whether `player` may contribute a seed at time `now` (Unix ms); their seat.
+    pub fn may_contribute(&self, player: Uuid, now: i64) -> Result<Seat, TableError<G::Error>> {
         let seat = self.seat_of(player).ok_or(TableError::NotSeated)?;
+        self.playing_at(now)?;
         if self.client_seed.is_some() || self.game.hands_dealt() > 0 {
             return Err(TableError::SeedFixed);
         }
@@ -255,9 +269,9 @@ impl<G: TableGame> Table<G> {
         Ok(seat)
     }
 
-    /// Records a contribution the commitment service accepted.
-    pub fn contribute(&self, player: Uuid, contribution: String) -> Decision<G> {
-        let seat = self.may_contribute(player)?;
+    /// Records a contribution the commitment service accepted, at time `now` (Unix ms).
+    pub fn contribute(&self, player: Uuid, contribution: String, now: i64) -> Decision<G> {
+        let seat = self.may_contribute(player, now)?;
         Ok(self.decided(vec![TableEvent::SeedContributed {
             seat,
             player,
@@ -280,6 +294,7 @@ impl<G: TableGame> Table<G> {
         if let Some(version) = self.commands.get(&(seat, command_id.to_owned())) {
             return Ok(Decided::nothing(*version));
         }
+        self.playing_at(now)?;
         if expected_version < self.decided_at || expected_version > self.version {
             return Err(TableError::Stale {
                 expected: expected_version,
@@ -354,9 +369,13 @@ impl<G: TableGame> Table<G> {
         }
         let seat = after.game.turn()?;
         (after.finished.is_none() && !after.plays_itself(seat)).then(|| {
+            let deadline = now.saturating_add(i64::from(self.created.move_seconds) * 1000);
+            // Never after the latest end: then the table expires instead.
             (
                 seat,
-                now.saturating_add(i64::from(self.created.move_seconds) * 1000),
+                self.created
+                    .latest_end_ms
+                    .map_or(deadline, |end| deadline.min(end)),
             )
         })
     }
@@ -394,12 +413,15 @@ impl<G: TableGame> Table<G> {
 
     /// What the table needs next from the service at time `now` (Unix ms).
     pub fn next(&self, now: i64) -> Next {
-        if self.finished.is_some() {
+        if self.over() {
             return if self.server_seed.is_none() {
                 Next::Reveal
             } else {
                 Next::Wait
             };
+        }
+        if self.past_latest_end(now) {
+            return Next::Expire;
         }
         if let Some(hand) = self.game.deal_due() {
             return if self.pending.is_none() {
@@ -513,9 +535,21 @@ impl<G: TableGame> Table<G> {
         self.seat_command(prefix, seat, command_id, &command, now)
     }
 
-    /// Records the revealed seed (once).
+    /// Ends the table at its latest end, when it has come by `now` and the game is not over
+    /// (else nothing).
+    pub fn expire(&self, now: i64) -> Decided<G> {
+        match (self.next(now), self.created.latest_end_ms) {
+            (Next::Expire, Some(latest_end_ms)) => self.decided(vec![TableEvent::Expired {
+                latest_end_ms,
+                hands_dealt: self.game.hands_dealt(),
+            }]),
+            _ => Decided::nothing(self.version),
+        }
+    }
+
+    /// Records the revealed seed (once, after the game finished or the table expired).
     pub fn reveal(&self, server_seed: String) -> Decided<G> {
-        if self.server_seed.is_some() || self.finished.is_none() {
+        if self.server_seed.is_some() || !self.over() {
             return Decided::nothing(self.version);
         }
         self.decided(vec![TableEvent::SeedRevealed {

@@ -57,6 +57,9 @@ pub enum TableError<E> {
         /// The table's version.
         current: u64,
     },
+    /// The table reached its latest end (its seed is timelocked): nothing more is played.
+    #[error("the table reached its latest end: nothing more is played at it")]
+    Expired,
     /// The game refused the move (names the rule).
     #[error("{0}")]
     Rule(E),

@@ -25,6 +25,10 @@ pub struct Created<G: TableGame> {
     pub short_code: String,
     /// The dealer of hand 0.
     pub first_dealer: Seat,
+    /// The latest end (Unix ms), when the seed is timelocked: nothing is dealt or played
+    /// from then on, and the table expires ([`TableEvent::Expired`]) unless its game
+    /// finished before.
+    pub latest_end_ms: Option<i64>,
 }
 
 /// The command an event answers: its id, the version after everything it caused, and the
@@ -135,6 +139,15 @@ pub enum TableEvent<G: TableGame> {
     },
     /// The game is over.
     GameFinished(Finished<G>),
+    /// The table reached its latest end ([`Created::latest_end_ms`]) before its game was
+    /// over: nothing more is dealt or played, the game is not rated, and every event is
+    /// public from here on, as after [`TableEvent::GameFinished`].
+    Expired {
+        /// The latest end reached (Unix ms).
+        latest_end_ms: i64,
+        /// Hands dealt before it.
+        hands_dealt: u32,
+    },
     /// The seat to act must act by `deadline_ms` (Unix milliseconds).
     TurnClock {
         /// The seat to act.
@@ -184,6 +197,9 @@ pub enum Due {
     Player(i64),
     /// The service, at once: a step it owes (a deal, a bot's move, the reveal).
     Service,
+    /// Nobody before this time (Unix ms), the table's latest end; then the service, which
+    /// ends the table (a table waiting for its players, when its seed is timelocked).
+    Expires(i64),
     /// Nobody: the game is over and its seed revealed.
     Nobody,
 }
@@ -210,8 +226,8 @@ pub enum Privacy {
 
 /// The visibility rule, the one both the domain ([`TableEvent::visible_to`]) and the
 /// watchers' wire path apply: an event private to a seat is seen by that seat's player
-/// only, a hidden one by nobody, until the stream holds `GameFinished` (`finished`: then
-/// everything is public); any other event is public.
+/// only, a hidden one by nobody, until the stream holds `GameFinished` or `TableExpired`
+/// (`finished`: then everything is public); any other event is public.
 pub fn visible(privacy: Privacy, viewer: Viewer, finished: bool) -> bool {
     match privacy {
         Privacy::Public => true,
@@ -236,17 +252,24 @@ impl<G: TableGame> TableEvent<G> {
     }
 
     /// Whether `viewer` may see this event, `finished` saying whether the stream holds
-    /// `GameFinished` (then everything is public): [`visible`].
+    /// `GameFinished` or `TableExpired` (then everything is public): [`visible`].
     pub fn visible_to(&self, viewer: Viewer, finished: bool) -> bool {
         visible(self.privacy(), viewer, finished)
     }
 
     /// What this event says about when the table next needs someone to act: a player's
     /// turn deadline; the service itself, at once (no player is to act: a deal, a bot's or
-    /// an abandoned seat's move, or the reveal is owed); or nobody (the seed is revealed:
-    /// the table is done). `None`: it changes nothing of that.
+    /// an abandoned seat's move, or the reveal is owed); nobody before the latest end (a
+    /// new table whose seed is timelocked); or nobody (the seed is revealed: the table is
+    /// done). `None`: it changes nothing of that.
+    ///
+    /// A turn's deadline is never after the table's latest end ([`Table::act`] and the
+    /// service's steps clamp it), so a table's row always comes due by its latest end.
+    ///
+    /// [`Table::act`]: super::Table::act
     pub fn due(&self) -> Option<Due> {
         match self {
+            TableEvent::Created(created) => created.latest_end_ms.map(Due::Expires),
             TableEvent::TurnClock { deadline_ms, .. } => Some(Due::Player(*deadline_ms)),
             TableEvent::Engine {
                 command: Some(command),
@@ -260,7 +283,7 @@ impl<G: TableGame> TableEvent<G> {
                 event,
                 command: None,
             } if matches!(G::command_of(event), Some((Actor::Table, _))) => Some(Due::Service),
-            TableEvent::GameFinished(_) => Some(Due::Service),
+            TableEvent::GameFinished(_) | TableEvent::Expired { .. } => Some(Due::Service),
             TableEvent::SeedRevealed { .. } => Some(Due::Nobody),
             _ => None,
         }

@@ -78,6 +78,9 @@ pub struct Table<G: TableGame> {
     pub(super) commands: Arc<HashMap<(Seat, String), u64>>,
     /// The summary, once finished.
     pub finished: Option<Finished<G>>,
+    /// Whether the table reached its latest end before its game finished
+    /// ([`TableEvent::Expired`]).
+    pub expired: bool,
     /// The server seed, once revealed.
     pub server_seed: Option<String>,
     /// The seat to act and its deadline (Unix ms), while a player must act.
@@ -147,6 +150,7 @@ impl<G: TableGame> Table<G> {
                     client_seed: None,
                     commands: Arc::default(),
                     finished: None,
+                    expired: false,
                     server_seed: None,
                     deadline: None,
                     timeouts: vec![0; seats],
@@ -237,6 +241,10 @@ impl<G: TableGame> Table<G> {
                 table.deal_if_complete();
             }
             TableEvent::GameFinished(finished) => table.finished = Some(finished.clone()),
+            TableEvent::Expired { .. } => {
+                table.expired = true;
+                table.deadline = None;
+            }
             TableEvent::SeedRevealed { server_seed, .. } => {
                 table.server_seed = Some(server_seed.clone());
             }
@@ -288,6 +296,30 @@ impl<G: TableGame> Table<G> {
     /// Whether the match has started.
     pub fn started(&self) -> bool {
         self.game.started()
+    }
+
+    /// Whether the table is done with play: its game finished, or it expired. Every event
+    /// is public from then on ([`super::visible`]).
+    pub fn over(&self) -> bool {
+        self.finished.is_some() || self.expired
+    }
+
+    /// Whether the table's latest end has come by `now` (Unix ms): it has one, and `now` is
+    /// at or past it.
+    pub fn past_latest_end(&self, now: i64) -> bool {
+        self.created.latest_end_ms.is_some_and(|end| now >= end)
+    }
+
+    /// When the service must next look at the table on its own, while play is not over:
+    /// the deadline of the player to act, or else the latest end (a turn's deadline is never
+    /// after it). `None`: only a command or an owed step moves it.
+    pub fn wakes_at(&self) -> Option<i64> {
+        if self.over() {
+            return None;
+        }
+        self.deadline
+            .map(|(_, deadline)| deadline)
+            .or(self.created.latest_end_ms)
     }
 
     /// Open seats, ascending.

@@ -28,6 +28,12 @@ pub(crate) fn seat(n: u8) -> Seat {
 
 /// A new table with bots at `bots`.
 pub(crate) fn table(bots: [bool; 4]) -> Table {
+    table_ending(bots, None)
+}
+
+/// A new table with bots at `bots` and the latest end `latest_end_ms` (Unix ms; `None`:
+/// none).
+pub(crate) fn table_ending(bots: [bool; 4], latest_end_ms: Option<i64>) -> Table {
     let options = AnyOptions::JeuDu10(TableOptions::default());
     let created = Created {
         table_id: Uuid::now_v7(),
@@ -39,6 +45,7 @@ pub(crate) fn table(bots: [bool; 4]) -> Table {
         commitment: "c".repeat(64),
         short_code: "ccccc".into(),
         first_dealer: FIRST_DEALER,
+        latest_end_ms,
     };
     fold(None, &create(created))
 }
@@ -110,20 +117,20 @@ pub(crate) fn played() -> Played {
     let (zero, two) = (seat(0), seat(2));
     let new = t.spectate(spectator).unwrap().events;
     t = take(t, new);
-    let new = t.sit(left, two).unwrap().events;
+    let new = t.sit(left, two, 0).unwrap().events;
     t = take(t, new);
-    let new = t.contribute(left, "left's".into()).unwrap().events;
+    let new = t.contribute(left, "left's".into(), 0).unwrap().events;
     t = take(t, new);
     let new = t.leave(left).unwrap().events;
     t = take(t, new);
-    let new = t.sit(abandoning, zero).unwrap().events;
+    let new = t.sit(abandoning, zero, 0).unwrap().events;
     t = take(t, new);
-    let new = t.contribute(abandoning, "mine".into()).unwrap().events;
+    let new = t.contribute(abandoning, "mine".into(), 0).unwrap().events;
     t = take(t, new);
     let new = t.spectate(playing).unwrap().events;
     t = take(t, new);
     // Sitting down ends spectating; the fourth seat starts the match.
-    let new = t.sit(playing, two).unwrap().events;
+    let new = t.sit(playing, two, 0).unwrap().events;
     t = take(t, new);
     assert!(t.started());
     let bot = HeuristicBot::new(bot_seed(t.id()));
@@ -137,7 +144,7 @@ pub(crate) fn played() -> Played {
             Next::Deal { hand } => t.deal(&dealt(hand), now).unwrap().events,
             Next::Bot(seat) => t.bot_move(seat, now).unwrap().events,
             Next::Timeout(seat) => t.time_out(seat, now).unwrap().events,
-            Next::Reveal => unreachable!("not finished"),
+            Next::Reveal | Next::Expire => unreachable!("not finished, no latest end"),
             Next::Wait => {
                 let turn = TableGame::turn(&t.game).unwrap();
                 // Seat 0 moves twice, then lets the clock run out until abandoned.

@@ -6,7 +6,7 @@ use fairdeal_games::{Phase, TableOptions};
 use fairdeal_table_game::TableGame;
 use uuid::Uuid;
 
-use super::testing::{dealt, fold, jeu_du_10, seat, table};
+use super::testing::{dealt, fold, jeu_du_10, seat, table, table_ending};
 use super::*;
 use crate::{Game, TableError, TableEvent};
 
@@ -14,11 +14,11 @@ use crate::{Game, TableError, TableEvent};
 fn fourth_seat_starts_the_match_and_the_deal_is_private_per_seat() {
     let mut t = table([false, true, false, true]);
     let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
-    let events = t.sit(a, seat(0)).unwrap().events;
+    let events = t.sit(a, seat(0), 0).unwrap().events;
     t = fold(Some(t), &events);
-    assert_eq!(t.sit(b, seat(1)), Err(TableError::BotSeat(seat(1))));
-    assert_eq!(t.sit(b, seat(0)), Err(TableError::SeatTaken(seat(0))));
-    let d = t.sit(b, seat(2)).unwrap();
+    assert_eq!(t.sit(b, seat(1), 0), Err(TableError::BotSeat(seat(1))));
+    assert_eq!(t.sit(b, seat(0), 0), Err(TableError::SeatTaken(seat(0))));
+    let d = t.sit(b, seat(2), 0).unwrap();
     assert_eq!(d.events.len(), 2, "seat taken + match started");
     t = fold(Some(t), &d.events);
     assert!(t.started());
@@ -49,7 +49,7 @@ fn fourth_seat_starts_the_match_and_the_deal_is_private_per_seat() {
 fn retry_stale_and_not_seated() {
     let mut t = table([false, true, true, true]);
     let a = Uuid::now_v7();
-    let events = t.sit(a, seat(0)).unwrap().events;
+    let events = t.sit(a, seat(0), 0).unwrap().events;
     t = fold(Some(t), &events);
     let events = t.deal(&dealt(0), 0).unwrap().events;
     t = fold(Some(t), &events);
@@ -85,7 +85,7 @@ fn retry_stale_and_not_seated() {
 fn a_player_who_lets_the_clock_run_out_is_played_for_then_abandoned() {
     let mut t = table([false, true, true, true]);
     let a = Uuid::now_v7();
-    let events = t.sit(a, seat(0)).unwrap().events;
+    let events = t.sit(a, seat(0), 0).unwrap().events;
     t = fold(Some(t), &events);
     let mut now = 1_000_000;
     let events = t.deal(&dealt(0), now).unwrap().events;
@@ -130,7 +130,7 @@ fn a_player_who_lets_the_clock_run_out_is_played_for_then_abandoned() {
 fn spectators_join_once_leave_when_they_sit_and_never_make_a_move_stale() {
     let mut t = table([false, true, true, false]);
     let (a, watcher) = (Uuid::now_v7(), Uuid::now_v7());
-    let events = t.sit(a, seat(0)).unwrap().events;
+    let events = t.sit(a, seat(0), 0).unwrap().events;
     t = fold(Some(t), &events);
     assert_eq!(t.spectate(a), Err(TableError::SeatedSpectator(seat(0))));
     let d = t.spectate(watcher).unwrap();
@@ -151,7 +151,7 @@ fn spectators_join_once_leave_when_they_sit_and_never_make_a_move_stale() {
     let events = t.spectate(watcher).unwrap().events;
     t = fold(Some(t), &events);
     // Sitting down ends spectating, first; the fourth seat starts the match.
-    let d = t.sit(watcher, seat(3)).unwrap();
+    let d = t.sit(watcher, seat(3), 0).unwrap();
     assert_eq!(d.events[0], TableEvent::SpectatorLeft { user: watcher });
     assert_eq!(
         d.events[1],
@@ -210,4 +210,105 @@ fn parse_setup_bounds() {
     assert!(id("a b").is_err());
     assert!(id("0b7c-1.x_z").is_ok());
     assert!(id("bot:1").is_err(), "the service's ids");
+}
+
+#[test]
+fn a_table_waiting_for_players_expires_at_its_latest_end_and_sits_nobody_after() {
+    const END: i64 = 1_800_000_000_000;
+    let t = table_ending([false, true, true, true], Some(END));
+    assert_eq!(
+        TableEvent::Created(t.created.clone()).due(),
+        Some(Due::Expires(END))
+    );
+    assert_eq!(t.wakes_at(), Some(END));
+    assert_eq!(t.next(END - 1), Next::Wait);
+    assert_eq!(t.expire(END - 1).events, Vec::new(), "not before the end");
+    assert_eq!(t.next(END), Next::Expire);
+    let a = Uuid::now_v7();
+    assert_eq!(t.sit(a, seat(0), END), Err(TableError::Expired));
+    let expired = t.expire(END).events;
+    assert_eq!(
+        expired,
+        vec![TableEvent::Expired {
+            latest_end_ms: END,
+            hands_dealt: 0
+        }]
+    );
+    assert_eq!(expired[0].due(), Some(Due::Service));
+    let t = fold(Some(t), &expired);
+    assert!(t.over() && t.expired && t.finished.is_none());
+    assert_eq!(t.wakes_at(), None);
+    assert_eq!(t.expire(END + 1).events, Vec::new(), "once");
+    // Refused whatever the clock says once expired.
+    assert_eq!(t.sit(a, seat(0), 0), Err(TableError::Expired));
+    assert_eq!(t.next(END), Next::Reveal);
+    let revealed = t.reveal("s".into()).events;
+    assert_eq!(revealed.len(), 1);
+    let t = fold(Some(t), &revealed);
+    assert_eq!(t.next(END), Next::Wait);
+}
+
+#[test]
+fn a_hand_in_play_at_the_latest_end_stops_there_and_its_cards_become_public() {
+    const END: i64 = 1_800_000_000_000;
+    let mut t = table_ending([false, true, true, true], Some(END));
+    let a = Uuid::now_v7();
+    let now = END - 60_000;
+    let events = t.sit(a, seat(0), now).unwrap().events;
+    t = fold(Some(t), &events);
+    let deal = t.deal(&dealt(0), now).unwrap().events;
+    t = fold(Some(t), &deal);
+    while let Next::Bot(seat) = t.next(now) {
+        let events = t.bot_move(seat, now).unwrap().events;
+        t = fold(Some(t), &events);
+    }
+    // Seat 0's clock: 30 s per move, within the end.
+    assert_eq!(t.deadline, Some((seat(0), now + 30_000)));
+    // A move 45 s before the end leaves the next turn's clock at the end, not past it.
+    let view = TableGame::seat_view(&t.game, seat(0)).unwrap();
+    let fairdeal_games_wire::any::AnySeatView::JeuDu10(view) = view else {
+        unreachable!("a Jeu du 10 table")
+    };
+    use fairdeal_games::Bot;
+    let bot = fairdeal_games::HeuristicBot::new(1);
+    let command = fairdeal_games_wire::any::AnyCommand::JeuDu10(bot.choose(&view).unwrap());
+    let moved = t
+        .act(a, t.version, "m1", &command, END - 10_000)
+        .unwrap()
+        .events;
+    t = fold(Some(t), &moved);
+    while let Next::Bot(seat) = t.next(END - 10_000) {
+        let events = t.bot_move(seat, END - 10_000).unwrap().events;
+        t = fold(Some(t), &events);
+    }
+    if let Some((_, deadline)) = t.deadline {
+        assert!(deadline <= END, "deadline {deadline} past the end {END}");
+    }
+    assert_eq!(t.wakes_at().map(|w| w <= END), Some(true));
+    // At the end: no move, no timeout, the table expires.
+    assert_eq!(t.next(END), Next::Expire);
+    assert_eq!(
+        t.act(a, t.version, "m2", &command, END),
+        Err(TableError::Expired)
+    );
+    let expired = t.expire(END).events;
+    let t = fold(Some(t), &expired);
+    assert!(t.over());
+    assert_eq!(
+        expired,
+        vec![TableEvent::Expired {
+            latest_end_ms: END,
+            hands_dealt: 1
+        }]
+    );
+    // The watchers' rule: `finished` is `over()`, and every seat's cards are then public.
+    let cards: Vec<_> = deal
+        .iter()
+        .filter(|e| matches!(e, TableEvent::CardsDealt { .. }))
+        .collect();
+    assert_eq!(cards.len(), 4);
+    for e in cards {
+        assert!(!e.visible_to(Viewer::Spectator, false));
+        assert!(e.visible_to(Viewer::Spectator, t.over()));
+    }
 }

@@ -260,6 +260,7 @@ mod tests {
             commitment: "c".repeat(64),
             short_code: "ccccc".into(),
             first_dealer: FIRST_DEALER,
+            latest_end_ms: None,
         };
         let mut events = create(created);
         let mut t: Table<HighCard> = fold(None, &events);
@@ -267,7 +268,7 @@ mod tests {
         assert_eq!(t.open_seats(), [seat(0)]);
         let player = Uuid::now_v7();
         assert!(matches!(
-            t.sit(player, seat(3)),
+            t.sit(player, seat(3), 0),
             Err(TableError::Invalid { field: "seat", .. })
         ));
         // The one open seat taken: the match starts.
@@ -276,7 +277,7 @@ mod tests {
             events.extend(new);
             t
         };
-        let new = t.sit(player, seat(0)).unwrap().events;
+        let new = t.sit(player, seat(0), 0).unwrap().events;
         t = take(t, new);
         assert!(t.started());
         assert_eq!(t.next(0), Next::Deal { hand: 0 });

@@ -116,6 +116,20 @@ pub fn from_recorded<G: WireGame>(
                 commitment: m.commitment,
                 short_code: m.short_code,
                 first_dealer: seat_of("first_dealer", m.first_dealer)?,
+                latest_end_ms: match m.latest_end_ms {
+                    0 => None,
+                    end if end > 0 => Some(end),
+                    end => {
+                        return Err(WireError::new(
+                            "latest_end_ms",
+                            Reason::OutOfRange {
+                                value: end,
+                                range: "0 (none) or a Unix time in milliseconds",
+                            },
+                        )
+                        .into());
+                    }
+                },
             })
         }
         W::SeatTaken(m) => TableEvent::SeatTaken {
@@ -224,6 +238,10 @@ pub fn from_recorded<G: WireGame>(
                 },
             })
         }
+        W::TableExpired(m) => TableEvent::Expired {
+            latest_end_ms: m.latest_end_ms,
+            hands_dealt: m.hands_dealt,
+        },
         W::TableSeedRevealed(m) => TableEvent::SeedRevealed {
             commitment: m.commitment,
             server_seed: m.server_seed,
@@ -286,6 +304,8 @@ pub fn wire_of<G: WireGame>(event: &RecordedEvent) -> Result<pb::TableEvent, Sto
         W::TalonDealt(decode(event)?)
     } else if is_event_type::<pb::GameFinished>(t) {
         W::GameFinished(decode(event)?)
+    } else if is_event_type::<pb::TableExpired>(t) {
+        W::TableExpired(decode(event)?)
     } else if is_event_type::<pb::TableSeedRevealed>(t) {
         W::TableSeedRevealed(decode(event)?)
     } else if is_event_type::<pb::TurnClock>(t) {

@@ -43,6 +43,7 @@ pub fn to_message<G: WireGame>(table_id: &str, event: &TableEvent<G>) -> pb::tab
             commitment: c.commitment.clone(),
             short_code: c.short_code.clone(),
             first_dealer: seat_number(c.first_dealer),
+            latest_end_ms: c.latest_end_ms.unwrap_or(0),
         }),
         TableEvent::SeatTaken { seat, player } => W::SeatTaken(pb::SeatTaken {
             table_id: id(),
@@ -120,6 +121,14 @@ pub fn to_message<G: WireGame>(table_id: &str, event: &TableEvent<G>) -> pb::tab
                 FinishReason::Completed => pb::FinishReason::Completed,
                 FinishReason::Abandoned => pb::FinishReason::Abandoned,
             } as i32,
+        }),
+        TableEvent::Expired {
+            latest_end_ms,
+            hands_dealt,
+        } => W::TableExpired(pb::TableExpired {
+            table_id: id(),
+            latest_end_ms: *latest_end_ms,
+            hands_dealt: *hands_dealt,
         }),
         TableEvent::SeedRevealed {
             commitment,

@@ -69,6 +69,7 @@ fn stored(message: pb::table_event::Event) -> NewEvent {
         W::CardsDealt(m) => NewEvent::from_message(&m),
         W::TalonDealt(m) => NewEvent::from_message(&m),
         W::GameFinished(m) => NewEvent::from_message(&m),
+        W::TableExpired(m) => NewEvent::from_message(&m),
         W::TableSeedRevealed(m) => NewEvent::from_message(&m),
         W::TurnClock(m) => NewEvent::from_message(&m),
         W::TurnTimedOut(m) => NewEvent::from_message(&m),
@@ -162,6 +163,7 @@ pub(crate) mod tests {
                 commitment: "ab".repeat(32),
                 short_code: "ababa".into(),
                 first_dealer: s(0),
+                latest_end_ms: Some(1_900_000_000_000),
             }),
             TableEvent::SeatTaken {
                 seat: s(2),
@@ -240,6 +242,10 @@ pub(crate) mod tests {
                 hands_played: 7,
                 reason: FinishReason::Completed,
             }),
+            TableEvent::Expired {
+                latest_end_ms: 1_900_000_000_000,
+                hands_dealt: 4,
+            },
         ];
         for (i, event) in events.iter().enumerate() {
             let new = <Table<Game> as Aggregate>::encode(&id, event);
