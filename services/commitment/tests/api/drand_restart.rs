@@ -13,7 +13,7 @@ use crate::harness::{Db, TestApp};
 
 /// Rounds (seconds, on the 1 s test chain) between the commit and the round: room for the
 /// restart to happen before it.
-const MARGIN: u64 = 5;
+const MARGIN: u64 = 8;
 
 async fn binders_restarted_at_start(db: Db) {
     let b = beacons(1).await;
