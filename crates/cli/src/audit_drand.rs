@@ -414,6 +414,7 @@ mod tests {
             round,
             fallback_round: fallback,
             reason: "relays down".into(),
+            ..Default::default()
         }
     }
 

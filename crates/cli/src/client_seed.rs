@@ -14,13 +14,12 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::PathBuf;
 
-use fairdeal_drand::VerifyError;
 use fairdeal_fairness::client_seed::{contributions_hash, table_client_seed};
 use serde::Serialize;
 
 use crate::deal::write_json_line;
+use crate::drand::DrandRoundArgs;
 use crate::error::{CliError, quoted};
 
 /// Arguments of `fairdeal client-seed`.
@@ -36,37 +35,16 @@ pub(crate) struct ClientSeedArgs {
     )]
     contributions: Vec<String>,
     /// The public delayed value bound to the table, when its commitment named a source.
-    #[arg(long, value_name = "VALUE", allow_hyphen_values = true)]
+    #[arg(
+        long,
+        value_name = "VALUE",
+        allow_hyphen_values = true,
+        conflicts_with = "drand_round"
+    )]
     delayed_value: Option<String>,
-    /// The drand round bound as the delayed value (`DelayedValueBound.drand_round`): its
-    /// verified randomness is the delayed value. Needs --drand-signature.
-    #[arg(
-        long,
-        value_name = "ROUND",
-        requires = "drand_signature",
-        conflicts_with = "delayed_value"
-    )]
-    drand_round: Option<u64>,
-    /// The round's BLS signature, 96 hex digits (`DelayedValueBound.drand_signature`).
-    #[arg(
-        long,
-        value_name = "HEX",
-        requires = "drand_round",
-        allow_hyphen_values = true
-    )]
-    drand_signature: Option<String>,
-    /// The round's randomness, 64 hex digits: checked to be SHA-256 of the signature.
-    #[arg(
-        long,
-        value_name = "HEX",
-        requires = "drand_round",
-        allow_hyphen_values = true
-    )]
-    drand_randomness: Option<String>,
-    /// The chain the round is verified against: its chain-info JSON (drand's
-    /// `/{chain hash}/info`). Without it, quicknet's, built in.
-    #[arg(long, value_name = "CHAIN_INFO_JSON", requires = "drand_round")]
-    drand_chain: Option<PathBuf>,
+    /// Or the drand round bound as the delayed value.
+    #[command(flatten)]
+    drand: DrandRoundArgs,
 }
 
 /// `{"contributions_hash": .., "client_seed": ..}`, with the delayed value when it is a
@@ -81,16 +59,7 @@ struct ClientSeedLine {
 
 pub(crate) fn run(args: ClientSeedArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let contributions = by_seat(&args.contributions)?;
-    let drand_value = match (args.drand_round, args.drand_signature.as_deref()) {
-        (Some(round), Some(signature)) => Some(verified_randomness(
-            round,
-            signature,
-            args.drand_randomness.as_deref(),
-            args.drand_chain.as_deref(),
-        )?),
-        // clap requires both together.
-        _ => None,
-    };
+    let drand_value = args.drand.verified()?.map(|verified| verified.randomness);
     let delayed_value = drand_value.as_deref().or(args.delayed_value.as_deref());
     if delayed_value == Some("") {
         return Err(CliError::arg("--delayed-value", "must not be empty"));
@@ -103,35 +72,6 @@ pub(crate) fn run(args: ClientSeedArgs, out: &mut dyn Write) -> Result<(), CliEr
             delayed_value: drand_value.clone(),
         },
     )
-}
-
-/// The round's randomness (lowercase hex), once its signature is verified against the
-/// chain; every error names its flag.
-fn verified_randomness(
-    round: u64,
-    signature: &str,
-    randomness: Option<&str>,
-    chain: Option<&std::path::Path>,
-) -> Result<String, CliError> {
-    let beacon = crate::drand::beacon_of_flags("drand-", round, signature, randomness)?;
-    let chain = crate::drand::chain_of(chain)?;
-    match chain.verify(&beacon) {
-        Ok(randomness) => Ok(randomness.to_hex()),
-        Err(VerifyError::InvalidSignature { round }) => Err(CliError::arg(
-            "--drand-signature",
-            format!(
-                "not the signature of round {round} of chain {} ({})",
-                hex::encode(chain.chain_hash()),
-                chain.info().beacon_id
-            ),
-        )),
-        Err(VerifyError::RandomnessMismatch {
-            claimed, derived, ..
-        }) => Err(CliError::arg(
-            "--drand-randomness",
-            format!("{claimed} is not SHA-256 of the signature ({derived})"),
-        )),
-    }
 }
 
 /// Parses the `--contribution SEAT=TEXT` values into the contributions keyed by seat.

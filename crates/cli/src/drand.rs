@@ -153,6 +153,79 @@ fn run_decrypt(chain: &Chain, args: &DecryptArgs, out: &mut dyn Write) -> Result
     )
 }
 
+/// A drand round given as a delayed value, `--drand-round R --drand-signature S
+/// [--drand-randomness X] [--drand-chain FILE]` (`client-seed`, `squaredeal`): its signature
+/// is verified against the chain before its randomness, SHA-256 of the signature, is used.
+#[derive(Debug, clap::Args)]
+pub(crate) struct DrandRoundArgs {
+    /// A drand round as the delayed value (`DelayedValueBound.drand_round`): its randomness,
+    /// once its signature is verified, is the delayed value. Needs --drand-signature.
+    #[arg(long, value_name = "ROUND", requires = "drand_signature")]
+    drand_round: Option<u64>,
+    /// The round's BLS signature, 96 hex digits (`DelayedValueBound.drand_signature`).
+    #[arg(
+        long,
+        value_name = "HEX",
+        requires = "drand_round",
+        allow_hyphen_values = true
+    )]
+    drand_signature: Option<String>,
+    /// The round's randomness, 64 hex digits: checked to be SHA-256 of the signature.
+    #[arg(
+        long,
+        value_name = "HEX",
+        requires = "drand_round",
+        allow_hyphen_values = true
+    )]
+    drand_randomness: Option<String>,
+    /// The chain the round is verified against: its chain-info JSON (drand's
+    /// `/{chain hash}/info`). Without it, quicknet's, built in.
+    #[arg(long, value_name = "CHAIN_INFO_JSON", requires = "drand_round")]
+    drand_chain: Option<std::path::PathBuf>,
+}
+
+/// A round whose signature verified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct VerifiedRound {
+    /// The round.
+    pub(crate) round: u64,
+    /// Its randomness, lowercase hex.
+    pub(crate) randomness: String,
+}
+
+impl DrandRoundArgs {
+    /// The round, verified (none without `--drand-round`); every error names its flag.
+    pub(crate) fn verified(&self) -> Result<Option<VerifiedRound>, CliError> {
+        let (Some(round), Some(signature)) = (self.drand_round, self.drand_signature.as_deref())
+        else {
+            // clap requires both together.
+            return Ok(None);
+        };
+        let beacon = beacon_of_flags("drand-", round, signature, self.drand_randomness.as_deref())?;
+        let chain = chain_of(self.drand_chain.as_deref())?;
+        match chain.verify(&beacon) {
+            Ok(randomness) => Ok(Some(VerifiedRound {
+                round,
+                randomness: randomness.to_hex(),
+            })),
+            Err(VerifyError::InvalidSignature { round }) => Err(CliError::arg(
+                "--drand-signature",
+                format!(
+                    "not the signature of round {round} of chain {} ({})",
+                    hex::encode(chain.chain_hash()),
+                    chain.info().beacon_id
+                ),
+            )),
+            Err(VerifyError::RandomnessMismatch {
+                claimed, derived, ..
+            }) => Err(CliError::arg(
+                "--drand-randomness",
+                format!("{claimed} is not SHA-256 of the signature ({derived})"),
+            )),
+        }
+    }
+}
+
 /// The round's flags as a beacon; the error names the flag.
 fn parse_beacon(args: &RoundArgs) -> Result<Beacon, CliError> {
     beacon_of_flags("", args.round, &args.signature, args.randomness.as_deref())

@@ -5,6 +5,13 @@
 //! file with the regenerated boards). The organiser's side: `new`, `add-phase`, `publish`
 //! (generates the secret keys and writes `KH`), `set-dv`.
 //!
+//! A drand round as the delayed information: `set-dv`, `verify`, `make` and `check` take
+//! `--drand-round R --drand-signature S [--drand-randomness X] [--drand-chain FILE]`. The
+//! round's signature is verified against the chain (quicknet, built in, or the chain-info file)
+//! and its randomness (lowercase hex) is the delayed value: `set-dv` records it as `DV`; the
+//! auditor's commands use it when the description has no `DV` yet, and otherwise refuse a
+//! `DV` that is not it. `verify` warns when the description's `DI` does not name round `R`.
+//!
 //! This module does the file IO; parsing, checks and dealing are in
 //! `fairdeal_fairness::squaredeal` and `::bigdeal`. Every error names the file (and the line
 //! when there is one).
@@ -13,13 +20,15 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use clap::ArgGroup;
 use fairdeal_fairness::bigdeal::{self, BridgeDeal};
 use fairdeal_fairness::squaredeal::{
     self, BoardSpec, KeyFile, SessionBoards, SetKind, Tournament, Verified,
 };
 use serde_json::json;
 
-use crate::error::CliError;
+use crate::drand::{DrandRoundArgs, VerifiedRound};
+use crate::error::{CliError, quoted};
 
 /// The PBN `Generator` value.
 const GENERATOR: &str = concat!(
@@ -32,7 +41,7 @@ const GENERATOR: &str = concat!(
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum SquaredealCommand {
     /// Check a key file against the description's key hash (KH) and its sessions.
-    Verify(FilesArgs),
+    Verify(VerifyArgs),
     /// Regenerate the boards of one or more sessions.
     Make(MakeArgs),
     /// Compare an official PBN file with the regenerated boards of its session(s).
@@ -64,6 +73,16 @@ impl FilesArgs {
             .clone()
             .unwrap_or_else(|| self.sqd.with_extension("sqk"))
     }
+}
+
+/// Arguments of `verify`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct VerifyArgs {
+    #[command(flatten)]
+    files: FilesArgs,
+    /// A drand round as the delayed value (checked against `DV` when the file has one).
+    #[command(flatten)]
+    drand: DrandRoundArgs,
 }
 
 /// Output formats of `make`.
@@ -104,6 +123,9 @@ pub(crate) struct MakeArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "pbn")]
     format: Format,
+    /// A drand round as the delayed value (checked against `DV` when the file has one).
+    #[command(flatten)]
+    drand: DrandRoundArgs,
 }
 
 /// Arguments of `check`.
@@ -116,6 +138,9 @@ pub(crate) struct CheckArgs {
     /// The PBN file to check (its Board and Deal tags, in order).
     #[arg(long)]
     pbn: PathBuf,
+    /// A drand round as the delayed value (checked against `DV` when the file has one).
+    #[command(flatten)]
+    drand: DrandRoundArgs,
 }
 
 /// Arguments of `new`.
@@ -154,18 +179,26 @@ pub(crate) struct AddPhaseArgs {
 
 /// Arguments of `set-dv`.
 #[derive(Debug, clap::Args)]
+#[command(group(
+    ArgGroup::new("delayed")
+        .required(true)
+        .args(["value", "drand_round"])
+))]
 pub(crate) struct SetDvArgs {
     /// The description file (.sqd).
     #[arg(long)]
     sqd: PathBuf,
     /// The delayed information's value, as published by its source.
-    #[arg(long)]
-    value: String,
+    #[arg(long, conflicts_with = "drand_round")]
+    value: Option<String>,
+    /// Or a drand round, whose verified randomness is recorded as the value.
+    #[command(flatten)]
+    drand: DrandRoundArgs,
 }
 
 pub(crate) fn run(cmd: SquaredealCommand, out: &mut dyn Write) -> Result<(), CliError> {
     match cmd {
-        SquaredealCommand::Verify(files) => run_verify(&files, out),
+        SquaredealCommand::Verify(args) => run_verify(&args, out),
         SquaredealCommand::Make(args) => run_make(&args, out),
         SquaredealCommand::Check(args) => run_check(&args, out),
         SquaredealCommand::New(args) => run_new(&args, out),
@@ -226,13 +259,57 @@ fn write_json(out: &mut dyn Write, value: &serde_json::Value) -> Result<(), CliE
     Ok(())
 }
 
+/// The delayed value of `tournament` given `drand`'s round, verified: the round's randomness
+/// becomes `DV` when the description has none; a `DV` that is not it is an error naming the
+/// description and `--drand-round`.
+fn with_drand_value(
+    tournament: &mut Tournament,
+    sqd: &Path,
+    drand: &DrandRoundArgs,
+) -> Result<Option<VerifiedRound>, CliError> {
+    let Some(verified) = drand.verified()? else {
+        return Ok(None);
+    };
+    match &tournament.delayed_value {
+        Some(recorded) if *recorded != verified.randomness => Err(file_error(
+            sqd,
+            format!(
+                "its DV {} is not the randomness of drand round {} (--drand-round): {}",
+                quoted(recorded),
+                verified.round,
+                verified.randomness
+            ),
+        )),
+        _ => {
+            tournament.delayed_value = Some(verified.randomness.clone());
+            Ok(Some(verified))
+        }
+    }
+}
+
+/// Whether `delayed_info` names round `round`: `round <round>` (any case) not followed by a
+/// digit.
+fn names_round(delayed_info: &str, round: u64) -> bool {
+    let needle = format!("round {round}");
+    let lower = delayed_info.to_ascii_lowercase();
+    lower.match_indices(&needle).any(|(at, _)| {
+        !lower
+            .as_bytes()
+            .get(at + needle.len())
+            .is_some_and(u8::is_ascii_digit)
+    })
+}
+
 /// Reads both files and checks that they belong together; the error names the key file on
-/// a hash mismatch.
+/// a hash mismatch. With a drand round, its verified randomness is the delayed value
+/// ([`with_drand_value`]).
 fn with_verified<T>(
     files: &FilesArgs,
-    then: impl FnOnce(Verified<'_>) -> Result<T, CliError>,
+    drand: &DrandRoundArgs,
+    then: impl FnOnce(Verified<'_>, Option<VerifiedRound>) -> Result<T, CliError>,
 ) -> Result<T, CliError> {
-    let tournament = read_tournament(&files.sqd)?;
+    let mut tournament = read_tournament(&files.sqd)?;
+    let round = with_drand_value(&mut tournament, &files.sqd, drand)?;
     let sqk = files.sqk_path();
     let keys = read_keys(&sqk)?;
     let verified = squaredeal::verify(&tournament, &keys).map_err(|e| {
@@ -241,12 +318,21 @@ fn with_verified<T>(
             format!("does not belong to {}: {e}", files.sqd.display()),
         )
     })?;
-    then(verified)
+    then(verified, round)
 }
 
-fn run_verify(files: &FilesArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    with_verified(files, |verified| {
+fn run_verify(args: &VerifyArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    with_verified(&args.files, &args.drand, |verified, round| {
         let tournament = verified.tournament();
+        let mut warnings = verified.warnings();
+        if let Some(round) = &round
+            && !names_round(&tournament.delayed_info, round.round)
+        {
+            warnings.push(format!(
+                "the delayed information (DI) does not name drand round {}",
+                round.round
+            ));
+        }
         let phases: Vec<_> = (1u32..)
             .zip(&tournament.phases)
             .map(|(number, phase)| {
@@ -269,7 +355,8 @@ fn run_verify(files: &FilesArgs, out: &mut dyn Write) -> Result<(), CliError> {
                 "key_hash": verified.keys().hash().to_string(),
                 "sessions": verified.keys().len(),
                 "phases": phases,
-                "warnings": verified.warnings(),
+                "drand_round": round.map(|r| r.round),
+                "warnings": warnings,
             }),
         )
     })
@@ -338,7 +425,7 @@ fn make_sessions(
 }
 
 fn run_make(args: &MakeArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    with_verified(&args.files, |verified| {
+    with_verified(&args.files, &args.drand, |verified, _| {
         let made = make_sessions(verified, &args.selection)?;
         let tournament = verified.tournament();
         match args.format {
@@ -420,7 +507,7 @@ fn run_check(args: &CheckArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let text = String::from_utf8(read(&args.pbn)?)
         .map_err(|_| file_error(&args.pbn, "not valid UTF-8"))?;
     let official = pbn_boards(&args.pbn, &text)?;
-    with_verified(&args.files, |verified| {
+    with_verified(&args.files, &args.drand, |verified, _| {
         let made = make_sessions(verified, &args.selection)?;
         let regenerated: Vec<(u32, BridgeDeal)> = made
             .iter()
@@ -521,12 +608,42 @@ fn run_publish(files: &FilesArgs, out: &mut dyn Write) -> Result<(), CliError> {
 
 fn run_set_dv(args: &SetDvArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let mut tournament = read_tournament(&args.sqd)?;
+    let round = args.drand.verified()?;
+    let value = match (&round, &args.value) {
+        (Some(round), _) => round.randomness.as_str(),
+        (None, Some(value)) => value.as_str(),
+        // clap's argument group requires one of them.
+        (None, None) => return Err(CliError::arg("--value", "is required")),
+    };
     tournament
-        .set_delayed_value(&args.value)
+        .set_delayed_value(value)
         .map_err(|e| file_error(&args.sqd, e))?;
     write_replace(&args.sqd, tournament.to_sqd().as_bytes())?;
     write_json(
         out,
-        &json!({ "delayed_info": tournament.delayed_info, "delayed_value": tournament.delayed_value }),
+        &json!({
+            "delayed_info": tournament.delayed_info,
+            "delayed_value": tournament.delayed_value,
+            "drand_round": round.map(|r| r.round),
+        }),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_delayed_information_names_a_round_as_a_whole_number() {
+        assert!(names_round("drand quicknet round 1000", 1000));
+        assert!(names_round(
+            "Drand Quicknet Round 1000, fallback 1100",
+            1000
+        ));
+        assert!(names_round("ROUND 7.", 7));
+        assert!(!names_round("drand quicknet round 10001", 1000));
+        assert!(!names_round("drand quicknet round 100", 1000));
+        assert!(!names_round("DJIA close of 1 June 2026", 1));
+        assert!(!names_round("", 1));
+    }
 }

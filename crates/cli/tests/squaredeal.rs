@@ -325,3 +325,144 @@ fn the_official_wbg_2024_set_checks_out() {
     assert_eq!(lin.lines().count(), 16);
     assert!(lin.starts_with("qx|o1|md|3"));
 }
+
+/// Quicknet round 1000 (its sources: crates/drand/tests/vectors.rs).
+const SIG_1000: &str = "b44679b9a59af2ec876b1a6b1ad52ea9b1615fc3982b19576350f93447cb1125e342b73a8dd2bacbe47e4b6b63ed5e39";
+const RANDOMNESS_1000: &str = "fe290beca10872ef2fb164d2aa4442de4566183ec51c56ff3cd603d930e54fdd";
+/// Quicknet round 123's signature: a valid point, not round 1000's signature.
+const SIG_123: &str = "b75c69d0b72a5d906e854e808ba7e2accb1542ac355ae486d591aa9d43765482e26cd02df835d3546d23c4b13e0dfc92";
+
+/// A drand round as the delayed information: `set-dv` records its verified randomness as DV;
+/// `verify`, `make` and `check` verify the round and use its randomness as DV (the same boards
+/// as with DV recorded), refuse a DV that is not it, and warn when DI does not name it; a
+/// signature that does not verify is an error naming the flag.
+#[test]
+fn a_drand_round_is_the_delayed_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqd = dir.path().join("drand.sqd");
+    let sqk = dir.path().join("drand.sqk");
+    ok(&[
+        "new",
+        "--sqd",
+        s(&sqd),
+        "--name",
+        "Drand Pairs",
+        "--delayed-info",
+        "drand quicknet round 1000",
+    ]);
+    ok(&[
+        "add-phase",
+        "--sqd",
+        s(&sqd),
+        "--sessions",
+        "2",
+        "--boards",
+        "8",
+        "--prefix",
+        "p",
+        "--description",
+        "Pairs",
+    ]);
+    ok(&["publish", "--sqd", s(&sqd)]);
+    let round = ["--drand-round", "1000", "--drand-signature", SIG_1000];
+    let sqd_arg = s(&sqd);
+    let make = ["make", "--sqd", sqd_arg, "--phase", "1", "--session", "all"];
+    let verify = ["verify", "--sqd", sqd_arg];
+    let set_dv = ["set-dv", "--sqd", sqd_arg];
+
+    // Before DV is recorded: the auditor's commands take the round's randomness as DV.
+    let verified = json(&ok(&[&verify[..], &round].concat()));
+    assert_eq!(verified["delayed_value"], RANDOMNESS_1000);
+    assert_eq!(verified["drand_round"], 1000);
+    assert_eq!(verified["warnings"].as_array().unwrap().len(), 0);
+    let by_round = ok(&[&make[..], &round].concat());
+    assert_eq!(by_round.matches("[Deal \"N:").count(), 16);
+
+    // A signature of another round, or a randomness not of this signature, is refused
+    // naming the flag.
+    let wrong = fails(
+        &[
+            &set_dv[..],
+            &["--drand-round", "1000", "--drand-signature", SIG_123],
+        ]
+        .concat(),
+    );
+    assert!(
+        wrong.contains("--drand-signature") && wrong.contains("not the signature of round 1000"),
+        "{wrong}"
+    );
+    let zeros = "00".repeat(32);
+    let mismatch = fails(&[&set_dv[..], &round, &["--drand-randomness", &zeros]].concat());
+    assert!(mismatch.contains("--drand-randomness"), "{mismatch}");
+    // One delayed value: a round or a value, not both, not neither.
+    let both = fails(&[&set_dv[..], &["--value", "1"], &round].concat());
+    assert!(
+        both.contains("--value") && both.contains("--drand-round"),
+        "{both}"
+    );
+    let neither = fails(&set_dv);
+    assert!(neither.contains("--value"), "{neither}");
+    let text = std::fs::read_to_string(&sqd).unwrap();
+    assert!(!text.contains("\nDV "), "nothing recorded: {text}");
+
+    // The organiser records it; the same boards follow from DV alone.
+    let set = json(&ok(&[&set_dv[..], &round].concat()));
+    assert_eq!(set["delayed_value"], RANDOMNESS_1000);
+    assert_eq!(set["drand_round"], 1000);
+    assert!(
+        std::fs::read_to_string(&sqd)
+            .unwrap()
+            .contains(&format!("DV {RANDOMNESS_1000}"))
+    );
+    assert_eq!(ok(&make), by_round);
+    assert_eq!(ok(&[&make[..], &round].concat()), by_round);
+    let official = dir.path().join("p1.pbn");
+    let session_1 = ["make", "--sqd", sqd_arg, "--phase", "1", "--session", "1"];
+    std::fs::write(&official, ok(&session_1)).unwrap();
+    let check = [
+        "check",
+        "--sqd",
+        sqd_arg,
+        "--sqk",
+        s(&sqk),
+        "--phase",
+        "1",
+        "--session",
+        "1",
+        "--pbn",
+        s(&official),
+    ];
+    let checked = json(&ok(&[&check[..], &round].concat()));
+    assert_eq!(checked["boards"], 8);
+
+    // Another round is not the recorded DV: refused, naming the description and the flag.
+    let other = fails(
+        &[
+            &verify[..],
+            &["--drand-round", "123", "--drand-signature", SIG_123],
+        ]
+        .concat(),
+    );
+    assert!(
+        other.contains("drand.sqd") && other.contains("--drand-round") && other.contains("DV"),
+        "{other}"
+    );
+
+    // A DI that names another round is warned about.
+    let text = std::fs::read_to_string(&sqd).unwrap();
+    std::fs::write(
+        &sqd,
+        text.replace(
+            "DI drand quicknet round 1000",
+            "DI drand quicknet round 10001",
+        ),
+    )
+    .unwrap();
+    let warned = json(&ok(&[&verify[..], &round].concat()));
+    let warnings = warned["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].as_str().unwrap().contains("drand round 1000"),
+        "{warnings:?}"
+    );
+}

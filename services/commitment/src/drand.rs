@@ -1,11 +1,13 @@
-//! drand rounds as tables' delayed values, the IO side (docs/commitment-and-dealing.md,
-//! "drand round"):
+//! drand rounds as tables' and tournaments' delayed values, the IO side
+//! (docs/commitment-and-dealing.md, "drand round"):
 //!
 //! - at commit, [`Drand::fix`] fixes round `R = first round at or after the commit time +
-//!   margin` and its fallback `R + fallback_rounds`, recorded in `TableCommitmentPublished`;
-//! - from `R`'s time, a background task (and, at the latest, the first deal) fetches `R` from
-//!   the relays, verifies it, and binds its randomness through the delayed-value path
-//!   (`DelayedValueBound` with the round, signature and randomness);
+//!   margin` and its fallback `R + fallback_rounds`, recorded in `TableCommitmentPublished`
+//!   or `TournamentCommitted`;
+//! - from `R`'s time, a background task (restarted at the service's start while `R` is not
+//!   bound; and, at the latest, a table's first deal or a tournament's board generation)
+//!   fetches `R` from the relays, verifies it, and binds its randomness through the
+//!   delayed-value path (`DelayedValueBound` with the round, signature and randomness);
 //! - if `R` still cannot be fetched `stall_after` past its time, `DrandRoundStalled` is
 //!   recorded and only the fallback round can be bound from then on.
 //!

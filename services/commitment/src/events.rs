@@ -99,6 +99,44 @@ fn optional_source(
     }
 }
 
+/// `DelayedValueBound` of a table or a tournament (`subject_id`), with the drand round's fields
+/// when `drand` is the round bound (0 and empty: a value bound by hand).
+fn delayed_value_bound(
+    subject_id: String,
+    value: &DelayedValue,
+    drand: Option<&DrandBeacon>,
+) -> pb::DelayedValueBound {
+    pb::DelayedValueBound {
+        subject_id,
+        value: value.as_str().to_owned(),
+        drand_round: drand.map_or(0, |d| d.round),
+        drand_signature: drand.map(|d| d.signature.clone()).unwrap_or_default(),
+        drand_randomness: drand.map(|d| d.randomness.clone()).unwrap_or_default(),
+    }
+}
+
+/// The drand round a commitment event records (none when `round` is 0).
+fn drand_round(
+    event: &RecordedEvent,
+    chain_hash: &str,
+    round: u64,
+    fallback_round: u64,
+) -> Result<Option<DrandRound>, DecodeError> {
+    if round == 0 {
+        return Ok(None);
+    }
+    domain(event, DrandRound::new(chain_hash, round, fallback_round)).map(Some)
+}
+
+/// The drand beacon a `DelayedValueBound` records (none when its round is 0: bound by hand).
+fn bound_beacon(m: &pb::DelayedValueBound) -> Option<DrandBeacon> {
+    (m.drand_round != 0).then(|| DrandBeacon {
+        round: m.drand_round,
+        signature: m.drand_signature.clone(),
+        randomness: m.drand_randomness.clone(),
+    })
+}
+
 impl Aggregate for TableCommitment {
     type Id = Uuid;
     type Event = TableEvent;
@@ -155,22 +193,9 @@ impl Aggregate for TableCommitment {
                 },
                 id,
             ),
-            TableEvent::DelayedValueBound { value, drand } => new_event(
-                &pb::DelayedValueBound {
-                    subject_id: table_id,
-                    value: value.as_str().to_owned(),
-                    drand_round: drand.as_ref().map_or(0, |d| d.round),
-                    drand_signature: drand
-                        .as_ref()
-                        .map(|d| d.signature.clone())
-                        .unwrap_or_default(),
-                    drand_randomness: drand
-                        .as_ref()
-                        .map(|d| d.randomness.clone())
-                        .unwrap_or_default(),
-                },
-                id,
-            ),
+            TableEvent::DelayedValueBound { value, drand } => {
+                new_event(&delayed_value_bound(table_id, value, drand.as_ref()), id)
+            }
             TableEvent::DrandStalled {
                 round,
                 fallback_round,
@@ -181,6 +206,7 @@ impl Aggregate for TableCommitment {
                     round: *round,
                     fallback_round: *fallback_round,
                     reason: reason.clone(),
+                    ..Default::default()
                 },
                 id,
             ),
@@ -239,14 +265,13 @@ fn decode_table_event(event: &RecordedEvent) -> Result<TableEvent, DecodeError> 
             seed_id: uuid(event, "seed_id", &m.seed_id)?,
             commitment: commitment(event, &m.commitment)?,
             delayed_source: optional_source(event, &m.delayed_source)?,
-            drand: if m.drand_round == 0 {
-                None
-            } else {
-                let mut drand = domain(
-                    event,
-                    DrandRound::new(&m.drand_chain_hash, m.drand_round, m.drand_fallback_round),
-                )?;
-                if m.timelock_round != 0 {
+            drand: match drand_round(
+                event,
+                &m.drand_chain_hash,
+                m.drand_round,
+                m.drand_fallback_round,
+            )? {
+                Some(mut drand) if m.timelock_round != 0 => {
                     drand.timelock = Some(domain(
                         event,
                         Timelock::new(
@@ -255,8 +280,9 @@ fn decode_table_event(event: &RecordedEvent) -> Result<TableEvent, DecodeError> 
                             m.timelock_latest_end,
                         ),
                     )?);
+                    Some(drand)
                 }
-                Some(drand)
+                drand => drand,
             },
         }
     } else if is_event_type::<pb::DrandRoundStalled>(t) {
@@ -277,11 +303,7 @@ fn decode_table_event(event: &RecordedEvent) -> Result<TableEvent, DecodeError> 
         let m: pb::DelayedValueBound = payload(event)?;
         TableEvent::DelayedValueBound {
             value: domain(event, DelayedValue::recorded(&m.value))?,
-            drand: (m.drand_round != 0).then_some(DrandBeacon {
-                round: m.drand_round,
-                signature: m.drand_signature,
-                randomness: m.drand_randomness,
-            }),
+            drand: bound_beacon(&m),
         }
     } else if is_event_type::<pb::ClientSeedFixed>(t) {
         let m: pb::ClientSeedFixed = payload(event)?;
@@ -443,6 +465,7 @@ impl Aggregate for TournamentSet {
                 commitment,
                 delayed_source,
                 deck,
+                drand,
                 ..
             } => new_event(
                 &pb::TournamentCommitted {
@@ -451,13 +474,29 @@ impl Aggregate for TournamentSet {
                     commitment: commitment.to_hex(),
                     delayed_source: delayed_source.as_str().to_owned(),
                     deck: deck.name().to_owned(),
+                    drand_round: drand.as_ref().map_or(0, |d| d.round),
+                    drand_fallback_round: drand.as_ref().map_or(0, |d| d.fallback_round),
+                    drand_chain_hash: drand
+                        .as_ref()
+                        .map(|d| d.chain_hash.clone())
+                        .unwrap_or_default(),
                 },
                 id,
             ),
-            TournamentEvent::DelayedValueBound { value } => new_event(
-                &pb::DelayedValueBound {
-                    subject_id: tournament_id,
-                    value: value.as_str().to_owned(),
+            TournamentEvent::DelayedValueBound { value, drand } => new_event(
+                &delayed_value_bound(tournament_id, value, drand.as_ref()),
+                id,
+            ),
+            TournamentEvent::DrandStalled {
+                round,
+                fallback_round,
+                reason,
+            } => new_event(
+                &pb::DrandRoundStalled {
+                    tournament_id,
+                    round: *round,
+                    fallback_round: *fallback_round,
+                    reason: reason.clone(),
                     ..Default::default()
                 },
                 id,
@@ -505,11 +544,25 @@ fn decode_tournament_event(event: &RecordedEvent) -> Result<TournamentEvent, Dec
             commitment: commitment(event, &m.commitment)?,
             delayed_source: domain(event, DelayedSource::recorded(&m.delayed_source))?,
             deck: m.deck.parse::<Deck>().map_err(|e| bad(event, e))?,
+            drand: drand_round(
+                event,
+                &m.drand_chain_hash,
+                m.drand_round,
+                m.drand_fallback_round,
+            )?,
         }
     } else if is_event_type::<pb::DelayedValueBound>(t) {
         let m: pb::DelayedValueBound = payload(event)?;
         TournamentEvent::DelayedValueBound {
             value: domain(event, DelayedValue::recorded(&m.value))?,
+            drand: bound_beacon(&m),
+        }
+    } else if is_event_type::<pb::DrandRoundStalled>(t) {
+        let m: pb::DrandRoundStalled = payload(event)?;
+        TournamentEvent::DrandStalled {
+            round: m.round,
+            fallback_round: m.fallback_round,
+            reason: m.reason,
         }
     } else if is_event_type::<pb::BoardsGenerated>(t) {
         let m: pb::BoardsGenerated = payload(event)?;

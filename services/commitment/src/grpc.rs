@@ -177,6 +177,20 @@ fn tournament_message(state: &TournamentSet) -> pb::Tournament {
             .as_ref()
             .map(|s| s.expose_secret().to_owned())
             .unwrap_or_default(),
+        drand_round: state.drand.as_ref().map_or(0, |d| d.round),
+        drand_fallback_round: state.drand.as_ref().map_or(0, |d| d.fallback_round),
+        drand_chain_hash: state
+            .drand
+            .as_ref()
+            .map(|d| d.chain_hash.clone())
+            .unwrap_or_default(),
+        drand_stalled: state.drand_stalled,
+        drand_bound_round: state.drand_beacon.as_ref().map_or(0, |b| b.round),
+        drand_signature: state
+            .drand_beacon
+            .as_ref()
+            .map(|b| b.signature.clone())
+            .unwrap_or_default(),
     }
 }
 
@@ -414,7 +428,12 @@ impl CommitmentService for CommitmentApi {
             .deck
             .parse()
             .map_err(|e| Status::invalid_argument(format!("deck: {e}")))?;
-        let source = domain(DelayedSource::parse(&r.delayed_source))?;
+        // Empty: a drand round (drand on), INVALID_ARGUMENT naming the field otherwise.
+        let source = if r.delayed_source.is_empty() {
+            None
+        } else {
+            Some(domain(DelayedSource::parse(&r.delayed_source))?)
+        };
         let state = self
             .service
             .commit_tournament(id, deck, source)

@@ -7,9 +7,12 @@
 //!
 //! Layout:
 //! - [`domain`]: the pure state machines (commands -> events, events -> state).
-//! - [`drand`]: a table's drand round fixed at commit, fetched, verified and bound.
+//! - [`drand`]: a table's or tournament's drand round fixed at commit, fetched, verified and
+//!   bound.
 //! - [`vault`]: server seeds sealed at rest (XChaCha20-Poly1305, key id kept for rotation).
 //! - [`seeds`]: the `sealed_seeds` table beside the event store (PostgreSQL or SQLite).
+//! - [`pending`]: the commitments whose drand round may still have to be bound, whose
+//!   binders a starting service restarts.
 //! - [`events`]: domain events <-> stored protobuf events (`fairdeal.commitment.v1`).
 //! - [`service`]: the use cases (load, decide, append with optimistic concurrency).
 //! - [`grpc`]: the tonic adapter with authorization.
@@ -20,6 +23,7 @@ pub mod domain;
 pub mod drand;
 pub mod events;
 pub mod grpc;
+pub mod pending;
 pub mod seeds;
 pub mod service;
 pub mod startup;

@@ -19,12 +19,13 @@ use fairdeal_kit::Shutdown;
 use uuid::Uuid;
 
 use crate::domain::client_seed::{Contribution, DelayedSource, DelayedValue};
-use crate::domain::drand::DrandBeacon;
+use crate::domain::drand::{DrandBeacon, DrandSubject};
 use crate::domain::pair::{BetRequest, BetSeeds, ClientSeed, PairEvent, Reservation, SeedPairs};
 use crate::domain::table::TableCommitment;
 use crate::domain::tournament::{Board, TournamentEvent, TournamentSet};
 use crate::domain::{DomainError, ErrorClass, RevealReason};
 use crate::drand::{Drand, unix_now, unix_now_ceil};
+use crate::pending::PendingStore;
 use crate::seeds::SeedStore;
 use crate::vault::{KeyRing, VaultError};
 use fairdeal_platform::{Aggregate, CorruptStream, Decision, RunError, Snapshot, Streams};
@@ -59,14 +60,17 @@ pub enum CommitmentError {
     /// The OS random source failed.
     #[error(transparent)]
     Entropy(#[from] EntropyError),
-    /// No relay gave the table's drand round (down, slow, not published yet, or lying).
+    /// No relay gave the drand round (down, slow, not published yet, or lying).
     #[error("drand: {0}")]
     Beacon(#[from] FetchError),
-    /// The table's drand round is published later than the first deal may wait.
+    /// The drand round is published later than the call (a table's first deal, a
+    /// tournament's board generation) may wait.
     #[error(
-        "the table's drand round {round} is published in {in_seconds} s; the first deal waits at most {wait_seconds} s for it: deal again later"
+        "the {subject}'s drand round {round} is published in {in_seconds} s and is not bound yet; this call waits at most {wait_seconds} s for it: try again later"
     )]
     DrandNotDue {
+        /// `table` or `tournament`.
+        subject: &'static str,
         /// The round.
         round: u64,
         /// Seconds until it is published.
@@ -96,7 +100,7 @@ impl From<CommitmentError> for ServiceError {
             },
             CommitmentError::Invalid(message) => ServiceError::InvalidArgument(message),
             CommitmentError::Beacon(e) => ServiceError::unavailable(
-                "the table's drand round could not be fetched and verified from any relay; retry later",
+                "the drand round could not be fetched and verified from any relay; retry later",
                 e,
             ),
             not_due @ CommitmentError::DrandNotDue { .. } => {
@@ -165,8 +169,11 @@ pub struct Commitments {
     seeds: SeedStore,
     /// Keys sealing the seeds.
     keys: Arc<KeyRing>,
-    /// drand rounds as tables' delayed values (none: tables name their own, bound by hand).
+    /// drand rounds as tables' and tournaments' delayed values (none: they name their own,
+    /// bound by hand).
     drand: Option<Arc<Drand>>,
+    /// The commitments whose drand round may still have to be bound (with `drand`).
+    pending: Option<PendingStore>,
     /// Where the background binders of drand rounds run (with `drand`).
     background: Option<Shutdown>,
 }
@@ -184,14 +191,17 @@ impl Commitments {
             seeds,
             keys: Arc::new(keys),
             drand: None,
+            pending: None,
             background: None,
         }
     }
 
-    /// With drand: every table created without a delayed source of its own gets a drand
-    /// round, bound by binders running on `shutdown`.
-    pub fn with_drand(mut self, drand: Drand, shutdown: Shutdown) -> Self {
+    /// With drand: every table and tournament committed without a delayed source of its own
+    /// gets a drand round, bound by binders running on `shutdown`; `pending` keeps which
+    /// commitments may still have a round to bind, for [`Commitments::restart_drand_binders`].
+    pub fn with_drand(mut self, drand: Drand, pending: PendingStore, shutdown: Shutdown) -> Self {
         self.drand = Some(Arc::new(drand));
+        self.pending = Some(pending);
         self.background = Some(shutdown);
         self
     }
@@ -316,150 +326,17 @@ impl Commitments {
         {
             round.timelock = Some(config.timelock(now, seconds, &seed)?);
         }
+        if drand.is_some() {
+            self.record_pending::<TableCommitment>(table_id).await?;
+        }
         let event = TableCommitment::publish(table_id, seed_id, &seed, delayed_source, drand);
         let state = self
             .open_stream(&self.tables, table_id, event, exists)
             .await?;
         if state.drand.is_some() {
-            self.spawn_drand_binder(table_id);
+            self.spawn_drand_binder::<TableCommitment>(table_id);
         }
         Ok(state)
-    }
-
-    /// Runs a binder of `table_id`'s drand round in the background: from the round's time it
-    /// fetches, verifies and binds it (declaring it stalled and binding the fallback when it
-    /// must), retrying with a growing pause until the fallback round's stall time has passed;
-    /// stops with the service.
-    fn spawn_drand_binder(&self, table_id: Uuid) {
-        let Some(shutdown) = &self.background else {
-            return;
-        };
-        let token = shutdown.token();
-        let this = self.clone();
-        shutdown.spawn("drand-binder", async move {
-            tokio::select! {
-                () = token.cancelled() => {}
-                () = this.bind_drand_in_background(table_id) => {}
-            }
-        });
-    }
-
-    async fn bind_drand_in_background(&self, table_id: Uuid) {
-        let Some(drand) = self.drand.clone() else {
-            return;
-        };
-        let mut pause = std::time::Duration::from_secs(1);
-        loop {
-            match self.bind_drand(table_id, None).await {
-                Ok(_) => return,
-                Err(error) => {
-                    let give_up = match self.table(table_id).await {
-                        Ok(state) => state.drand.as_ref().is_none_or(|d| {
-                            unix_now()
-                                > drand
-                                    .round_time(d.fallback_round)
-                                    .saturating_add(drand.stall_after.as_secs())
-                        }),
-                        Err(_) => false,
-                    };
-                    if give_up {
-                        tracing::error!(%table_id, %error, "the table's drand round and its fallback could not be bound; the first deal will try again");
-                        return;
-                    }
-                    tracing::warn!(%table_id, %error, retry_in = ?pause, "binding the table's drand round failed; retrying");
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(std::time::Duration::from_secs(30));
-                }
-            }
-        }
-    }
-
-    /// Fetches, verifies and binds the table's drand round (or its fallback once stalled),
-    /// waiting for it to be published (at most `wait`, if given), and declaring it stalled
-    /// when it still cannot be fetched `stall_after` past its time. The table as it is after.
-    #[tracing::instrument(skip(self), fields(table_id = %table_id))]
-    pub async fn bind_drand(
-        &self,
-        table_id: Uuid,
-        wait: Option<std::time::Duration>,
-    ) -> Result<TableState, CommitmentError> {
-        let Some(drand) = self.drand.clone() else {
-            return self.table(table_id).await;
-        };
-        // Bounded: each pass binds, stalls once (then the fallback), loses a race (then
-        // the state shows the bound value), or returns an error.
-        for _ in 0..4 {
-            let state = self.table(table_id).await?;
-            let Some(round) = state.drand_round_to_bind() else {
-                return Ok(state);
-            };
-            let due = drand.round_time(round);
-            let now = unix_now();
-            if due > now {
-                let until = due - now;
-                if let Some(wait) = wait
-                    && until > wait.as_secs()
-                {
-                    return Err(CommitmentError::DrandNotDue {
-                        round,
-                        in_seconds: until,
-                        wait_seconds: wait.as_secs(),
-                    });
-                }
-                tokio::time::sleep(std::time::Duration::from_secs(until)).await;
-            }
-            match drand.client.fetch(round).await {
-                Ok(verified) => {
-                    let beacon = DrandBeacon {
-                        round,
-                        signature: verified.signature.to_hex(),
-                        randomness: verified.randomness.to_hex(),
-                    };
-                    match self
-                        .table_command(table_id, false, |s, _| {
-                            Ok(vec![s.bind_drand(beacon.clone())?])
-                        })
-                        .await
-                    {
-                        Ok(state) => {
-                            tracing::info!(round, randomness = %beacon.randomness, "drand round bound as the table's delayed value");
-                            return Ok(state);
-                        }
-                        // Bound or stalled meanwhile (another replica, the other binder).
-                        Err(CommitmentError::Domain(
-                            DomainError::DelayedValueBound
-                            | DomainError::DrandWrongRound { .. }
-                            | DomainError::ClientSeedFixed(_),
-                        )) => continue,
-                        Err(error) => return Err(error),
-                    }
-                }
-                Err(error) => {
-                    // The fallback never stalls; the round only once its stall time passed.
-                    let keep_waiting = state.drand_stalled
-                        || unix_now() < due.saturating_add(drand.stall_after.as_secs());
-                    if keep_waiting {
-                        return Err(error.into());
-                    }
-                    let reason = error.to_string();
-                    match self
-                        .table_command(table_id, false, |s, _| {
-                            Ok(vec![s.stall_drand(reason.clone())?])
-                        })
-                        .await
-                    {
-                        Ok(_) => {
-                            tracing::warn!(round, reason = %reason, "drand round declared stalled: the table's fallback round is now the one");
-                        }
-                        Err(CommitmentError::Domain(
-                            DomainError::DrandStall(_) | DomainError::DelayedValueBound,
-                        )) => {}
-                        Err(error) => return Err(error),
-                    }
-                }
-            }
-        }
-        self.table(table_id).await
     }
 
     /// The table's state.
@@ -534,7 +411,8 @@ impl Commitments {
         if let Some(drand) = &self.drand
             && self.table(table_id).await?.drand_round_to_bind().is_some()
         {
-            self.bind_drand(table_id, Some(drand.deal_wait)).await?;
+            self.bind_drand::<TableCommitment>(table_id, Some(drand.deal_wait))
+                .await?;
         }
         let ((seed, client), state) = self
             .execute(
@@ -733,23 +611,51 @@ impl Commitments {
 
     // ---- Tournaments ----
 
-    /// Commits a new tournament secret.
+    /// Commits a new tournament secret. With `delayed_source` the organiser's own source (bound
+    /// by hand); without one, a drand round fixed now (drand on), whose name the service writes
+    /// as the source, bound by the service once out. No source with drand off is
+    /// INVALID_ARGUMENT naming `delayed_source`.
     #[tracing::instrument(skip(self, delayed_source), fields(tournament_id = %tournament_id))]
     pub async fn commit_tournament(
         &self,
         tournament_id: Uuid,
         deck: Deck,
-        delayed_source: DelayedSource,
+        delayed_source: Option<DelayedSource>,
     ) -> Result<TournamentSet, CommitmentError> {
         let exists = || DomainError::AlreadyExists("the tournament");
+        let (delayed_source, drand) = match (delayed_source, &self.drand) {
+            (Some(source), _) => (source, None),
+            // Fixed from now (rounded up): the commitment is made now.
+            (None, Some(drand)) => {
+                let round = drand.fix(unix_now_ceil())?;
+                (round.source(drand.beacon_id())?, Some(round))
+            }
+            (None, None) => {
+                return Err(DomainError::InvalidText {
+                    field: "delayed_source",
+                    reason: "is required: this service has no drand chain to fix a round from"
+                        .into(),
+                }
+                .into());
+            }
+        };
         // Checked first so no seed is sealed for a tournament that has one.
         if self.tournaments.load(&tournament_id).await?.state.is_some() {
             return Err(exists().into());
         }
         let (seed_id, seed) = self.new_seed().await?;
-        let event = TournamentSet::commit(tournament_id, seed_id, &seed, delayed_source, deck);
-        self.open_stream(&self.tournaments, tournament_id, event, exists)
-            .await
+        if drand.is_some() {
+            self.record_pending::<TournamentSet>(tournament_id).await?;
+        }
+        let event =
+            TournamentSet::commit(tournament_id, seed_id, &seed, delayed_source, deck, drand);
+        let state = self
+            .open_stream(&self.tournaments, tournament_id, event, exists)
+            .await?;
+        if state.drand.is_some() {
+            self.spawn_drand_binder::<TournamentSet>(tournament_id);
+        }
+        Ok(state)
     }
 
     /// The tournament's state.
@@ -798,7 +704,9 @@ impl Commitments {
             .1)
     }
 
-    /// Generates boards of a session.
+    /// Generates boards of a session. A drand round published but not bound yet (its binder
+    /// failed or was lost in a restart) is fetched and bound first, without waiting for a
+    /// round still to come.
     #[tracing::instrument(skip(self), fields(tournament_id = %tournament_id))]
     pub async fn generate_boards(
         &self,
@@ -807,6 +715,16 @@ impl Commitments {
         first_board: u32,
         count: u32,
     ) -> Result<Vec<Board>, CommitmentError> {
+        if self.drand.is_some()
+            && self
+                .tournament(tournament_id)
+                .await?
+                .drand_round_to_bind()
+                .is_some()
+        {
+            self.bind_drand::<TournamentSet>(tournament_id, Some(std::time::Duration::ZERO))
+                .await?;
+        }
         Ok(self
             .tournament_command(tournament_id, true, |s, seed| {
                 let seed = seed.ok_or(DomainError::Corrupt("seed not opened"))?;
@@ -829,6 +747,308 @@ impl Commitments {
             })
             .await?
             .1)
+    }
+
+    // ---- drand rounds (tables and tournaments) ----
+
+    /// Records, before its commitment event, that `id` will have a drand round to bind.
+    async fn record_pending<A: DrandStream>(&self, id: Uuid) -> Result<(), CommitmentError> {
+        if let Some(pending) = &self.pending {
+            pending.insert(A::SUBJECT, id, unix_now()).await?;
+        }
+        Ok(())
+    }
+
+    /// Forgets that `id` may have a drand round to bind (nothing is left to bind). A failure
+    /// is only logged: the row is looked at again, and deleted, at the next start.
+    async fn forget_pending<A: DrandStream>(&self, id: Uuid) {
+        if let Some(pending) = &self.pending
+            && let Err(error) = pending.remove(A::SUBJECT, id).await
+        {
+            tracing::warn!(subject = A::SUBJECT, %id, %error, "could not forget a bound drand round");
+        }
+    }
+
+    /// At the service's start (drand on): runs a binder for every commitment, table or
+    /// tournament, whose drand round is not bound yet (its binder was lost with the process
+    /// that committed it), and forgets the others. Runs in the background on the service's
+    /// `Shutdown`; every replica may do it, since binding is decided on the stream's current
+    /// state and a binder that loses the race to another replica re-reads and stops.
+    pub fn restart_drand_binders(&self) {
+        let (Some(_), Some(shutdown)) = (&self.drand, &self.background) else {
+            return;
+        };
+        let token = shutdown.token();
+        let this = self.clone();
+        shutdown.spawn("drand-binders-restart", async move {
+            tokio::select! {
+                () = token.cancelled() => {}
+                () = this.restart_pending() => {}
+            }
+        });
+    }
+
+    async fn restart_pending(&self) {
+        let Some(pending) = &self.pending else {
+            return;
+        };
+        let rows = match pending.list().await {
+            Ok(rows) => rows,
+            Err(error) => {
+                tracing::error!(%error, "could not read the commitments awaiting a drand round: their binders are not restarted (a deal or a board generation binds them)");
+                return;
+            }
+        };
+        let mut restarted = 0_usize;
+        for row in rows {
+            let outcome = match row.subject.as_str() {
+                TableCommitment::SUBJECT => {
+                    self.restart_one::<TableCommitment>(row.id, row.created_at)
+                        .await
+                }
+                TournamentSet::SUBJECT => {
+                    self.restart_one::<TournamentSet>(row.id, row.created_at)
+                        .await
+                }
+                other => {
+                    tracing::error!(subject = %fairdeal_text::shown(other), id = %row.id, "unknown subject in pending_drand_rounds: ignored");
+                    Ok(false)
+                }
+            };
+            match outcome {
+                Ok(true) => restarted += 1,
+                Ok(false) => {}
+                Err(error) => {
+                    tracing::error!(subject = %row.subject, id = %row.id, %error, "could not read a commitment awaiting a drand round: its binder is not restarted");
+                }
+            }
+        }
+        if restarted > 0 {
+            tracing::info!(restarted, "drand binders restarted");
+        }
+    }
+
+    /// Restarts the binder of `id` if its drand round is still to bind (true), else forgets
+    /// it: bound, closed, or never committed (a row written just before a commit that did not
+    /// happen: forgotten an hour later, so that a commit in flight elsewhere keeps its row).
+    async fn restart_one<A: DrandStream>(
+        &self,
+        id: Uuid,
+        created_at: u64,
+    ) -> Result<bool, CommitmentError> {
+        match A::streams(self).load(&id).await?.state {
+            Some(state) if state.drand_round_to_bind().is_some() => {
+                self.spawn_drand_binder::<A>(id);
+                Ok(true)
+            }
+            Some(_) => {
+                self.forget_pending::<A>(id).await;
+                Ok(false)
+            }
+            None => {
+                if unix_now() > created_at.saturating_add(ORPHAN_PENDING_SECONDS) {
+                    self.forget_pending::<A>(id).await;
+                }
+                Ok(false)
+            }
+        }
+    }
+
+    /// Runs a binder of `id`'s drand round in the background: from the round's time it
+    /// fetches, verifies and binds it (declaring it stalled and binding the fallback when it
+    /// must), retrying with a growing pause until the fallback round's stall time has passed;
+    /// stops with the service.
+    fn spawn_drand_binder<A: DrandStream>(&self, id: Uuid) {
+        let Some(shutdown) = &self.background else {
+            return;
+        };
+        let token = shutdown.token();
+        let this = self.clone();
+        shutdown.spawn("drand-binder", async move {
+            tokio::select! {
+                () = token.cancelled() => {}
+                () = this.bind_drand_in_background::<A>(id) => {}
+            }
+        });
+    }
+
+    async fn bind_drand_in_background<A: DrandStream>(&self, id: Uuid) {
+        let Some(drand) = self.drand.clone() else {
+            return;
+        };
+        let subject = A::SUBJECT;
+        let mut pause = std::time::Duration::from_secs(1);
+        loop {
+            match self.bind_drand::<A>(id, None).await {
+                Ok(_) => return,
+                Err(error) => {
+                    let give_up = match self.drand_subject::<A>(id).await {
+                        Ok(state) => state.drand().is_none_or(|d| {
+                            unix_now()
+                                > drand
+                                    .round_time(d.fallback_round)
+                                    .saturating_add(drand.stall_after.as_secs())
+                        }),
+                        Err(_) => false,
+                    };
+                    if give_up {
+                        tracing::error!(subject, %id, %error, "the drand round and its fallback could not be bound; a table's first deal, a tournament's board generation or the service's next start will try again");
+                        return;
+                    }
+                    tracing::warn!(subject, %id, %error, retry_in = ?pause, "binding the drand round failed; retrying");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(std::time::Duration::from_secs(30));
+                }
+            }
+        }
+    }
+
+    /// The table's or tournament's state, NOT_FOUND naming it.
+    async fn drand_subject<A: DrandStream>(&self, id: Uuid) -> Result<A, CommitmentError> {
+        A::streams(self)
+            .load(&id)
+            .await?
+            .state
+            .ok_or(DomainError::NotFound(A::NOT_FOUND).into())
+    }
+
+    /// Decides one event on the table's or tournament's current state and appends it.
+    async fn drand_command<A: DrandStream>(
+        &self,
+        id: Uuid,
+        decide: impl Fn(&A) -> Result<<A as Aggregate>::Event, DomainError>,
+    ) -> Result<A, CommitmentError> {
+        let ((), state) = self
+            .execute(
+                A::streams(self),
+                id,
+                |_| None,
+                |state, _| {
+                    let state = state.ok_or(DomainError::NotFound(A::NOT_FOUND))?;
+                    Ok((vec![decide(state)?], ()))
+                },
+            )
+            .await?;
+        state.ok_or(DomainError::NotFound(A::NOT_FOUND).into())
+    }
+
+    /// Fetches, verifies and binds the drand round of table or tournament `id` (or its
+    /// fallback once stalled), waiting for it to be published (at most `wait`, if given), and
+    /// declaring it stalled when it still cannot be fetched `stall_after` past its time. The
+    /// state after.
+    #[tracing::instrument(skip(self), fields(subject = A::SUBJECT, id = %id))]
+    pub(crate) async fn bind_drand<A: DrandStream>(
+        &self,
+        id: Uuid,
+        wait: Option<std::time::Duration>,
+    ) -> Result<A, CommitmentError> {
+        let Some(drand) = self.drand.clone() else {
+            return self.drand_subject::<A>(id).await;
+        };
+        // Bounded: each pass binds, stalls once (then the fallback), loses a race (then
+        // the state shows the bound value), or returns an error.
+        for _ in 0..4 {
+            let state = self.drand_subject::<A>(id).await?;
+            let Some(round) = state.drand_round_to_bind() else {
+                if state.drand().is_some() {
+                    self.forget_pending::<A>(id).await;
+                }
+                return Ok(state);
+            };
+            let due = drand.round_time(round);
+            let now = unix_now();
+            if due > now {
+                let until = due - now;
+                if let Some(wait) = wait
+                    && until > wait.as_secs()
+                {
+                    return Err(CommitmentError::DrandNotDue {
+                        subject: A::SUBJECT,
+                        round,
+                        in_seconds: until,
+                        wait_seconds: wait.as_secs(),
+                    });
+                }
+                tokio::time::sleep(std::time::Duration::from_secs(until)).await;
+            }
+            match drand.client.fetch(round).await {
+                Ok(verified) => {
+                    let beacon = DrandBeacon {
+                        round,
+                        signature: verified.signature.to_hex(),
+                        randomness: verified.randomness.to_hex(),
+                    };
+                    match self
+                        .drand_command::<A>(id, |s| s.bind_drand(beacon.clone()))
+                        .await
+                    {
+                        Ok(state) => {
+                            tracing::info!(round, randomness = %beacon.randomness, "drand round bound as the delayed value");
+                            self.forget_pending::<A>(id).await;
+                            return Ok(state);
+                        }
+                        // Bound or stalled meanwhile (another replica, the other binder).
+                        Err(CommitmentError::Domain(
+                            DomainError::DelayedValueBound
+                            | DomainError::DrandWrongRound { .. }
+                            | DomainError::ClientSeedFixed(_)
+                            | DomainError::AlreadyRevealed,
+                        )) => continue,
+                        Err(error) => return Err(error),
+                    }
+                }
+                Err(error) => {
+                    // The fallback never stalls; the round only once its stall time passed.
+                    let keep_waiting = state.drand_stalled()
+                        || unix_now() < due.saturating_add(drand.stall_after.as_secs());
+                    if keep_waiting {
+                        return Err(error.into());
+                    }
+                    let reason = error.to_string();
+                    match self
+                        .drand_command::<A>(id, |s| s.stall_drand(reason.clone()))
+                        .await
+                    {
+                        Ok(_) => {
+                            tracing::warn!(round, reason = %reason, "drand round declared stalled: the fallback round is now the one");
+                        }
+                        Err(CommitmentError::Domain(
+                            DomainError::DrandStall { .. }
+                            | DomainError::DelayedValueBound
+                            | DomainError::ClientSeedFixed(_)
+                            | DomainError::AlreadyRevealed,
+                        )) => {}
+                        Err(error) => return Err(error),
+                    }
+                }
+            }
+        }
+        self.drand_subject::<A>(id).await
+    }
+}
+
+/// A row of `pending_drand_rounds` whose commitment does not exist is deleted at a start once
+/// it is this old (seconds): younger, the commit may still be in flight in another replica.
+const ORPHAN_PENDING_SECONDS: u64 = 3600;
+
+/// A table or a tournament as the service binds its drand round: an aggregate whose events
+/// are its [`DrandSubject`] events, and where its streams are.
+pub(crate) trait DrandStream:
+    Aggregate<Id = Uuid, Event = <Self as DrandSubject>::Event> + DrandSubject<Event: Send + Sync>
+{
+    /// The service's streams of this aggregate.
+    fn streams(service: &Commitments) -> &Streams<Self>;
+}
+
+impl DrandStream for TableCommitment {
+    fn streams(service: &Commitments) -> &Streams<Self> {
+        &service.tables
+    }
+}
+
+impl DrandStream for TournamentSet {
+    fn streams(service: &Commitments) -> &Streams<Self> {
+        &service.tournaments
     }
 }
 

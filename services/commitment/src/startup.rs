@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use crate::drand::Drand;
 use crate::grpc::{CommitmentApi, PUBLIC_METHODS};
+use crate::pending::pending_store;
 use crate::seeds::{MIGRATIONS, SeedStore, seed_store};
 use crate::service::Commitments;
 use crate::vault::{KeyRing, MissingSeedKeys};
@@ -38,15 +39,16 @@ pub struct CommitmentSettings {
     #[command(flatten)]
     #[serde(flatten)]
     pub auth: CallerAuthSettings,
-    /// drand rounds as tables' delayed values.
+    /// drand rounds as tables' and tournaments' delayed values.
     #[command(flatten)]
     #[serde(flatten)]
     pub drand: DrandSettings,
 }
 
-/// drand settings: with relays, every table committed without a delayed source of its own
-/// gets a drand round fixed at commit and bound by the service (see
-/// docs/commitment-and-dealing.md, "drand round"). Without relays (the default) drand is off.
+/// drand settings: with relays, every table and tournament committed without a delayed source
+/// of its own gets a drand round fixed at commit and bound by the service (see
+/// docs/commitment-and-dealing.md, "drand round"); at start, the binders of rounds not bound
+/// yet are restarted. Without relays (the default) drand is off.
 #[derive(Debug, Clone, clap::Args, Serialize)]
 #[command(next_help_heading = "drand settings")]
 pub struct DrandSettings {
@@ -186,7 +188,7 @@ pub struct Parts {
     pub keys: KeyRing,
     /// Verifies callers' tokens.
     pub authn: Authenticator,
-    /// drand rounds as tables' delayed values (none: off).
+    /// drand rounds as tables' and tournaments' delayed values (none: off).
     pub drand: Option<Drand>,
 }
 
@@ -253,7 +255,8 @@ impl Service for CommitmentService {
     }
 
     /// Checks the stored seeds' keys, starts the service's background tasks on `shutdown` (key
-    /// refresh, the relay) and returns its gRPC routes, to serve alone
+    /// refresh, the relay, with drand the binders of rounds not bound yet) and returns its gRPC
+    /// routes, to serve alone
     /// ([`Application::assemble`]) or beside other services on one server (the all-in-one
     /// process).
     async fn mount(
@@ -267,8 +270,11 @@ impl Service for CommitmentService {
         Bus::start(common, &parts.storage, Self::NAME, shutdown).await?;
         let mut service = Commitments::new(parts.storage.events(), seeds, parts.keys);
         if let Some(drand) = parts.drand {
-            tracing::info!(chain = drand.beacon_id(), relays = ?drand.client.relays(), "drand rounds as tables' delayed values");
-            service = service.with_drand(drand, shutdown.clone());
+            tracing::info!(chain = drand.beacon_id(), relays = ?drand.client.relays(), "drand rounds as tables' and tournaments' delayed values");
+            let pending = pending_store(parts.storage.db());
+            service = service.with_drand(drand, pending, shutdown.clone());
+            // Commitments whose round was not bound when the last process stopped.
+            service.restart_drand_binders();
         }
         let mut layer = AuthLayer::new(parts.authn);
         for path in PUBLIC_METHODS {

@@ -8,7 +8,8 @@
 //!
 //! - [`client_seed`]: contributions and delayed values, validated; the table client seed they
 //!   make is `fairdeal_fairness::client_seed`'s formula.
-//! - [`drand`]: a table's drand round (fixed at commit) and the verified beacon bound.
+//! - [`drand`]: a table's or tournament's drand round (fixed at commit), the verified beacon
+//!   bound, and the rules of binding it ([`drand::DrandSubject`]).
 //! - [`table`]: a table's commitment: created, contributions, delayed value, client seed
 //!   fixed at the first deal, revealed at the end.
 //! - [`pair`]: a player's single-player seed pairs: active commitment, changeable client
@@ -77,22 +78,34 @@ pub enum DomainError {
     /// A second delayed value.
     #[error("the delayed value is already bound")]
     DelayedValueBound,
-    /// A delayed value by hand for a table whose delayed value is a drand round.
+    /// A delayed value by hand for a table or tournament whose delayed value is a drand round.
     #[error(
-        "delayed_value: this table's delayed value is drand round {0} (or its fallback), fetched, verified and bound by the service; a value given by hand is refused"
+        "delayed_value: this {subject}'s delayed value is drand round {round} (or its fallback), fetched, verified and bound by the service; a value given by hand is refused"
     )]
-    DrandBindsItself(u64),
-    /// A drand round other than the one the table expects now.
-    #[error("drand round {got} is not the table's round to bind now ({expected})")]
+    DrandBindsItself {
+        /// `table` or `tournament`.
+        subject: &'static str,
+        /// The round fixed at commit.
+        round: u64,
+    },
+    /// A drand round other than the one the table or tournament expects now.
+    #[error("drand round {got} is not the {subject}'s round to bind now ({expected})")]
     DrandWrongRound {
-        /// The round the table expects (its round, or its fallback once stalled).
+        /// `table` or `tournament`.
+        subject: &'static str,
+        /// The round expected (the round, or its fallback once stalled).
         expected: u64,
         /// The round given.
         got: u64,
     },
-    /// A stall declared twice, or for a table without a drand round.
-    #[error("the table's drand round cannot be declared stalled: {0}")]
-    DrandStall(&'static str),
+    /// A stall declared twice, or for a commitment without a drand round.
+    #[error("the {subject}'s drand round cannot be declared stalled: {reason}")]
+    DrandStall {
+        /// `table` or `tournament`.
+        subject: &'static str,
+        /// Why not.
+        reason: &'static str,
+    },
     /// The client seed (or a set) needs the delayed value, still unknown.
     #[error("the delayed value of {0:?} is not bound yet")]
     DelayedValueMissing(String),
@@ -144,9 +157,9 @@ impl DomainError {
             | DomainError::PlayerAlreadyContributed(_)
             | DomainError::NoDelayedSource
             | DomainError::DelayedValueBound
-            | DomainError::DrandBindsItself(_)
+            | DomainError::DrandBindsItself { .. }
             | DomainError::DrandWrongRound { .. }
-            | DomainError::DrandStall(_)
+            | DomainError::DrandStall { .. }
             | DomainError::DelayedValueMissing(_)
             | DomainError::Timelock(_)
             | DomainError::GameNotStarted

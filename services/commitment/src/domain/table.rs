@@ -13,7 +13,7 @@ use fairdeal_fairness::commitment::{Commitment, ServerSeed};
 use uuid::Uuid;
 
 use super::client_seed::{Contribution, DelayedSource, DelayedValue};
-use super::drand::{DrandBeacon, DrandRound};
+use super::drand::{DrandBeacon, DrandRound, DrandSubject};
 use super::{DomainError, RevealReason};
 
 /// Highest seat number accepted (tables seat at most 10 players; the margin is harmless).
@@ -243,9 +243,7 @@ impl TableCommitment {
     /// Refused for a table with a drand round: the service binds that one itself.
     pub fn bind_delayed_value(&self, value: DelayedValue) -> Result<TableEvent, DomainError> {
         self.require_open("a delayed value")?;
-        if let Some(drand) = &self.drand {
-            return Err(DomainError::DrandBindsItself(drand.round));
-        }
+        self.refuse_value_by_hand()?;
         if self.delayed_source.is_none() {
             return Err(DomainError::NoDelayedSource);
         }
@@ -253,62 +251,6 @@ impl TableCommitment {
             return Err(DomainError::DelayedValueBound);
         }
         Ok(TableEvent::DelayedValueBound { value, drand: None })
-    }
-
-    /// The drand round to fetch and bind now: the table's round, or its fallback once the
-    /// round was declared stalled; `None` when there is nothing to bind (no drand round, bound
-    /// already, client seed fixed, revealed).
-    pub fn drand_round_to_bind(&self) -> Option<u64> {
-        let drand = self.drand.as_ref()?;
-        let open =
-            self.delayed_value.is_none() && self.client_seed.is_none() && self.revealed.is_none();
-        open.then_some(if self.drand_stalled {
-            drand.fallback_round
-        } else {
-            drand.round
-        })
-    }
-
-    /// Binds a verified drand beacon: only the round [`Self::drand_round_to_bind`] names.
-    pub fn bind_drand(&self, beacon: DrandBeacon) -> Result<TableEvent, DomainError> {
-        self.require_open("a delayed value")?;
-        if self.delayed_value.is_some() {
-            return Err(DomainError::DelayedValueBound);
-        }
-        let expected = self
-            .drand_round_to_bind()
-            .ok_or(DomainError::NoDelayedSource)?;
-        if beacon.round != expected {
-            return Err(DomainError::DrandWrongRound {
-                expected,
-                got: beacon.round,
-            });
-        }
-        Ok(TableEvent::DelayedValueBound {
-            value: beacon.value()?,
-            drand: Some(beacon),
-        })
-    }
-
-    /// Declares the drand round stalled (once, before it is bound): from now on only the
-    /// fallback round can be bound.
-    pub fn stall_drand(&self, reason: String) -> Result<TableEvent, DomainError> {
-        self.require_open("a delayed value")?;
-        let drand = self
-            .drand
-            .as_ref()
-            .ok_or(DomainError::DrandStall("the table has no drand round"))?;
-        if self.delayed_value.is_some() {
-            return Err(DomainError::DelayedValueBound);
-        }
-        if self.drand_stalled {
-            return Err(DomainError::DrandStall("it is stalled already"));
-        }
-        Ok(TableEvent::DrandStalled {
-            round: drand.round,
-            fallback_round: drand.fallback_round,
-            reason,
-        })
     }
 
     /// Whether a hand may be dealt at `now` (Unix seconds): not from a timelocked table's
@@ -374,6 +316,45 @@ impl TableCommitment {
             server_seed: seed.clone(),
             reason,
         })
+    }
+}
+
+/// A table's drand round: open until the client seed is fixed (the first deal) or the seed
+/// revealed.
+impl DrandSubject for TableCommitment {
+    type Event = TableEvent;
+    const SUBJECT: &'static str = "table";
+    const NOT_FOUND: &'static str = "the table's commitment";
+
+    fn drand(&self) -> Option<&DrandRound> {
+        self.drand.as_ref()
+    }
+
+    fn drand_stalled(&self) -> bool {
+        self.drand_stalled
+    }
+
+    fn delayed_value_bound(&self) -> bool {
+        self.delayed_value.is_some()
+    }
+
+    fn open_for_delayed_value(&self) -> Result<(), DomainError> {
+        self.require_open("a delayed value")
+    }
+
+    fn drand_bound(&self, value: DelayedValue, beacon: DrandBeacon) -> TableEvent {
+        TableEvent::DelayedValueBound {
+            value,
+            drand: Some(beacon),
+        }
+    }
+
+    fn drand_stalled_event(&self, drand: &DrandRound, reason: String) -> TableEvent {
+        TableEvent::DrandStalled {
+            round: drand.round,
+            fallback_round: drand.fallback_round,
+            reason,
+        }
     }
 }
 
@@ -599,7 +580,13 @@ mod tests {
         let by_hand = s
             .bind_delayed_value(DelayedValue::parse("drand:123").unwrap())
             .unwrap_err();
-        assert_eq!(by_hand, DomainError::DrandBindsItself(100));
+        assert_eq!(
+            by_hand,
+            DomainError::DrandBindsItself {
+                subject: "table",
+                round: 100
+            }
+        );
         assert!(
             by_hand.to_string().starts_with("delayed_value: "),
             "{by_hand}"
@@ -612,6 +599,7 @@ mod tests {
         assert_eq!(
             s.bind_drand(beacon(120)),
             Err(DomainError::DrandWrongRound {
+                subject: "table",
                 expected: 100,
                 got: 120
             })
@@ -641,7 +629,7 @@ mod tests {
         assert_eq!(s.drand_round_to_bind(), Some(120));
         assert!(matches!(
             s.stall_drand("again".into()),
-            Err(DomainError::DrandStall(_))
+            Err(DomainError::DrandStall { .. })
         ));
         // The stalled round itself can no longer be bound, even if it shows up now.
         assert!(matches!(
@@ -654,7 +642,7 @@ mod tests {
         let (_, plain) = table(None);
         assert!(matches!(
             state(&plain).stall_drand("x".into()),
-            Err(DomainError::DrandStall(_))
+            Err(DomainError::DrandStall { .. })
         ));
     }
 }

@@ -19,7 +19,7 @@ use crate::harness::{Db, TestApp, with};
 /// One round a second; round 1 was 50 s ago.
 const PERIOD: u64 = 1;
 
-async fn beacons(n: usize) -> Vec<TestBeacon> {
+pub(crate) async fn beacons(n: usize) -> Vec<TestBeacon> {
     let mut out = Vec::new();
     for _ in 0..n {
         out.push(TestBeacon::start(test_chain(9, PERIOD, 50)).await);
@@ -29,7 +29,12 @@ async fn beacons(n: usize) -> Vec<TestBeacon> {
 
 /// The service's drand over `beacons` (asked in order): round = first round after the
 /// commit + 1, fallback 3 rounds later, stalled 1 s after its time, short timeouts.
-fn drand(beacons: &[TestBeacon]) -> Drand {
+pub(crate) fn drand(beacons: &[TestBeacon]) -> Drand {
+    drand_with_margin(beacons, 1)
+}
+
+/// [`drand`] with a margin of `margin_rounds` rounds (seconds) after the commit.
+pub(crate) fn drand_with_margin(beacons: &[TestBeacon], margin_rounds: u64) -> Drand {
     let chain = Arc::new(beacons[0].chain().chain().unwrap());
     let relays = beacons
         .iter()
@@ -43,7 +48,7 @@ fn drand(beacons: &[TestBeacon]) -> Drand {
     };
     Drand {
         client: BeaconClient::new(chain, relays, policy).unwrap(),
-        margin_rounds: 1,
+        margin_rounds,
         fallback_rounds: 3,
         stall_after: Duration::from_secs(1),
         deal_wait: Duration::from_secs(20),
@@ -51,7 +56,7 @@ fn drand(beacons: &[TestBeacon]) -> Drand {
 }
 
 /// Creates a table as `tables` with no delayed source; the table as created.
-async fn create(app: &mut TestApp, source: &str) -> cpb::TableCommitment {
+pub(crate) async fn create(app: &mut TestApp, source: &str) -> cpb::TableCommitment {
     create_timelocked(app, source, 0).await.unwrap()
 }
 
@@ -96,7 +101,7 @@ async fn deal(
         .map(tonic::Response::into_inner)
 }
 
-async fn table(app: &mut TestApp, table_id: &str) -> cpb::TableCommitment {
+pub(crate) async fn table(app: &mut TestApp, table_id: &str) -> cpb::TableCommitment {
     app.commitment
         .get_table_commitment(cpb::GetTableCommitmentRequest {
             table_id: table_id.into(),
@@ -109,7 +114,7 @@ async fn table(app: &mut TestApp, table_id: &str) -> cpb::TableCommitment {
 }
 
 /// The round's randomness as the test chain signs it.
-fn randomness(beacon: &TestBeacon, round: u64) -> String {
+pub(crate) fn randomness(beacon: &TestBeacon, round: u64) -> String {
     beacon
         .chain()
         .sign(round)

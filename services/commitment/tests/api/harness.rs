@@ -3,7 +3,7 @@
 
 use fairdeal_authn::{AccessToken, KeySet, SigningKey};
 use fairdeal_commitment::vault::KeyRing;
-use fairdeal_harness::{authenticator, common, lazy, serving};
+use fairdeal_harness::{authenticator, common, lazy, serving as serving_on};
 use fairdeal_platform::Storage;
 use fairdeal_proto::fairdeal::commitment::v1 as cpb;
 use fairdeal_proto::fairdeal::commitment::v1::commitment_service_client::CommitmentServiceClient;
@@ -19,12 +19,57 @@ pub(crate) struct TestApp {
     /// A client of the service.
     pub(crate) commitment: CommitmentServiceClient<Channel>,
     storage: Storage,
+    common: fairdeal_kit::CommonConfig,
+    keys: KeyRing,
     signing: SigningKey,
     shutdown: fairdeal_kit::Shutdown,
+    /// The server's task (it returns once the server and its background tasks stopped).
+    serving: tokio::task::JoinHandle<()>,
     database: Option<fairdeal_testkit::TestDatabase>,
     /// Unique NATS subject prefix (PostgreSQL runs relay to JetStream).
     prefix: Option<String>,
     _dir: tempfile::TempDir,
+}
+
+/// A running server: its client, shutdown and task.
+struct Served {
+    commitment: CommitmentServiceClient<Channel>,
+    shutdown: fairdeal_kit::Shutdown,
+    serving: tokio::task::JoinHandle<()>,
+}
+
+/// The service assembled over `storage` and served on port 0.
+async fn serve(
+    common: &fairdeal_kit::CommonConfig,
+    storage: &Storage,
+    keys: &KeyRing,
+    signing: &SigningKey,
+    drand: Option<fairdeal_commitment::drand::Drand>,
+) -> Served {
+    let app = fairdeal_commitment::Application::assemble(
+        common,
+        fairdeal_commitment::startup::Parts {
+            storage: storage.clone(),
+            keys: keys.clone(),
+            authn: authenticator(KeySet::new([signing.public_key()])),
+            drand,
+        },
+    )
+    .await
+    .unwrap();
+    let port = app.port();
+    let shutdown = app.shutdown();
+    let serving = tokio::spawn(async move {
+        app.run_until_stopped()
+            .await
+            .expect("the server stops cleanly");
+    });
+    serving_on(port).await;
+    Served {
+        commitment: CommitmentServiceClient::new(lazy(port)),
+        shutdown,
+        serving,
+    }
 }
 
 impl TestApp {
@@ -53,30 +98,48 @@ impl TestApp {
         )
         .await
         .unwrap();
-        let app = fairdeal_commitment::Application::assemble(
-            &common,
-            fairdeal_commitment::startup::Parts {
-                storage: storage.clone(),
-                keys: KeyRing::generate("test").unwrap(),
-                authn: authenticator(KeySet::new([signing.public_key()])),
-                drand,
-            },
-        )
-        .await
-        .unwrap();
-        let port = app.port();
-        let shutdown = app.shutdown();
-        tokio::spawn(app.run_until_stopped());
-        serving(port).await;
+        let keys = KeyRing::generate("test").unwrap();
+        let served = serve(&common, &storage, &keys, &signing, drand).await;
         TestApp {
-            commitment: CommitmentServiceClient::new(lazy(port)),
+            commitment: served.commitment,
             storage,
+            common,
+            keys,
             signing,
-            shutdown,
+            shutdown: served.shutdown,
+            serving: served.serving,
             database,
             prefix,
             _dir: dir,
         }
+    }
+
+    /// Stops the server (waiting for it and its background tasks, the drand binders among
+    /// them, to end) and starts a new one over the same database, seed keys and token keys,
+    /// with `drand`: a restart of the service.
+    pub(crate) async fn restart(
+        mut self,
+        drand: Option<fairdeal_commitment::drand::Drand>,
+    ) -> Self {
+        self.shutdown.trigger();
+        (&mut self.serving).await.unwrap();
+        let served = serve(
+            &self.common,
+            &self.storage,
+            &self.keys,
+            &self.signing,
+            drand,
+        )
+        .await;
+        self.commitment = served.commitment;
+        self.shutdown = served.shutdown;
+        self.serving = served.serving;
+        self
+    }
+
+    /// The service's database and event store.
+    pub(crate) fn storage(&self) -> &Storage {
+        &self.storage
     }
 
     /// A service's token.

@@ -5,5 +5,7 @@
 
 mod concurrency;
 mod drand;
+mod drand_restart;
+mod drand_tournament;
 mod harness;
 mod tournament;
