@@ -17,6 +17,7 @@ use uuid::Uuid;
 
 use crate::domain::RevealReason;
 use crate::domain::client_seed::{Contribution, DelayedSource, DelayedValue};
+use crate::domain::drand::{DrandBeacon, DrandRound};
 use crate::domain::pair::{BetRequest, ClientSeed, PairEvent, SeedPairs};
 use crate::domain::table::TableCommitment;
 use crate::domain::tournament::TournamentSet;
@@ -103,6 +104,11 @@ pub fn table_message(state: &TableCommitment) -> pb::TableCommitment {
         None => (String::new(), String::new()),
     };
     let timelock = state.drand.as_ref().and_then(|d| d.timelock.as_ref());
+    let drand = DrandShown::of(
+        state.drand.as_ref(),
+        state.drand_stalled,
+        state.drand_beacon.as_ref(),
+    );
     pb::TableCommitment {
         table_id: state.table_id.to_string(),
         commitment: state.commitment.to_hex(),
@@ -129,20 +135,12 @@ pub fn table_message(state: &TableCommitment) -> pb::TableCommitment {
         client_seed: state.client_seed.clone().unwrap_or_default(),
         server_seed,
         reveal_reason,
-        drand_round: state.drand.as_ref().map_or(0, |d| d.round),
-        drand_fallback_round: state.drand.as_ref().map_or(0, |d| d.fallback_round),
-        drand_chain_hash: state
-            .drand
-            .as_ref()
-            .map(|d| d.chain_hash.clone())
-            .unwrap_or_default(),
-        drand_stalled: state.drand_stalled,
-        drand_bound_round: state.drand_beacon.as_ref().map_or(0, |b| b.round),
-        drand_signature: state
-            .drand_beacon
-            .as_ref()
-            .map(|b| b.signature.clone())
-            .unwrap_or_default(),
+        drand_round: drand.round,
+        drand_fallback_round: drand.fallback_round,
+        drand_chain_hash: drand.chain_hash,
+        drand_stalled: drand.stalled,
+        drand_bound_round: drand.bound_round,
+        drand_signature: drand.signature,
         timelock_round: timelock.map_or(0, |t| t.round),
         timelock_ciphertext: timelock.map(|t| t.ciphertext.clone()).unwrap_or_default(),
         timelock_latest_end: timelock.map_or(0, |t| t.latest_end),
@@ -160,7 +158,36 @@ fn pair_message(state: &SeedPairs) -> pb::SeedPair {
     }
 }
 
+/// The drand fields a table's and a tournament's public messages show (0 and empty: none).
+struct DrandShown {
+    round: u64,
+    fallback_round: u64,
+    chain_hash: String,
+    stalled: bool,
+    bound_round: u64,
+    signature: String,
+}
+
+impl DrandShown {
+    /// A state's drand round, whether it stalled, and the beacon bound.
+    fn of(round: Option<&DrandRound>, stalled: bool, beacon: Option<&DrandBeacon>) -> Self {
+        DrandShown {
+            round: round.map_or(0, |d| d.round),
+            fallback_round: round.map_or(0, |d| d.fallback_round),
+            chain_hash: round.map(|d| d.chain_hash.clone()).unwrap_or_default(),
+            stalled,
+            bound_round: beacon.map_or(0, |b| b.round),
+            signature: beacon.map(|b| b.signature.clone()).unwrap_or_default(),
+        }
+    }
+}
+
 fn tournament_message(state: &TournamentSet) -> pb::Tournament {
+    let drand = DrandShown::of(
+        state.drand.as_ref(),
+        state.drand_stalled,
+        state.drand_beacon.as_ref(),
+    );
     pb::Tournament {
         tournament_id: state.tournament_id.to_string(),
         commitment: state.commitment.to_hex(),
@@ -177,20 +204,12 @@ fn tournament_message(state: &TournamentSet) -> pb::Tournament {
             .as_ref()
             .map(|s| s.expose_secret().to_owned())
             .unwrap_or_default(),
-        drand_round: state.drand.as_ref().map_or(0, |d| d.round),
-        drand_fallback_round: state.drand.as_ref().map_or(0, |d| d.fallback_round),
-        drand_chain_hash: state
-            .drand
-            .as_ref()
-            .map(|d| d.chain_hash.clone())
-            .unwrap_or_default(),
-        drand_stalled: state.drand_stalled,
-        drand_bound_round: state.drand_beacon.as_ref().map_or(0, |b| b.round),
-        drand_signature: state
-            .drand_beacon
-            .as_ref()
-            .map(|b| b.signature.clone())
-            .unwrap_or_default(),
+        drand_round: drand.round,
+        drand_fallback_round: drand.fallback_round,
+        drand_chain_hash: drand.chain_hash,
+        drand_stalled: drand.stalled,
+        drand_bound_round: drand.bound_round,
+        drand_signature: drand.signature,
     }
 }
 

@@ -414,7 +414,9 @@ impl<G: TableGame> Table<G> {
     /// What the table needs next from the service at time `now` (Unix ms).
     pub fn next(&self, now: i64) -> Next {
         if self.over() {
-            return if self.server_seed.is_none() {
+            // A table that expired before its first deal used its seed for nothing: it is
+            // not revealed (the commitment service reveals a started game's only).
+            return if self.server_seed.is_none() && self.client_seed.is_some() {
                 Next::Reveal
             } else {
                 Next::Wait

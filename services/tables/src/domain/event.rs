@@ -283,7 +283,13 @@ impl<G: TableGame> TableEvent<G> {
                 event,
                 command: None,
             } if matches!(G::command_of(event), Some((Actor::Table, _))) => Some(Due::Service),
-            TableEvent::GameFinished(_) | TableEvent::Expired { .. } => Some(Due::Service),
+            TableEvent::GameFinished(_) => Some(Due::Service),
+            // The reveal, when a hand was dealt; else the table is done.
+            TableEvent::Expired { hands_dealt, .. } => Some(if *hands_dealt > 0 {
+                Due::Service
+            } else {
+                Due::Nobody
+            }),
             TableEvent::SeedRevealed { .. } => Some(Due::Nobody),
             _ => None,
         }
