@@ -511,16 +511,25 @@ async fn a_timelocked_table_expires_at_its_latest_end(backend: Backend) {
         .table_id;
     let table_id = player.create_table(timelocked).await.unwrap().table_id;
     player.sit(&table_id, 0).await.unwrap();
-    // The player's watch: the bots' cards are placeholders while the hand is played.
-    let mut watch = player.watch(&table_id, 0, false).await.unwrap();
+    // The player's watch, with turn views: the bots' cards are placeholders while the hand
+    // is played, and seat 0's turn (in the first auction) brings its view, whose deadline is
+    // the latest end, not 600 s away.
+    let mut watch = player.watch(&table_id, 0, true).await.unwrap();
     let mut hidden = 0;
-    // Seat 0's turn comes in the first auction; its deadline is the latest end, not 600 s
-    // away.
-    let mut turn = player.view(&table_id).await.unwrap();
-    while turn.game.as_ref().and_then(|g| g.turn) != Some(0) {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        turn = player.view(&table_id).await.unwrap();
-    }
+    let turn = loop {
+        let message = tokio::time::timeout(Duration::from_secs(60), watch.message())
+            .await
+            .expect("seat 0's turn comes in the first auction")
+            .unwrap()
+            .expect("the watch stays open");
+        if let Some(W::Placeholder(_)) = message.event.and_then(|e| e.event) {
+            hidden += 1;
+        }
+        if let Some(view) = message.view {
+            break view;
+        }
+    };
+    assert_eq!(turn.game.as_ref().and_then(|g| g.turn), Some(0));
     let latest_end_ms = turn.turn_deadline_ms.unwrap();
     assert_eq!(turn.latest_end_ms, Some(latest_end_ms));
     assert_eq!(latest_end_ms % 1000, 0, "the latest end, in whole seconds");
