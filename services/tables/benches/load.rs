@@ -9,7 +9,8 @@
 //! `LOAD_REPLICAS` tables replicas over the one PostgreSQL database (default 1): with 2,
 //! each seat sends its moves to one replica and watches through the other (`LOAD_WATCH=same`:
 //! through the same one), so half the moves and half the watches reach a replica that does
-//! not own the table and are forwarded to the owner).
+//! not own the table and are forwarded to the owner; `LOAD_ROUTE=owner`: every seat on the
+//! replica owning its table, nothing forwarded).
 //!
 //! Each seat's client watches the table (`Watch` with turn views): when a message brings its
 //! view (its seat is to act), it chooses with the engine's bot and sends `Act`.
@@ -64,6 +65,14 @@ fn replicas() -> usize {
 /// moves'.
 fn watch_same() -> bool {
     std::env::var("LOAD_WATCH").is_ok_and(|w| w == "same")
+}
+
+/// `LOAD_ROUTE=owner`: with replicas, every seat acts and watches through the replica the
+/// `fairdeal-table-owner` header of the first answer names (the table's owner), as a client
+/// told where its table lives does (like a Colyseus seat reservation): nothing is
+/// forwarded. Default: spread, as above.
+fn route_to_owner() -> bool {
+    std::env::var("LOAD_ROUTE").is_ok_and(|r| r == "owner")
 }
 
 /// `LOAD_CONNECTIONS=player`: each player on a connection of its own (as separate devices);
@@ -241,18 +250,40 @@ async fn play_by_reading(
     }
 }
 
+/// Sits `player` at `seat`, again after an UNAVAILABLE (a replica whose routes are a round
+/// stale refuses the call, writing nothing, and says to retry), as a client does.
+async fn sit(player: &Player, id: &str, seat: u32) {
+    loop {
+        match player.sit(id, seat).await {
+            Ok(_) => return,
+            Err(status) if status.code() == tonic::Code::Unavailable => {
+                UNAVAILABLE.fetch_add(1, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(status) => panic!("sit: {status:?}"),
+        }
+    }
+}
+
+/// Calls refused UNAVAILABLE and sent again.
+static UNAVAILABLE: AtomicUsize = AtomicUsize::new(0);
+
 /// Tables created so far (which seat's player creates the next).
 static CREATED: AtomicUsize = AtomicUsize::new(0);
 
 /// Plays tables one after another until `stop`.
 async fn drive(app: Arc<TestApp>, tally: Arc<Mutex<Tally>>, stop: watch::Receiver<bool>) {
     while !*stop.borrow() {
+        // Tables are created through each replica in turn, as a Service spreads the calls:
+        // a table is born on (and owned by) the replica that creates it.
+        let creator_seat = CREATED.fetch_add(1, Ordering::Relaxed) % 4;
+        let replica = |seat: usize| &app.replicas[seat % app.replicas.len()];
         let players: Vec<Player> = (0..4)
             .map(|seat| {
                 if own_connections() {
                     app.player_with_own_connection()
                 } else {
-                    app.player().on(&app.replicas[seat % app.replicas.len()])
+                    app.player().on(replica(seat))
                 }
             })
             .collect();
@@ -265,17 +296,32 @@ async fn drive(app: Arc<TestApp>, tally: Arc<Mutex<Tally>>, stop: watch::Receive
                     p.clone()
                 } else {
                     let shift = usize::from(!watch_same());
-                    p.on(&app.replicas[(seat + shift) % app.replicas.len()])
+                    p.on(replica(seat + shift))
                 }
             })
             .collect();
-        // Tables are created through each replica in turn, as a Service spreads the calls:
-        // a table is born on the replica that creates it.
-        let creator = &players[CREATED.fetch_add(1, Ordering::Relaxed) % players.len()];
+        let creator = &players[creator_seat];
         let id = creator
             .create(pb::CreateTableRequest::default())
             .await
             .table_id;
+        // Told where the table lives (the `fairdeal-table-owner` header), every seat calls
+        // and watches there.
+        let (players, watchers) = if route_to_owner() && app.replicas.len() > 1 {
+            let owner = creator.owner_of(&id).await.expect("the owner names itself");
+            let at = app
+                .replica_ports
+                .iter()
+                .position(|port| owner == format!("http://127.0.0.1:{port}"))
+                .expect("a replica's address");
+            let home = |p: &Player| p.on(&app.replicas[at]);
+            (
+                players.iter().map(home).collect::<Vec<_>>(),
+                watchers.iter().map(home).collect::<Vec<_>>(),
+            )
+        } else {
+            (players, watchers)
+        };
         let pending: Pending = Arc::default();
         let seats: Vec<_> = players
             .iter()
@@ -292,7 +338,7 @@ async fn drive(app: Arc<TestApp>, tally: Arc<Mutex<Tally>>, stop: watch::Receive
             })
             .collect();
         for (seat, p) in players.iter().enumerate() {
-            p.sit(&id, seat as u32).await.unwrap();
+            sit(p, &id, seat as u32).await;
         }
         if !turn_views() {
             play_by_reading(&players, &id, &pending, &tally, &stop).await;
@@ -383,6 +429,8 @@ async fn run(db: Db, tables: usize, seconds: u64) {
     // The replicas' keepers share the partitions a second or two after they start: the
     // window measures the shape they run in, not the handover.
     app.partitions_settled().await;
+    // ...and every replica's routes have been read again since (a keeper's round).
+    tokio::time::sleep(fairdeal_tables::startup::LEASE_ROUND * 2).await;
     let tally = Arc::new(Mutex::new(Tally::default()));
     let (stop_tx, stop) = watch::channel(false);
     let pool = match app.tables_storage().db() {
@@ -420,18 +468,22 @@ async fn run(db: Db, tables: usize, seconds: u64) {
     } else {
         "GetTable per move"
     };
-    let replicas = if replicas > 1 {
+    let replicas = if replicas > 1 && route_to_owner() {
+        format!(", {replicas} replicas, every seat on its table's owner")
+    } else if replicas > 1 {
         format!(", {replicas} replicas, each seat watching through another than it acts on")
     } else {
         String::new()
     };
     println!(
         "{db:?}: {tables} tables x 4 clients ({connections}, {client}{replicas}), {seconds} s: {moves} moves, {:.0} moves/s, \
-         latency to all four watchers p50 {:.1} ms p99 {:.1} ms ({} samples), {finished} tables finished",
+         latency to all four watchers p50 {:.1} ms p99 {:.1} ms ({} samples), {finished} tables finished, \
+         {} calls sent again after UNAVAILABLE",
         moves as f64 / elapsed,
         percentile(&latencies, 0.5),
         percentile(&latencies, 0.99),
         latencies.len(),
+        UNAVAILABLE.load(Ordering::Relaxed),
     );
     println!("{db:?}: {}", after.per_thousand_moves(&before, moves));
     if let Some(behind) = behind {

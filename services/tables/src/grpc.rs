@@ -65,6 +65,15 @@ impl TablesApi {
         }
     }
 
+    /// `response` for `table_id`, naming this replica as its owner when it is
+    /// ([`crate::route::OWNER`]).
+    fn hinted<R>(&self, table_id: &Uuid, response: Response<R>) -> Response<R> {
+        match &self.router {
+            Some(router) => router.hint(table_id, response),
+            None => response,
+        }
+    }
+
     /// The call `request` for `table_id` on its way to the table's owner; `None`: served
     /// here.
     fn forward<T: Clone>(&self, request: &Request<T>, table_id: &Uuid) -> Option<Forward<T>> {
@@ -206,12 +215,15 @@ impl TablesService for TablesApi {
             )
             .await
             .map_err(status)?;
-        Ok(Response::new(pb::CreateTableResponse {
-            table_id: created.table_id.to_string(),
-            version: created.version,
-            commitment: created.commitment,
-            short_code: created.short_code,
-        }))
+        Ok(self.hinted(
+            &created.table_id,
+            Response::new(pb::CreateTableResponse {
+                table_id: created.table_id.to_string(),
+                version: created.version,
+                commitment: created.commitment,
+                short_code: created.short_code,
+            }),
+        ))
     }
 
     async fn list_tables(
@@ -239,12 +251,15 @@ impl TablesService for TablesApi {
         }
         let (version, commitment, short_code) =
             self.tables.sit(me, id, seat).await.map_err(status)?;
-        Ok(Response::new(pb::SitResponse {
-            version,
-            seat: u32::from(seat.number()),
-            commitment,
-            short_code,
-        }))
+        Ok(self.hinted(
+            &id,
+            Response::new(pb::SitResponse {
+                version,
+                seat: u32::from(seat.number()),
+                commitment,
+                short_code,
+            }),
+        ))
     }
 
     async fn leave(
@@ -261,7 +276,7 @@ impl TablesService for TablesApi {
             return answer;
         }
         let version = self.tables.leave(me, id).await.map_err(status)?;
-        Ok(Response::new(pb::LeaveResponse { version }))
+        Ok(self.hinted(&id, Response::new(pb::LeaveResponse { version })))
     }
 
     async fn contribute_seed(
@@ -283,7 +298,7 @@ impl TablesService for TablesApi {
             .contribute(me, id, value)
             .await
             .map_err(status)?;
-        Ok(Response::new(pb::ContributeSeedResponse { version }))
+        Ok(self.hinted(&id, Response::new(pb::ContributeSeedResponse { version })))
     }
 
     async fn get_table(
@@ -300,7 +315,10 @@ impl TablesService for TablesApi {
             return answer;
         }
         let table = self.tables.view(me, id).await.map_err(status)?;
-        Ok(Response::new(pb::GetTableResponse { table: Some(table) }))
+        Ok(self.hinted(
+            &id,
+            Response::new(pb::GetTableResponse { table: Some(table) }),
+        ))
     }
 
     type WatchStream = WatchStream;
@@ -318,10 +336,16 @@ impl TablesService for TablesApi {
                 .await
             {
                 Some(Ok(stream)) => {
+                    // The owner's headers (its name among them) go back with the stream.
+                    let (metadata, stream, _) = stream.into_parts();
                     let relayed = self
                         .relay(&request, me, id)
-                        .stream(address, Source::Owner(Box::new(stream.into_inner())));
-                    return Ok(Response::new(Box::pin(relayed)));
+                        .stream(address, Source::Owner(Box::new(stream)));
+                    return Ok(Response::from_parts(
+                        metadata,
+                        Box::pin(relayed) as WatchStream,
+                        tonic::Extensions::default(),
+                    ));
                 }
                 Some(Err(status)) => return Err(status),
                 None => {}
@@ -340,9 +364,9 @@ impl TablesService for TablesApi {
             let relayed = self
                 .relay(&request, me, id)
                 .stream(String::new(), Source::Here(rx));
-            return Ok(Response::new(Box::pin(relayed)));
+            return Ok(self.hinted(&id, Response::new(Box::pin(relayed))));
         }
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+        Ok(self.hinted(&id, Response::new(Box::pin(ReceiverStream::new(rx)))))
     }
 
     async fn act(
@@ -365,7 +389,7 @@ impl TablesService for TablesApi {
             .act(me, id, r.expected_version, &command_id, &command)
             .await
             .map_err(status)?;
-        Ok(Response::new(pb::ActResponse { version }))
+        Ok(self.hinted(&id, Response::new(pb::ActResponse { version })))
     }
 
     async fn spectate(
@@ -382,7 +406,7 @@ impl TablesService for TablesApi {
             return answer;
         }
         let version = self.tables.spectate(me, id).await.map_err(status)?;
-        Ok(Response::new(pb::SpectateResponse { version }))
+        Ok(self.hinted(&id, Response::new(pb::SpectateResponse { version })))
     }
 
     async fn stop_spectating(
@@ -399,6 +423,6 @@ impl TablesService for TablesApi {
             return answer;
         }
         let version = self.tables.stop_spectating(me, id).await.map_err(status)?;
-        Ok(Response::new(pb::StopSpectatingResponse { version }))
+        Ok(self.hinted(&id, Response::new(pb::StopSpectatingResponse { version })))
     }
 }

@@ -37,6 +37,14 @@ use crate::timers::Ownership;
 /// serves it, wherever its routes point.
 pub const FORWARDED_BY: &str = "fairdeal-forwarded-by";
 
+/// Response metadata key naming the table's owner (its `advertise_url`), set by the owner on
+/// every answer for a table it serves, and passed back through a forwarding replica: a
+/// client that can reach the replicas' own addresses (a backend in the same cluster) sends
+/// its next calls for the table there and saves the forwarding hop, as a Colyseus client
+/// joins the process its seat reservation names. Clients that ignore it are served all the
+/// same.
+pub const OWNER: &str = "fairdeal-table-owner";
+
 /// A client of another replica.
 pub type Peer = TablesServiceClient<Channel>;
 
@@ -56,6 +64,9 @@ pub struct Router {
     peers: Mutex<HashMap<String, Peer>>,
     /// `fairdeal.tables.forwarded`.
     forwarded: Counter<u64>,
+    /// Where this replica serves, as the [`OWNER`] header says it (`None`: it names itself
+    /// to nobody).
+    address: Option<MetadataValue<tonic::metadata::Ascii>>,
 }
 
 impl Router {
@@ -74,7 +85,29 @@ impl Router {
                 "Calls for a table another replica owns, forwarded to it",
                 "{call}",
             ),
+            address: None,
         }
+    }
+
+    /// The same router naming `address` (this replica's `advertise_url`) in the [`OWNER`]
+    /// header of the answers for the tables it owns.
+    #[must_use]
+    pub fn serving_at(mut self, address: &str) -> Self {
+        self.address = MetadataValue::try_from(address)
+            .ok()
+            .filter(|_| !address.is_empty());
+        self
+    }
+
+    /// `response`, for `table_id`, naming this replica in its [`OWNER`] header when it owns
+    /// the table (and so answered as its owner).
+    pub fn hint<R>(&self, table_id: &Uuid, mut response: Response<R>) -> Response<R> {
+        if let Some(address) = &self.address
+            && self.ownership.owns(table_id)
+        {
+            response.metadata_mut().insert(OWNER, address.clone());
+        }
+        response
     }
 
     /// The replica to forward `request` for `table_id` to, with the call to send it, or

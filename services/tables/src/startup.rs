@@ -216,6 +216,7 @@ impl Service for TablesService {
         let mut router = None;
         let mut projection = LobbyProjection::waking(tables.owed_steps());
         if let fairdeal_db::Db::Postgres { pool, schema } = parts.storage.db() {
+            let advertise_url = parts.advertise_url.clone();
             let leases = Leases::new(pool.clone(), schema, replica_name(), LEASE_TTL)
                 .serving_at(parts.advertise_url);
             // Each epoch taken is marked with where it starts in the store, so the
@@ -252,7 +253,9 @@ impl Service for TablesService {
                     }
                 }
             });
-            router = Some(Router::new(keeper.owner(), ownership, keeper.routes()));
+            router = Some(
+                Router::new(keeper.owner(), ownership, keeper.routes()).serving_at(&advertise_url),
+            );
             shutdown.spawn(
                 "partition-leases",
                 keeper.run(LEASE_ROUND, shutdown.token()),

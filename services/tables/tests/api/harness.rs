@@ -28,7 +28,7 @@ pub(crate) struct TestApp {
     /// A client of each tables replica started (the first is `tables`).
     pub(crate) replicas: Vec<TablesServiceClient<Channel>>,
     /// The replicas' ports, in `replicas` order.
-    replica_ports: Vec<u16>,
+    pub(crate) replica_ports: Vec<u16>,
     /// The clock of every tables replica: tests advance it, nobody sleeps.
     pub(crate) clock: Arc<ManualClock>,
     signing: SigningKey,
@@ -505,6 +505,41 @@ impl Player {
         self.try_view(table_id).await.unwrap()
     }
 
+    /// The table's owner as a `GetTable` answer names it (`fairdeal-table-owner`), and
+    /// as a `Watch` answer's headers name it.
+    pub(crate) async fn owner_named(&self, table_id: &str) -> (Option<String>, Option<String>) {
+        let watched = self
+            .client
+            .clone()
+            .watch(with(
+                &self.token,
+                pb::WatchRequest {
+                    table_id: table_id.to_owned(),
+                    after_version: 0,
+                    turn_views: false,
+                },
+            ))
+            .await
+            .unwrap();
+        (self.owner_of(table_id).await, owner(watched.metadata()))
+    }
+
+    /// The table's owner as a `GetTable` answer names it (`fairdeal-table-owner`).
+    pub(crate) async fn owner_of(&self, table_id: &str) -> Option<String> {
+        let read = self
+            .client
+            .clone()
+            .get_table(with(
+                &self.token,
+                pb::GetTableRequest {
+                    table_id: table_id.to_owned(),
+                },
+            ))
+            .await
+            .unwrap();
+        owner(read.metadata())
+    }
+
     /// [`Player::view`], its failure returned.
     pub(crate) async fn try_view(&self, table_id: &str) -> Result<pb::TableView, Status> {
         let response = self
@@ -619,6 +654,14 @@ impl Player {
             .await?;
         Ok(response.into_inner())
     }
+}
+
+/// The `fairdeal-table-owner` header in `metadata`.
+fn owner(metadata: &tonic::metadata::MetadataMap) -> Option<String> {
+    metadata
+        .get(fairdeal_tables::route::OWNER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
 }
 
 /// The command a seat's move records, on the move's first event (Jeu du 10's or Tarot's).

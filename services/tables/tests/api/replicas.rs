@@ -240,3 +240,40 @@ async fn two_replicas_share_the_partitions_and_one_takes_all_when_the_other_drai
     assert!(shared.contains_key(alone.keys().next().unwrap()));
     app.stop().await;
 }
+
+/// Every answer for a table names its owner (`fairdeal-table-owner`, its `advertise_url`),
+/// whichever replica the call reached: the owner's own answers, a forwarded call's and a
+/// relayed watch's. When the owner drains, the replica taking its tables names itself.
+#[tokio::test]
+async fn every_answer_names_the_table_s_owner_postgres_nats() {
+    let mut app = TestApp::spawn_replicas(Db::Postgres, 2).await;
+    app.partitions_settled().await;
+    // ...and every replica's routes read again since.
+    tokio::time::sleep(fairdeal_tables::startup::LEASE_ROUND * 2).await;
+    let named: Vec<(Option<String>, Option<String>)> = app
+        .replica_ports
+        .iter()
+        .map(|port| {
+            let address = Some(format!("http://127.0.0.1:{port}"));
+            (address.clone(), address)
+        })
+        .collect();
+    let player = app.player();
+    let (a, b) = (player.on(&app.replicas[0]), player.on(&app.replicas[1]));
+    // A table is born on the replica that creates it, which owns it.
+    let on_a = a.create(pb::CreateTableRequest::default()).await.table_id;
+    let on_b = b.create(pb::CreateTableRequest::default()).await.table_id;
+    for through in [&a, &b] {
+        assert_eq!(through.owner_named(&on_a).await, named[0]);
+        assert_eq!(through.owner_named(&on_b).await, named[1]);
+    }
+    // A drains: B takes its partitions and names itself for A's table.
+    app.stop_replica(0).await;
+    let until = std::time::Instant::now() + Duration::from_secs(20);
+    while b.owner_named(&on_a).await != named[1] {
+        assert!(std::time::Instant::now() < until, "B never named itself");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(b.owner_named(&on_b).await, named[1]);
+    app.stop().await;
+}
