@@ -508,26 +508,26 @@ impl Player {
     /// The table's owner as a `GetTable` answer names it (`fairdeal-table-owner`), and
     /// as a `Watch` answer's headers name it.
     pub(crate) async fn owner_named(&self, table_id: &str) -> (Option<String>, Option<String>) {
-        let watched = self
-            .client
-            .clone()
-            .watch(with(
-                &self.token,
-                pb::WatchRequest {
-                    table_id: table_id.to_owned(),
-                    after_version: 0,
-                    turn_views: false,
-                },
-            ))
-            .await
-            .unwrap();
+        let watched = self.watch_response(table_id, 0, false).await.unwrap();
         (self.owner_of(table_id).await, owner(watched.metadata()))
     }
 
     /// The table's owner as a `GetTable` answer names it (`fairdeal-table-owner`).
     pub(crate) async fn owner_of(&self, table_id: &str) -> Option<String> {
-        let read = self
-            .client
+        owner(self.get_table(table_id).await.unwrap().metadata())
+    }
+
+    /// [`Player::view`], its failure returned.
+    pub(crate) async fn try_view(&self, table_id: &str) -> Result<pb::TableView, Status> {
+        Ok(self.get_table(table_id).await?.into_inner().table.unwrap())
+    }
+
+    /// `GetTable`'s answer, headers and all.
+    async fn get_table(
+        &self,
+        table_id: &str,
+    ) -> Result<tonic::Response<pb::GetTableResponse>, Status> {
+        self.client
             .clone()
             .get_table(with(
                 &self.token,
@@ -536,23 +536,6 @@ impl Player {
                 },
             ))
             .await
-            .unwrap();
-        owner(read.metadata())
-    }
-
-    /// [`Player::view`], its failure returned.
-    pub(crate) async fn try_view(&self, table_id: &str) -> Result<pb::TableView, Status> {
-        let response = self
-            .client
-            .clone()
-            .get_table(with(
-                &self.token,
-                pb::GetTableRequest {
-                    table_id: table_id.to_owned(),
-                },
-            ))
-            .await?;
-        Ok(response.into_inner().table.unwrap())
     }
 
     pub(crate) async fn act(
@@ -640,8 +623,20 @@ impl Player {
         after_version: u64,
         turn_views: bool,
     ) -> Result<tonic::Streaming<pb::WatchResponse>, Status> {
-        let response = self
-            .client
+        Ok(self
+            .watch_response(table_id, after_version, turn_views)
+            .await?
+            .into_inner())
+    }
+
+    /// `Watch`'s answer, headers and all.
+    async fn watch_response(
+        &self,
+        table_id: &str,
+        after_version: u64,
+        turn_views: bool,
+    ) -> Result<tonic::Response<tonic::Streaming<pb::WatchResponse>>, Status> {
+        self.client
             .clone()
             .watch(with(
                 &self.token,
@@ -651,8 +646,7 @@ impl Player {
                     turn_views,
                 },
             ))
-            .await?;
-        Ok(response.into_inner())
+            .await
     }
 }
 
