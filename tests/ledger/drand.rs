@@ -93,6 +93,19 @@ fn failed(report: &fairdeal_cli::audit::Report, check: &str, line: usize) -> boo
         .any(|f| f.check == check && f.line == line)
 }
 
+/// The watch's next message, within `within`; `awaited` says what was awaited if none came.
+async fn next_within(
+    watch: &mut tonic::Streaming<tpb::WatchResponse>,
+    within: Duration,
+    awaited: &str,
+) -> tpb::WatchResponse {
+    tokio::time::timeout(within, watch.message())
+        .await
+        .unwrap_or_else(|_| panic!("{awaited}"))
+        .unwrap()
+        .expect("the watch stays open")
+}
+
 /// The first event line of `event_type` (1-based) and its message.
 fn first<M: prost::Message + Default>(lines: &[String], event_type: &str) -> (usize, M) {
     use fairdeal_tlog::export::{Line, decode_bytes};
@@ -517,11 +530,12 @@ async fn a_timelocked_table_expires_at_its_latest_end(backend: Backend) {
     let mut watch = player.watch(&table_id, 0, true).await.unwrap();
     let mut hidden = 0;
     let turn = loop {
-        let message = tokio::time::timeout(Duration::from_secs(60), watch.message())
-            .await
-            .expect("seat 0's turn comes in the first auction")
-            .unwrap()
-            .expect("the watch stays open");
+        let message = next_within(
+            &mut watch,
+            Duration::from_secs(60),
+            "seat 0's turn comes in the first auction",
+        )
+        .await;
         if let Some(W::Placeholder(_)) = message.event.and_then(|e| e.event) {
             hidden += 1;
         }
@@ -553,11 +567,12 @@ async fn a_timelocked_table_expires_at_its_latest_end(backend: Backend) {
         u64::try_from(latest_end_ms - clock.now_ms()).unwrap_or(0),
     ));
     let expired_at = loop {
-        let message = tokio::time::timeout(Duration::from_secs(120), watch.message())
-            .await
-            .expect("the table expires within its latest end and a margin")
-            .unwrap()
-            .expect("the watch stays open");
+        let message = next_within(
+            &mut watch,
+            Duration::from_secs(120),
+            "the table expires within its latest end and a margin",
+        )
+        .await;
         match message.event.and_then(|e| e.event) {
             Some(W::Placeholder(_)) => hidden += 1,
             Some(W::TableExpired(m)) => break (message.version, m),
@@ -585,11 +600,12 @@ async fn a_timelocked_table_expires_at_its_latest_end(backend: Backend) {
     let mut watch = player.watch(&table_id, 0, false).await.unwrap();
     let mut shown = 0;
     loop {
-        let message = tokio::time::timeout(Duration::from_secs(30), watch.message())
-            .await
-            .expect("the reveal follows the expiry")
-            .unwrap()
-            .expect("the watch stays open");
+        let message = next_within(
+            &mut watch,
+            Duration::from_secs(30),
+            "the reveal follows the expiry",
+        )
+        .await;
         match message.event.and_then(|e| e.event) {
             Some(W::Placeholder(_)) => panic!("a placeholder after the table expired"),
             Some(W::CardsDealt(_)) => shown += 1,
@@ -602,11 +618,12 @@ async fn a_timelocked_table_expires_at_its_latest_end(backend: Backend) {
     // timelock opens it at R' all the same).
     let mut watch = player.watch(&idle, 0, false).await.unwrap();
     loop {
-        let message = tokio::time::timeout(Duration::from_secs(30), watch.message())
-            .await
-            .expect("the idle table expires")
-            .unwrap()
-            .expect("the watch stays open");
+        let message = next_within(
+            &mut watch,
+            Duration::from_secs(30),
+            "the idle table expires",
+        )
+        .await;
         if let Some(W::TableExpired(m)) = message.event.and_then(|e| e.event) {
             assert_eq!((m.latest_end_ms, m.hands_dealt), (idle_end_ms, 0));
             break;

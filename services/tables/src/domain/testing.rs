@@ -62,6 +62,16 @@ pub(crate) fn fold<G: TableGame>(
     state.unwrap()
 }
 
+/// `table` after its bots have played every move due at `now` (until a player's turn, a
+/// deadline or the end).
+pub(crate) fn bots_play(mut table: Table, now: i64) -> Table {
+    while let Next::Bot(seat) = table.next(now) {
+        let events = table.bot_move(seat, now).unwrap().events;
+        table = fold(Some(table), &events);
+    }
+    table
+}
+
 /// Hand `hand` as the dealing service deals it.
 pub(crate) fn dealt(hand: u32) -> DealtHand {
     DealtHand {

@@ -6,7 +6,7 @@ use fairdeal_games::{Phase, TableOptions};
 use fairdeal_table_game::TableGame;
 use uuid::Uuid;
 
-use super::testing::{dealt, fold, jeu_du_10, seat, table, table_ending};
+use super::testing::{bots_play, dealt, fold, jeu_du_10, seat, table, table_ending};
 use super::*;
 use crate::{Game, TableError, TableEvent};
 
@@ -54,10 +54,7 @@ fn retry_stale_and_not_seated() {
     let events = t.deal(&dealt(0), 0).unwrap().events;
     t = fold(Some(t), &events);
     // Bots play until seat 0's turn.
-    while let Next::Bot(seat) = t.next(0) {
-        let events = t.bot_move(seat, 0).unwrap().events;
-        t = fold(Some(t), &events);
-    }
+    t = bots_play(t, 0);
     assert_eq!(TableGame::turn(&t.game), Some(seat(0)));
     let legal = TableGame::legal_commands(&t.game, seat(0));
     let v = t.version;
@@ -92,10 +89,7 @@ fn a_player_who_lets_the_clock_run_out_is_played_for_then_abandoned() {
     t = fold(Some(t), &events);
     let me = seat(0);
     for round in 1..=MAX_TIMEOUTS {
-        while let Next::Bot(seat) = t.next(now) {
-            let events = t.bot_move(seat, now).unwrap().events;
-            t = fold(Some(t), &events);
-        }
+        t = bots_play(t, now);
         if t.finished.is_some() {
             return;
         }
@@ -164,10 +158,7 @@ fn spectators_join_once_leave_when_they_sit_and_never_make_a_move_stale() {
     assert!(t.spectators.is_empty() && t.started());
     let events = t.deal(&dealt(0), 0).unwrap().events;
     t = fold(Some(t), &events);
-    while let Next::Bot(seat) = t.next(0) {
-        let events = t.bot_move(seat, 0).unwrap().events;
-        t = fold(Some(t), &events);
-    }
+    t = bots_play(t, 0);
     // A spectator arriving between a player's read and their move: still their move.
     let seat = TableGame::turn(&t.game).unwrap();
     let player = t.player_at(seat).unwrap();
@@ -255,10 +246,7 @@ fn a_hand_in_play_at_the_latest_end_stops_there_and_its_cards_become_public() {
     t = fold(Some(t), &events);
     let deal = t.deal(&dealt(0), now).unwrap().events;
     t = fold(Some(t), &deal);
-    while let Next::Bot(seat) = t.next(now) {
-        let events = t.bot_move(seat, now).unwrap().events;
-        t = fold(Some(t), &events);
-    }
+    t = bots_play(t, now);
     // Seat 0's clock: 30 s per move, within the end.
     assert_eq!(t.deadline, Some((seat(0), now + 30_000)));
     // A move 45 s before the end leaves the next turn's clock at the end, not past it.
@@ -274,10 +262,7 @@ fn a_hand_in_play_at_the_latest_end_stops_there_and_its_cards_become_public() {
         .unwrap()
         .events;
     t = fold(Some(t), &moved);
-    while let Next::Bot(seat) = t.next(END - 10_000) {
-        let events = t.bot_move(seat, END - 10_000).unwrap().events;
-        t = fold(Some(t), &events);
-    }
+    t = bots_play(t, END - 10_000);
     if let Some((_, deadline)) = t.deadline {
         assert!(deadline <= END, "deadline {deadline} past the end {END}");
     }

@@ -242,14 +242,13 @@ async fn two_replicas_share_the_partitions_and_one_takes_all_when_the_other_drai
 }
 
 /// Every answer for a table names its owner (`fairdeal-table-owner`, its `advertise_url`),
-/// whichever replica the call reached: the owner's own answers, a forwarded call's and a
-/// relayed watch's. When the owner drains, the replica taking its tables names itself.
+/// whichever replica the call reached: the owner's own answers at once, a forwarded call's
+/// and a relayed watch's as soon as the replica has read the owner's route (once a keeper
+/// round). When the owner drains, the replica taking its tables names itself.
 #[tokio::test]
 async fn every_answer_names_the_table_s_owner_postgres_nats() {
     let mut app = TestApp::spawn_replicas(Db::Postgres, 2).await;
     app.partitions_settled().await;
-    // ...and every replica's routes read again since.
-    tokio::time::sleep(fairdeal_tables::startup::LEASE_ROUND * 2).await;
     let named: Vec<(Option<String>, Option<String>)> = app
         .replica_ports
         .iter()
@@ -263,17 +262,33 @@ async fn every_answer_names_the_table_s_owner_postgres_nats() {
     // A table is born on the replica that creates it, which owns it.
     let on_a = a.create(pb::CreateTableRequest::default()).await.table_id;
     let on_b = b.create(pb::CreateTableRequest::default()).await.table_id;
-    for through in [&a, &b] {
-        assert_eq!(through.owner_named(&on_a).await, named[0]);
-        assert_eq!(through.owner_named(&on_b).await, named[1]);
-    }
+    assert_eq!(a.owner_named(&on_a).await, named[0]);
+    assert_eq!(b.owner_named(&on_b).await, named[1]);
+    // The other replica, within two keeper rounds.
+    let rounds = fairdeal_tables::startup::LEASE_ROUND * 2;
+    named_by(&b, &on_a, &named[0], rounds).await;
+    named_by(&a, &on_b, &named[1], rounds).await;
     // A drains: B takes its partitions and names itself for A's table.
     app.stop_replica(0).await;
-    let until = std::time::Instant::now() + Duration::from_secs(20);
-    while b.owner_named(&on_a).await != named[1] {
-        assert!(std::time::Instant::now() < until, "B never named itself");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    named_by(&b, &on_a, &named[1], Duration::from_secs(20)).await;
     assert_eq!(b.owner_named(&on_b).await, named[1]);
     app.stop().await;
+}
+
+/// Waits until `through`'s `GetTable` and `Watch` answers for `table_id` name `owner`,
+/// `within` at most.
+async fn named_by(
+    through: &Player,
+    table_id: &str,
+    owner: &(Option<String>, Option<String>),
+    within: Duration,
+) {
+    let until = std::time::Instant::now() + within;
+    while through.owner_named(table_id).await != *owner {
+        assert!(
+            std::time::Instant::now() < until,
+            "{table_id} never named {owner:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
