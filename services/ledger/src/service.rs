@@ -382,11 +382,10 @@ impl Ledger {
                 "table {id} is not in the log"
             )));
         }
-        if !events.iter().any(|e| {
-            e.stream_id == table_stream
-                && (is_event_type::<tpb::GameFinished>(&e.event_type)
-                    || is_event_type::<tpb::TableExpired>(&e.event_type))
-        }) {
+        if !events
+            .iter()
+            .any(|e| e.stream_id == table_stream && visibility::ends_game(&e.event_type))
+        {
             return Err(LedgerError::Precondition(format!(
                 "table {id} has not finished: its game cannot be exported yet"
             )));

@@ -306,14 +306,21 @@ pub enum Effect {
     EraseSubject(Subject),
 }
 
+/// Whether an event of `event_type`, in its table's own stream, ends the game: a
+/// `GameFinished`, or a `TableExpired` (the table reached its latest end, after which its
+/// timelocked seed is anyone's). Its private events may be seen from then on, and it may
+/// be exported once whole.
+pub fn ends_game(event_type: &str) -> bool {
+    fairdeal_eventstore::is_event_type::<tpb::GameFinished>(event_type)
+        || fairdeal_eventstore::is_event_type::<tpb::TableExpired>(event_type)
+}
+
 /// The effect of `event`, if it has one. A `GameFinished` (or a `TableExpired`: the table
 /// reached its latest end, after which its timelocked seed is anyone's) counts only in its
 /// table's own stream, so no other stream can finish a game.
 pub fn effect(event: &RecordedEvent) -> Option<Effect> {
     let stream = event.stream_id.as_str();
-    if (event.is::<tpb::GameFinished>() || event.is::<tpb::TableExpired>())
-        && stream.starts_with("table-")
-    {
+    if ends_game(&event.event_type) && stream.starts_with("table-") {
         return game_of_stream(stream).map(Effect::Finish);
     }
     if event.is::<cpb::TournamentRevealed>() && stream.starts_with("tournament-") {
