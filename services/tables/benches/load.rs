@@ -250,18 +250,23 @@ async fn play_by_reading(
     }
 }
 
-/// Sits `player` at `seat`, again after an UNAVAILABLE (a replica whose routes are a round
-/// stale refuses the call, writing nothing, and says to retry), as a client does.
+/// Sits `player` at `seat`, again after an UNAVAILABLE (a replica that has not yet read
+/// the table's new owner refuses the call, writing nothing, and says to retry), as a client
+/// does ([`fairdeal_client::while_unavailable`]); each refusal is counted.
 async fn sit(player: &Player, id: &str, seat: u32) {
-    loop {
-        match player.sit(id, seat).await {
-            Ok(_) => return,
-            Err(status) if status.code() == tonic::Code::Unavailable => {
-                UNAVAILABLE.fetch_add(1, Ordering::Relaxed);
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            Err(status) => panic!("sit: {status:?}"),
+    let sat = fairdeal_client::while_unavailable(|| async {
+        let answer = player.sit(id, seat).await;
+        if answer
+            .as_ref()
+            .is_err_and(|s| s.code() == tonic::Code::Unavailable)
+        {
+            UNAVAILABLE.fetch_add(1, Ordering::Relaxed);
         }
+        answer
+    })
+    .await;
+    if let Err(status) = sat {
+        panic!("sit: {status:?}");
     }
 }
 
