@@ -13,7 +13,8 @@
 //! Within a process the budget is split four ways, and nothing else opens a session:
 //!
 //! - [`ConnectionBudget::writers`]: the event store's group commit writers, one long-lived
-//!   session each (1 below a budget of 10, else 2);
+//!   session each (1 below a budget of 10, else 2, unless the process chooses its number
+//!   with [`ConnectionBudget::with_writers`]: `--db-writers`, and the tables service's 1);
 //! - [`ConnectionBudget::HELD`]: sessions held for good outside any pool: the notification
 //!   listener's and the bus's leases (the relay's, and an in-store consumer's), each a
 //!   session held for as long as the lease;
@@ -34,6 +35,7 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ConnectionBudget {
     total: u32,
+    writers: u32,
 }
 
 /// A budget outside [`ConnectionBudget::MIN`]..=[`ConnectionBudget::MAX`].
@@ -44,6 +46,20 @@ pub struct ConnectionBudget {
     max = ConnectionBudget::MAX
 )]
 pub struct BadBudget(pub u32);
+
+/// A number of writers a budget cannot hold (see [`ConnectionBudget::with_writers`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{writers} writers is outside 1..={max}, or leaves a budget of {total} connections \
+     fewer than two to share",
+    max = ConnectionBudget::MAX_WRITERS
+)]
+pub struct BadWriters {
+    /// The writers asked for.
+    pub writers: u32,
+    /// The budget.
+    pub total: u32,
+}
 
 impl ConnectionBudget {
     /// The smallest budget: one writer, the sessions held for good, two readers and a shared
@@ -67,10 +83,17 @@ impl ConnectionBudget {
     /// connections").
     pub const MAX_READERS: u32 = 8;
 
+    /// Most group commit writers a process may ask for: past 2 each batch commits more
+    /// slowly (docs/decisions.md, "Writers per store").
+    pub const MAX_WRITERS: u32 = 4;
+
     /// A budget of `total` sessions.
     pub fn new(total: u32) -> Result<Self, BadBudget> {
         if (Self::MIN..=Self::MAX).contains(&total) {
-            Ok(Self { total })
+            Ok(Self {
+                total,
+                writers: Self::default_writers(total),
+            })
         } else {
             Err(BadBudget(total))
         }
@@ -83,7 +106,38 @@ impl ConnectionBudget {
 
     /// Group commit writers, each on a session of its own.
     pub fn writers(self) -> u32 {
-        if self.total < 10 { 1 } else { 2 }
+        self.writers
+    }
+
+    /// The same budget with `writers` group commit writers (1 to [`Self::MAX_WRITERS`]),
+    /// taken from the shared pool, which keeps two at least. Fewer writers make larger
+    /// commit groups: fewer transactions for the same appends, at the cost of the overlap
+    /// of one batch filling while another commits (docs/decisions.md, "Writers per store").
+    pub fn with_writers(self, writers: u32) -> Result<Self, BadWriters> {
+        let bad = BadWriters {
+            writers,
+            total: self.total,
+        };
+        if !(1..=Self::MAX_WRITERS).contains(&writers) {
+            return Err(bad);
+        }
+        let budget = Self { writers, ..self };
+        match budget.shared_checked() {
+            Some(shared) if shared >= 2 => Ok(budget),
+            _ => Err(bad),
+        }
+    }
+
+    /// The writers of a budget of `total` that names none: 1 below 10, else 2.
+    const fn default_writers(total: u32) -> u32 {
+        if total < 10 { 1 } else { 2 }
+    }
+
+    fn shared_checked(self) -> Option<u32> {
+        self.total
+            .checked_sub(self.writers)?
+            .checked_sub(Self::HELD)?
+            .checked_sub(self.readers())
     }
 
     /// Connections of the event store's readers' pool.
@@ -93,7 +147,7 @@ impl ConnectionBudget {
 
     /// Connections of the shared pool: the rest.
     pub fn shared(self) -> u32 {
-        self.total - self.writers() - Self::HELD - self.readers()
+        self.shared_checked().unwrap_or(0)
     }
 }
 
@@ -101,6 +155,7 @@ impl Default for ConnectionBudget {
     fn default() -> Self {
         Self {
             total: Self::DEFAULT,
+            writers: Self::default_writers(Self::DEFAULT),
         }
     }
 }
@@ -137,6 +192,30 @@ mod tests {
             // Two to work with, at least.
             assert!(budget.shared() >= 2, "{budget}");
         }
+    }
+
+    #[test]
+    fn a_chosen_number_of_writers_comes_out_of_the_shared_pool() {
+        let default = ConnectionBudget::default();
+        let one = default.with_writers(1).unwrap();
+        assert_eq!(one.writers(), 1);
+        assert_eq!(one.shared(), default.shared() + 1);
+        assert_eq!(one.readers(), default.readers());
+        assert_eq!(
+            one.to_string(),
+            "24 connections (12 shared, 8 readers, 1 writers, 3 held)"
+        );
+        assert_eq!(default.with_writers(4).unwrap().shared(), 9);
+        for writers in [0, ConnectionBudget::MAX_WRITERS + 1] {
+            assert_eq!(
+                default.with_writers(writers),
+                Err(BadWriters { writers, total: 24 })
+            );
+        }
+        // The smallest budget has no session to spare for a second writer.
+        let smallest = ConnectionBudget::new(ConnectionBudget::MIN).unwrap();
+        assert!(smallest.with_writers(2).is_err());
+        assert_eq!(smallest.with_writers(1), Ok(smallest));
     }
 
     #[test]

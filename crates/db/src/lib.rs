@@ -27,7 +27,7 @@ pub mod pool;
 pub mod url;
 
 pub use backend::Backend;
-pub use budget::{BadBudget, ConnectionBudget};
+pub use budget::{BadBudget, BadWriters, ConnectionBudget};
 pub use migrate::Migrations;
 pub use pool::{
     ACQUIRE_TIMEOUT, BackendKind, BadSchema, Db, OpenError, Schema, in_schema,

@@ -117,6 +117,14 @@ pub struct CommonConfig {
     )]
     pub db_max_connections: u32,
 
+    /// Group commit writers of the event store (1 to 4), each holding one session of
+    /// `db_max_connections`. Fewer make larger commit groups (fewer transactions per event);
+    /// more overlap one batch's commit with the next one's filling, which pays only with
+    /// hundreds of appends in flight (docs/decisions.md, "Writers per store"). Absent: the
+    /// service's own choice (1 for tables, else 2 from a budget of 10). Ignored on SQLite.
+    #[arg(long, value_name = "N")]
+    pub db_writers: Option<u32>,
+
     /// NATS server with JetStream. Absent: events travel on the in-process bus.
     #[arg(long, value_name = "URL")]
     pub nats_url: Option<SecretUrl>,
@@ -160,7 +168,10 @@ impl fairdeal_platform::Deployment for CommonConfig {
     fn connection_budget(
         &self,
     ) -> Result<fairdeal_db::ConnectionBudget, fairdeal_platform::SetupError> {
-        CommonConfig::connection_budget(self).map_err(setup_error("db_max_connections"))
+        let budget = self
+            .budget_alone()
+            .map_err(setup_error("db_max_connections"))?;
+        self.writers_in(budget).map_err(setup_error("db_writers"))
     }
 
     fn bus(&self) -> fairdeal_platform::BusSettings {
@@ -202,11 +213,29 @@ impl CommonConfig {
         }
     }
 
-    /// `db_max_connections`, typed: how the process's PostgreSQL sessions are shared between
-    /// its pools.
+    /// `db_max_connections` and `db_writers`, typed: how the process's PostgreSQL sessions
+    /// are shared between its pools.
     pub fn connection_budget(&self) -> Result<fairdeal_db::ConnectionBudget, ConfigError> {
+        self.writers_in(self.budget_alone()?)
+    }
+
+    /// `db_max_connections` alone.
+    fn budget_alone(&self) -> Result<fairdeal_db::ConnectionBudget, ConfigError> {
         fairdeal_db::ConnectionBudget::new(self.db_max_connections)
             .map_err(|error| ConfigError::invalid("db_max_connections", error.to_string()))
+    }
+
+    /// `budget` with the writers `db_writers` names, if it names any.
+    fn writers_in(
+        &self,
+        budget: fairdeal_db::ConnectionBudget,
+    ) -> Result<fairdeal_db::ConnectionBudget, ConfigError> {
+        match self.db_writers {
+            Some(writers) => budget
+                .with_writers(writers)
+                .map_err(|error| ConfigError::invalid("db_writers", error.to_string())),
+            None => Ok(budget),
+        }
     }
 
     /// The database, typed: PostgreSQL or a SQLite file. The one parser of `database_url`

@@ -45,6 +45,9 @@ pub trait Service: Send + Sync + 'static {
     const MIGRATIONS: &'static [&'static Migrations];
     /// How it is deployed: what its deployment files are generated from.
     const DEPLOYMENT: Deployment;
+    /// Its event store's group commit writers on PostgreSQL when `--db-writers` names none
+    /// (`None`: as the connection budget gives them).
+    const DB_WRITERS: Option<u32> = None;
     /// Its own settings (flags, `FAIRDEAL_*` environment, a `--config` file section).
     type Settings: Section;
     /// What it is assembled from; tests build their own.
@@ -82,7 +85,20 @@ pub trait Service: Send + Sync + 'static {
 /// PostgreSQL) migrated for the event store, the bus and `S`.
 pub async fn open_storage<S: Service>(config: &Config<S::Settings>) -> Result<Storage, StartError> {
     let schema = S::schema(&config.service);
-    Ok(Storage::open(&config.common, &schema, S::MIGRATIONS).await?)
+    Ok(Storage::open(
+        &storage_settings::<S>(&config.common),
+        &schema,
+        S::MIGRATIONS,
+    )
+    .await?)
+}
+
+/// `common` as service `S` opens its storage with: its own number of writers
+/// ([`Service::DB_WRITERS`]) where `--db-writers` names none.
+pub fn storage_settings<S: Service>(common: &CommonConfig) -> CommonConfig {
+    let mut common = common.clone();
+    common.db_writers = common.db_writers.or(S::DB_WRITERS);
+    common
 }
 
 /// Service `S` on a gRPC server of its own, bound.

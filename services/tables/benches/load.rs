@@ -10,7 +10,8 @@
 //! each seat sends its moves to one replica and watches through the other (`LOAD_WATCH=same`:
 //! through the same one), so half the moves and half the watches reach a replica that does
 //! not own the table and are forwarded to the owner; `LOAD_ROUTE=owner`: every seat on the
-//! replica owning its table, nothing forwarded).
+//! replica owning its table, nothing forwarded; `LOAD_DB_WRITERS=n`: the replicas'
+//! `--db-writers`, default the service's own).
 //!
 //! Each seat's client watches the table (`Watch` with turn views): when a message brings its
 //! view (its seat is to act), it chooses with the engine's bot and sends `Act`.
@@ -65,6 +66,13 @@ fn replicas() -> usize {
 /// moves'.
 fn watch_same() -> bool {
     std::env::var("LOAD_WATCH").is_ok_and(|w| w == "same")
+}
+
+/// `LOAD_DB_WRITERS=n`: the replicas' `--db-writers` (default: the service's own, 1).
+fn db_writers() -> Option<u32> {
+    std::env::var("LOAD_DB_WRITERS")
+        .ok()
+        .and_then(|w| w.parse().ok())
 }
 
 /// `LOAD_ROUTE=owner`: with replicas, every seat acts and watches through the replica the
@@ -430,7 +438,7 @@ async fn raw_appends(app: &TestApp, writers: usize, run: Duration) -> (f64, f64,
 
 async fn run(db: Db, tables: usize, seconds: u64) {
     let replicas = replicas();
-    let app = Arc::new(TestApp::spawn_replicas(db, replicas).await);
+    let app = Arc::new(TestApp::spawn_replicas_writing(db, replicas, db_writers()).await);
     // The replicas' keepers share the partitions a second or two after they start: the
     // window measures the shape they run in, not the handover.
     app.partitions_settled().await;

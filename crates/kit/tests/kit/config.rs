@@ -136,6 +136,14 @@ fn validation_errors_name_the_field() {
         (&["--shutdown-grace", "0s"], "shutdown_grace"),
         (&["--log", "=["], "log"),
         (&["--max-seats", "12"], "max_seats"),
+        (&["--db-max-connections", "7"], "db_max_connections"),
+        (&["--db-writers", "0"], "db_writers"),
+        (&["--db-writers", "5"], "db_writers"),
+        // The smallest budget has no session to spare for a second writer.
+        (
+            &["--db-max-connections", "8", "--db-writers", "2"],
+            "db_writers",
+        ),
     ];
     for (args, field) in cases {
         match load::<TablesSettings>(args, &[]) {

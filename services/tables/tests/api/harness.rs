@@ -100,7 +100,7 @@ impl TestApp {
     /// Starts commitment, dealing and `replicas` tables services sharing one database
     /// (more than one needs PostgreSQL).
     pub(crate) async fn spawn_replicas(db: Db, replicas: usize) -> TestApp {
-        Self::spawn_with(db, replicas, true).await
+        Self::spawn_replicas_writing(db, replicas, None).await
     }
 
     /// Starts commitment, `replicas` tables services and, if `dealing`, the dealing service
@@ -168,13 +168,31 @@ impl TestApp {
         if dealing {
             app.start_dealing().await;
         }
-        for _ in 0..replicas {
-            app.start_replica().await;
-        }
-        if let Some(first) = app.replicas.first() {
-            app.tables = first.clone();
-        }
+        app.start_replicas(replicas).await;
         app
+    }
+
+    /// [`TestApp::spawn_replicas`], the replicas run with `--db-writers` `writers` (`None`:
+    /// the service's own number).
+    pub(crate) async fn spawn_replicas_writing(
+        db: Db,
+        replicas: usize,
+        writers: Option<u32>,
+    ) -> TestApp {
+        let mut app = Self::spawn_with(db, 0, true).await;
+        app.tables_common.db_writers = writers;
+        app.start_replicas(replicas).await;
+        app
+    }
+
+    /// Starts `replicas` tables replicas; the first is [`TestApp::tables`].
+    async fn start_replicas(&mut self, replicas: usize) {
+        for _ in 0..replicas {
+            self.start_replica().await;
+        }
+        if let Some(first) = self.replicas.first() {
+            self.tables = first.clone();
+        }
     }
 
     /// How the `fairdeal-tables` binary is configured to serve at `port` over this app's
@@ -327,7 +345,10 @@ impl TestApp {
     /// The tables' storage, opened here (for replicas run as processes); closed at the end.
     pub(crate) async fn open_tables_storage(&mut self) -> Storage {
         let storage = Storage::open(
-            &self.tables_common,
+            // As the service opens its own (its number of writers).
+            &fairdeal_kit::host::storage_settings::<fairdeal_tables::TablesService>(
+                &self.tables_common,
+            ),
             fairdeal_tables::startup::SCHEMA,
             <fairdeal_tables::TablesService as fairdeal_kit::Service>::MIGRATIONS,
         )
