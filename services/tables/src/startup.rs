@@ -167,6 +167,15 @@ impl Parts {
     }
 }
 
+/// What a running tables replica shows beside its routes (tests read it).
+#[derive(Debug, Clone, Default)]
+pub struct Handles {
+    /// Who holds every partition and where it serves, as this replica's keeper last read
+    /// them: where it forwards calls for the others' tables (`None`: every table is served
+    /// here, on SQLite).
+    pub routes: Option<tokio::sync::watch::Receiver<ownership::Routes>>,
+}
+
 /// The tables service, as the kit's host runs it.
 #[derive(Debug)]
 pub struct TablesService;
@@ -189,7 +198,7 @@ impl Service for TablesService {
     const DB_WRITERS: Option<u32> = Some(1);
     type Settings = TablesSettings;
     type Parts = Parts;
-    type Handles = ();
+    type Handles = Handles;
 
     async fn parts(config: &Config<TablesSettings>, storage: Storage) -> Result<Parts, StartError> {
         Parts::over(config, storage)
@@ -203,7 +212,7 @@ impl Service for TablesService {
         common: &CommonConfig,
         parts: Parts,
         shutdown: &Shutdown,
-    ) -> Result<(Mount, ()), StartError> {
+    ) -> Result<(Mount, Handles), StartError> {
         spawn_key_refresh(&parts.authn, shutdown);
         let bus = Bus::start(common, &parts.storage, Self::NAME, shutdown).await?;
         let mut tables = Tables::new(
@@ -218,6 +227,7 @@ impl Service for TablesService {
         // the turn clocks of its own only, and forwards calls for the others' to them
         // (docs/decisions.md, "Who owns a table").
         let mut router = None;
+        let mut handles = Handles::default();
         let mut projection = LobbyProjection::waking(tables.owed_steps());
         if let fairdeal_db::Db::Postgres { pool, schema } = parts.storage.db() {
             let advertise_url = parts.advertise_url.clone();
@@ -257,6 +267,7 @@ impl Service for TablesService {
                     }
                 }
             });
+            handles.routes = Some(keeper.routes());
             router = Some(
                 Router::new(keeper.owner(), ownership, keeper.routes()).serving_at(&advertise_url),
             );
@@ -275,7 +286,7 @@ impl Service for TablesService {
         let routes = Mount::new()
             .add_service(AuthLayer::new(parts.authn).wrap(TablesServiceServer::new(api)))
             .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET);
-        Ok((routes, ()))
+        Ok((routes, handles))
     }
 
     /// In one process: its peers at the host's address, the service secret it generated.

@@ -29,6 +29,9 @@ pub(crate) struct TestApp {
     pub(crate) replicas: Vec<TablesServiceClient<Channel>>,
     /// The replicas' ports, in `replicas` order.
     pub(crate) replica_ports: Vec<u16>,
+    /// Each replica's routes, as its keeper last read them (`replicas` order; `None` on
+    /// SQLite, where one replica serves every table).
+    replica_routes: Vec<Option<tokio::sync::watch::Receiver<fairdeal_platform::ownership::Routes>>>,
     /// The clock of every tables replica: tests advance it, nobody sleeps.
     pub(crate) clock: Arc<ManualClock>,
     signing: SigningKey,
@@ -151,6 +154,7 @@ impl TestApp {
             tables: TablesServiceClient::new(lazy(0)),
             replicas: Vec::new(),
             replica_ports: Vec::new(),
+            replica_routes: Vec::new(),
             clock: Arc::new(ManualClock::new(fairdeal_testkit::now() * 1000)),
             signing,
             replica_servers: Vec::new(),
@@ -287,6 +291,7 @@ impl TestApp {
         .await
         .unwrap();
         assert_eq!(tables.port(), port);
+        self.replica_routes.push(tables.handles().routes.clone());
         let shutdown = tables.shutdown();
         let server = tokio::spawn(async move {
             tables.run_until_stopped().await.unwrap();
@@ -340,6 +345,32 @@ impl TestApp {
             assert!(std::time::Instant::now() < until, "partitions: {held:?}");
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
+    }
+
+    /// Waits, `within` at most, until replica `index`'s keeper has read that `table_id` is
+    /// served at `address` (its route, which the replica forwards by).
+    pub(crate) async fn routed(
+        &self,
+        index: usize,
+        table_id: &str,
+        address: &str,
+        within: std::time::Duration,
+    ) {
+        let id: Uuid = table_id.parse().unwrap();
+        let partition =
+            fairdeal_platform::ownership::partition_of(&id, fairdeal_tables::startup::PARTITIONS);
+        let mut routes = self.replica_routes[index]
+            .clone()
+            .expect("routes are kept over PostgreSQL");
+        let read = routes.wait_for(|routes| {
+            routes
+                .get(&partition)
+                .is_some_and(|route| route.address == address)
+        });
+        tokio::time::timeout(within, read)
+            .await
+            .unwrap_or_else(|_| panic!("replica {index} never routed {table_id} to {address}"))
+            .unwrap();
     }
 
     /// The tables' storage, opened here (for replicas run as processes); closed at the end.

@@ -264,31 +264,19 @@ async fn every_answer_names_the_table_s_owner_postgres_nats() {
     let on_b = b.create(pb::CreateTableRequest::default()).await.table_id;
     assert_eq!(a.owner_named(&on_a).await, named[0]);
     assert_eq!(b.owner_named(&on_b).await, named[1]);
-    // The other replica, within two keeper rounds.
+    // The other replica, once its keeper has read the owner's route (two rounds at most).
     let rounds = fairdeal_tables::startup::LEASE_ROUND * 2;
-    named_by(&b, &on_a, &named[0], rounds).await;
-    named_by(&a, &on_b, &named[1], rounds).await;
+    let address = |port: u16| format!("http://127.0.0.1:{port}");
+    let [port_a, port_b] = [app.replica_ports[0], app.replica_ports[1]];
+    app.routed(1, &on_a, &address(port_a), rounds).await;
+    assert_eq!(b.owner_named(&on_a).await, named[0]);
+    app.routed(0, &on_b, &address(port_b), rounds).await;
+    assert_eq!(a.owner_named(&on_b).await, named[1]);
     // A drains: B takes its partitions and names itself for A's table.
     app.stop_replica(0).await;
-    named_by(&b, &on_a, &named[1], Duration::from_secs(20)).await;
+    app.routed(1, &on_a, &address(port_b), Duration::from_secs(20))
+        .await;
+    assert_eq!(b.owner_named(&on_a).await, named[1]);
     assert_eq!(b.owner_named(&on_b).await, named[1]);
     app.stop().await;
-}
-
-/// Waits until `through`'s `GetTable` and `Watch` answers for `table_id` name `owner`,
-/// `within` at most.
-async fn named_by(
-    through: &Player,
-    table_id: &str,
-    owner: &(Option<String>, Option<String>),
-    within: Duration,
-) {
-    let until = std::time::Instant::now() + within;
-    while through.owner_named(table_id).await != *owner {
-        assert!(
-            std::time::Instant::now() < until,
-            "{table_id} never named {owner:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
