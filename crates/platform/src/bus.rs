@@ -121,13 +121,7 @@ impl Bus {
             jetstream,
         };
         if let Db::Postgres { pool, schema } = storage.db() {
-            crate::wake::spawn_listener(
-                pool.clone(),
-                schema.clone(),
-                storage.signal().clone(),
-                storage.owner_wakes_sender().clone(),
-                shutdown,
-            );
+            crate::wake::spawn_listener(pool.clone(), schema.clone(), storage.hearers(), shutdown);
         }
         bus.start_relay(shutdown).await?;
         Ok(bus)

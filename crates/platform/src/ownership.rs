@@ -19,6 +19,10 @@
 //! or expired, drains what is above its share, and releases everything when it stops. Each
 //! round it also reads who holds every partition and where that replica serves
 //! ([`Routes`]), so a call for an aggregate another replica owns can be forwarded there.
+//! A round that changes who holds what (a replica joins, takes, gives up or leaves)
+//! announces it on [`LEASES_CHANNEL`]; the other keepers hear it ([`Keeper::hearing`]) and
+//! run a round at once, so a drained partition is taken, and the routes name a new owner,
+//! within a round trip rather than at the next round.
 //!
 //! The embedded default is one process owning everything: it holds no leases.
 
@@ -97,6 +101,7 @@ pub enum LeaseError {
 #[derive(Debug, Clone)]
 pub struct Leases {
     pool: PgPool,
+    schema: String,
     table: String,
     owners: String,
     owner: String,
@@ -125,6 +130,7 @@ impl Leases {
     pub fn new(pool: PgPool, schema: &Schema, owner: impl Into<String>, ttl: Duration) -> Self {
         Leases {
             pool,
+            schema: schema.as_str().to_owned(),
             table: format!("{}.partition_leases", schema.quoted()),
             owners: format!("{}.lease_owners", schema.quoted()),
             owner: owner.into(),
@@ -336,6 +342,17 @@ impl Leases {
             .collect())
     }
 
+    /// Tells the other keepers of this schema that who holds what has changed
+    /// ([`LEASES_CHANNEL`], payload `<schema> <owner>`): they run a round at once.
+    pub async fn announce(&self) -> Result<(), LeaseError> {
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(LEASES_CHANNEL)
+            .bind(format!("{} {}", self.schema, self.owner))
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
     /// Stops taking part (a drain): the others stop counting this owner at once.
     pub async fn leave(&self) -> Result<(), LeaseError> {
         let sql = format!("DELETE FROM {} WHERE owner = $1", self.owners);
@@ -401,6 +418,15 @@ mod tests {
         );
         assert_eq!(partition_of(&Uuid::now_v7(), 0), 0);
     }
+}
+
+/// The notification channel on which a keeper announces that who holds what has changed
+/// ([`Leases::announce`]); payload `<schema> <owner>`.
+pub const LEASES_CHANNEL: &str = "fairdeal_leases";
+
+/// Whether a notification's `payload` on [`LEASES_CHANNEL`] is about `schema`'s leases.
+pub(crate) fn leases_changed(payload: &str, schema: &str) -> bool {
+    payload.split(' ').next() == Some(schema)
 }
 
 /// What a [`Keeper`] holds: its leases by partition.
@@ -608,6 +634,10 @@ pub struct Keeper {
     renewed: std::sync::Mutex<Option<std::time::Instant>>,
     /// The event store whose position marks where each epoch taken starts, if any.
     starts: Option<std::sync::Arc<dyn fairdeal_eventstore::EventStore>>,
+    /// Whether this keeper's first heartbeat has been announced.
+    joined: std::sync::atomic::AtomicBool,
+    /// The other keepers' announcements, as the storage's listener hears them.
+    changes: Option<tokio::sync::watch::Receiver<u64>>,
 }
 
 impl Keeper {
@@ -620,7 +650,19 @@ impl Keeper {
             routes: tokio::sync::watch::Sender::new(Routes::new()),
             renewed: std::sync::Mutex::new(None),
             starts: None,
+            joined: std::sync::atomic::AtomicBool::new(false),
+            changes: None,
         }
+    }
+
+    /// The same keeper, running a round as soon as `changes` changes (besides every
+    /// `every`, [`Keeper::run`]): a count the storage's listener raises whenever a keeper of
+    /// the schema announces a change on [`LEASES_CHANNEL`], or whenever it (re)connects
+    /// (an announcement may have been missed).
+    #[must_use]
+    pub fn hearing(mut self, changes: tokio::sync::watch::Receiver<u64>) -> Self {
+        self.changes = Some(changes);
+        self
     }
 
     /// The same keeper, recording in each lease it takes where the new epoch starts in
@@ -687,7 +729,9 @@ impl Keeper {
     }
 
     /// One round: renew, then take or give up partitions toward the fair share, then read
-    /// the routes. Returns what is held after it.
+    /// the routes, and announce ([`Leases::announce`]) a change in who holds what: this
+    /// keeper's first heartbeat, a partition given up or taken. Returns what is held after
+    /// it.
     pub async fn tick(&self) -> Result<Owned, LeaseError> {
         // Renew, in one statement: a lease that cannot be renewed is gone at once. When the
         // database cannot be reached, what is held is given up once a ttl has passed since
@@ -719,6 +763,7 @@ impl Keeper {
         self.owned.send_replace(held.clone());
 
         self.leases.heartbeat().await?;
+        let joined = !self.joined.load(std::sync::atomic::Ordering::Relaxed);
         let live = self.leases.live_owners().await?.len().max(1);
         let share = self
             .partitions
@@ -747,6 +792,7 @@ impl Keeper {
         // What is taken is published even when a statement fails midway: a lease taken and
         // not published would be nobody's until it expired.
         let mut failed = None;
+        let mut took = false;
         if count < share {
             let taken = self.leases.held().await?;
             let mut acquired = Vec::new();
@@ -770,7 +816,10 @@ impl Keeper {
                 }
             }
             match self.mark(acquired).await {
-                Ok(marked) => held.extend(marked.into_iter().map(|l| (l.partition, l))),
+                Ok(marked) => {
+                    took = !marked.is_empty();
+                    held.extend(marked.into_iter().map(|l| (l.partition, l)));
+                }
                 Err(error) => failed = failed.or(Some(error)),
             }
         }
@@ -779,20 +828,34 @@ impl Keeper {
             return Err(error);
         }
         self.routes.send_replace(self.leases.routes().await?);
+        if joined || took || !surplus.is_empty() {
+            self.leases.announce().await?;
+            self.joined
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         Ok(held)
     }
 
-    /// Ticks every `every` until `stop` is cancelled, then releases everything held (the
-    /// drain of a replica shutting down: the others take its partitions on their next tick).
-    /// A failed round is logged and retried on the next.
+    /// Ticks every `every`, and whenever another keeper announces a change
+    /// ([`Keeper::hearing`]), until `stop` is cancelled; then leaves and releases everything
+    /// held, and announces it (the drain of a replica shutting down: the others hearing it
+    /// take its partitions at once, the others on their next tick). A failed round is
+    /// logged and retried on the next.
     pub async fn run(self, every: Duration, stop: tokio_util::sync::CancellationToken) {
+        let mut changes = self.changes.clone();
         loop {
+            // What was announced before the round starts, the round reads; what is announced
+            // while it runs calls for another.
+            if let Some(changes) = &mut changes {
+                changes.borrow_and_update();
+            }
             if let Err(error) = self.tick().await {
                 tracing::warn!(%error, "partition leases: a round failed");
             }
             tokio::select! {
                 () = stop.cancelled() => break,
                 () = tokio::time::sleep(every) => {}
+                () = changed(&mut changes) => {}
             }
         }
         let held = self.owned.send_replace(Owned::new());
@@ -805,5 +868,18 @@ impl Keeper {
                 tracing::warn!(%error, partition = lease.partition, "partition leases: release failed");
             }
         }
+        if let Err(error) = self.leases.announce().await {
+            tracing::warn!(%error, "partition leases: announcing the drain failed");
+        }
     }
+}
+
+/// Resolves when `changes` changes; never without it, or once its sender is gone.
+async fn changed(changes: &mut Option<tokio::sync::watch::Receiver<u64>>) {
+    if let Some(changes) = changes
+        && changes.changed().await.is_ok()
+    {
+        return;
+    }
+    std::future::pending().await
 }

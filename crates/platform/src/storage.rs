@@ -35,6 +35,9 @@ pub struct Storage {
     /// The wake-ups of this schema's aggregate owners the listener hears
     /// (`crate::ownership::Wake`).
     owner_wakes: tokio::sync::broadcast::Sender<Woken>,
+    /// Raised whenever a keeper of this schema announces a change in who holds what, as the
+    /// listener hears it (`crate::ownership::LEASES_CHANNEL`).
+    lease_changes: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 impl Storage {
@@ -87,6 +90,7 @@ impl Storage {
             events,
             signal,
             owner_wakes: tokio::sync::broadcast::Sender::new(OWNER_WAKES),
+            lease_changes: Arc::new(tokio::sync::watch::Sender::new(0)),
         };
         storage.migrate(migrations).await?;
         Ok(storage)
@@ -138,9 +142,21 @@ impl Storage {
         self.owner_wakes.subscribe()
     }
 
-    /// The sender the listener tells of owners' wake-ups.
-    pub(crate) fn owner_wakes_sender(&self) -> &tokio::sync::broadcast::Sender<Woken> {
-        &self.owner_wakes
+    /// A count raised whenever a keeper of this schema announces that who holds what has
+    /// changed, or the listener (re)connects (an announcement may have been missed): a
+    /// keeper hearing it runs a round at once (`crate::ownership::Keeper::hearing`).
+    /// Nothing is heard on SQLite (one process, no leases).
+    pub fn lease_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.lease_changes.subscribe()
+    }
+
+    /// Whom the listener tells of what it hears.
+    pub(crate) fn hearers(&self) -> crate::wake::Hearers {
+        crate::wake::Hearers {
+            appends: self.signal.clone(),
+            owner_wakes: self.owner_wakes.clone(),
+            lease_changes: Arc::clone(&self.lease_changes),
+        }
     }
 
     /// Tells the relay and readers that events were committed outside [`Storage::events`].

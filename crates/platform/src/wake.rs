@@ -13,10 +13,13 @@
 //! whatever committed while nobody listened is re-read.
 //!
 //! The same connection hears the wake-ups of the schema's aggregate owners
-//! (`crate::ownership::Wake`), handed to the storage's `owner_wakes`: one listening session
-//! a process, whatever it listens for (the connection budget counts one).
+//! (`crate::ownership::Wake`), handed to the storage's `owner_wakes`, and the keepers'
+//! announcements that who holds what has changed (`crate::ownership::LEASES_CHANNEL`),
+//! counted in the storage's `lease_changes`: one listening session a process, whatever it
+//! listens for (the connection budget counts one).
 //! `spawn_channel_listener` is the listening loop, for any channels.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::shutdown::Shutdown;
@@ -33,34 +36,49 @@ pub const CHANNEL: &str = fairdeal_eventstore::postgres::NOTIFY_CHANNEL;
 /// Wait before reconnecting after the listening connection failed.
 const RECONNECT: Duration = Duration::from_secs(1);
 
-/// Listens on `pool`'s server for appends to `schema` and fires `signal` for each, and for
-/// the wake-ups of `schema`'s aggregate owners (`crate::ownership::Wake`) and tells `wakes`
-/// of each, on one connection, until `shutdown` stops the background tasks. Whenever the
-/// connection is (re)established, everything is woken and `wakes` hears
-/// [`Woken::Missed`].
-pub fn spawn_listener(
-    pool: PgPool,
-    schema: Schema,
-    signal: AppendSignal,
-    wakes: tokio::sync::broadcast::Sender<Woken>,
-    shutdown: &Shutdown,
-) {
-    let channels = &[CHANNEL, crate::ownership::WAKE_CHANNEL];
+/// Whom a process's listener tells what it hears of its schema.
+#[derive(Debug, Clone)]
+pub struct Hearers {
+    /// Fired for each append.
+    pub appends: AppendSignal,
+    /// Told of each wake-up of an aggregate's owner (`crate::ownership::Wake`).
+    pub owner_wakes: tokio::sync::broadcast::Sender<Woken>,
+    /// Raised by one for each keeper's announcement (`crate::ownership::Keeper::hearing`).
+    pub lease_changes: Arc<tokio::sync::watch::Sender<u64>>,
+}
+
+/// Listens on `pool`'s server, on one connection until `shutdown` stops the background
+/// tasks, for appends to `schema`, the wake-ups of its aggregate owners and its keepers'
+/// announcements, and tells `hearers` of each. Whenever the connection is (re)established,
+/// everything is woken, the owners hear [`Woken::Missed`] and the lease changes are raised
+/// (what was sent while nobody listened is read again).
+pub fn spawn_listener(pool: PgPool, schema: Schema, hearers: Hearers, shutdown: &Shutdown) {
+    use crate::ownership::{LEASES_CHANNEL, WAKE_CHANNEL};
+    let channels = &[CHANNEL, WAKE_CHANNEL, LEASES_CHANNEL];
     spawn_channel_listener(pool, channels, "append-listener", shutdown, move |heard| {
         match heard {
             Heard::Notification { channel, payload } if channel == CHANNEL => {
-                forward(payload, schema.as_str(), &signal);
+                forward(payload, schema.as_str(), &hearers.appends);
             }
-            Heard::Notification { payload, .. } => {
+            Heard::Notification { channel, payload } if channel == WAKE_CHANNEL => {
                 if let Some(woken) = crate::ownership::woken(payload, schema.as_str()) {
                     // Nobody listening (no owner in this process) is no error.
-                    let _ = wakes.send(woken);
+                    let _ = hearers.owner_wakes.send(woken);
                 }
             }
-            // Anything committed while nobody listened is read now.
+            Heard::Notification { payload, .. } => {
+                if crate::ownership::leases_changed(payload, schema.as_str()) {
+                    hearers
+                        .lease_changes
+                        .send_modify(|n| *n = n.wrapping_add(1));
+                }
+            }
             Heard::Listening => {
-                wake_everything(&signal);
-                let _ = wakes.send(Woken::Missed);
+                wake_everything(&hearers.appends);
+                let _ = hearers.owner_wakes.send(Woken::Missed);
+                hearers
+                    .lease_changes
+                    .send_modify(|n| *n = n.wrapping_add(1));
             }
         }
     });

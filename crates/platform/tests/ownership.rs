@@ -529,8 +529,7 @@ async fn a_takeover_marks_where_its_epoch_starts_and_a_late_projection_wakes_the
     fairdeal_platform::wake::spawn_listener(
         f.pool.clone(),
         f.schema.clone(),
-        fairdeal_bus::AppendSignal::new(),
-        wakes,
+        hearers(wakes),
         &shutdown,
     );
     let next = async |heard: &mut tokio::sync::broadcast::Receiver<Woken>| {
@@ -574,4 +573,89 @@ async fn since(f: &Fixture, partition: i32) -> Option<u64> {
         .await
         .unwrap();
     since.map(|s| u64::try_from(s).unwrap())
+}
+
+/// What a listener tells, wake-ups to `wakes`.
+fn hearers(
+    wakes: tokio::sync::broadcast::Sender<fairdeal_platform::ownership::Woken>,
+) -> fairdeal_platform::wake::Hearers {
+    fairdeal_platform::wake::Hearers {
+        appends: fairdeal_bus::AppendSignal::new(),
+        owner_wakes: wakes,
+        lease_changes: std::sync::Arc::new(tokio::sync::watch::Sender::new(0)),
+    }
+}
+
+/// Waits until `what` holds of `watched`'s value; false after `within`.
+async fn until<T>(
+    watched: &mut tokio::sync::watch::Receiver<T>,
+    within: Duration,
+    what: impl FnMut(&T) -> bool,
+) -> bool {
+    tokio::time::timeout(within, watched.wait_for(what))
+        .await
+        .is_ok_and(|seen| seen.is_ok())
+}
+
+/// Nothing polls (issue 33): a keeper that joins, takes or gives up partitions announces it,
+/// and a running keeper hearing that runs a round at once. Here the keepers' own rounds are
+/// a minute apart, so everything they do within seconds they do because they heard each
+/// other: A drains half to B when B joins, B takes them when A announces the drain, A's
+/// routes name B's partitions when B announces its takeover, and A takes everything back
+/// when B drains.
+#[tokio::test]
+async fn a_keeper_hears_the_others_join_take_and_drain_and_answers_at_once() {
+    use fairdeal_platform::Shutdown;
+
+    let f = fixture().await;
+    let (ttl, every) = (Duration::from_secs(90), Duration::from_secs(60));
+    let within = Duration::from_secs(10);
+    let hearers = hearers(tokio::sync::broadcast::channel(16).0);
+    let shutdown = Shutdown::new();
+    fairdeal_platform::wake::spawn_listener(
+        f.pool.clone(),
+        f.schema.clone(),
+        hearers.clone(),
+        &shutdown,
+    );
+    let keeper =
+        |name: &str| Keeper::new(f.owner(name, ttl), 8).hearing(hearers.lease_changes.subscribe());
+    let a = keeper("replica-a");
+    let (mut a_owned, mut a_routes) = (a.owned(), a.routes());
+    let stop_a = tokio_util::sync::CancellationToken::new();
+    let running_a = tokio::spawn(a.run(every, stop_a.clone()));
+    assert!(until(&mut a_owned, within, |held| held.len() == 8).await);
+
+    // B joins: its first round takes nothing (A holds all) and announces it.
+    let b = keeper("replica-b");
+    let mut b_owned = b.owned();
+    let stop_b = tokio_util::sync::CancellationToken::new();
+    let running_b = tokio::spawn(b.run(every, stop_b.clone()));
+    assert!(
+        until(&mut b_owned, within, |held| held.len() == 4).await,
+        "A drained half to B on hearing it join, and B took it on hearing the drain"
+    );
+    assert!(
+        until(&mut a_routes, within, |routes| {
+            routes.len() == 8 && routes.values().filter(|r| r.owner == "replica-b").count() == 4
+        })
+        .await,
+        "A routes to B once B announced its takeover"
+    );
+    let held = [a_owned.borrow().clone(), b_owned.borrow().clone()];
+    assert!(disjoint_and_covering(&[&held[0], &held[1]], 8));
+
+    // B drains: it leaves, releases and announces; A takes everything without waiting for
+    // B's leases to expire or for its own next round.
+    stop_b.cancel();
+    running_b.await.unwrap();
+    assert!(
+        until(&mut a_owned, within, |held| held.len() == 8).await,
+        "A took B's partitions on hearing it drain"
+    );
+    stop_a.cancel();
+    running_a.await.unwrap();
+    shutdown.trigger();
+    shutdown.stop_background();
+    f.done().await;
 }

@@ -235,8 +235,11 @@ impl Service for TablesService {
                 .serving_at(parts.advertise_url);
             // Each epoch taken is marked with where it starts in the store, so the
             // projection can tell which rows the new owner's load may have missed.
+            // The others' announcements (a replica joins, drains, takes over) start a round
+            // at once: a drained table is taken, and routed to, without waiting for one.
             let keeper = Keeper::new(leases, PARTITIONS)
-                .marking_starts(parts.storage.backend().clone().into_dyn());
+                .marking_starts(parts.storage.backend().clone().into_dyn())
+                .hearing(parts.storage.lease_changes());
             // A first share before the clocks start, so they do not start with none; a
             // lease table that cannot be used stops the start rather than every clock.
             keeper.tick().await.map_err(|e| StartError::Dependency {
