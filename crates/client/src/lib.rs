@@ -3,12 +3,15 @@
 //!
 //! - [`view`]: a seat's `GetTable` view as the rules engine's seat view, and the engine's
 //!   heuristic bot choosing that seat's move from it (only what the server showed the seat).
-//! - [`Player`]: a player's calls to the tables service with their access token.
+//! - [`Player`]: a player's calls to the tables service with their access token, sent to
+//!   each table's owner once an answer has named it when the player follows the owners
+//!   ([`owners`]).
 //! - [`seat_players`] and [`play_to_the_end`]: a table filled by players, each move chosen by
 //!   the bot from the mover's own view (the turn view its watch stream brings), played until
 //!   the game is finished and the seed is revealed.
 #![forbid(unsafe_code)]
 
+pub mod owners;
 pub mod view;
 
 use std::time::Duration;
@@ -22,6 +25,7 @@ use tonic::transport::Channel;
 use tonic::{Code, Request, Status};
 use uuid::Uuid;
 
+pub use owners::Owners;
 pub use view::{ViewError, choose};
 
 /// Why a client call or a game played through the API failed.
@@ -118,7 +122,12 @@ pub struct Player {
     pub id: Uuid,
     token: AccessToken,
     client: TablesServiceClient<Channel>,
+    /// The tables' owners, when the player follows them ([`Player::following`]).
+    owners: Option<Owners>,
 }
+
+/// A client of the tables service.
+type Client = TablesServiceClient<Channel>;
 
 impl Player {
     /// The player `id` holding `token`, calling the tables service on `channel`.
@@ -127,7 +136,19 @@ impl Player {
             id,
             token,
             client: TablesServiceClient::new(channel),
+            owners: None,
         }
+    }
+
+    /// The same player, sending its calls for a table to the table's owner once an answer
+    /// has named it (`fairdeal-table-owner`), and through its own channel while none has,
+    /// or when that owner cannot be reached ([`owners`]). For a client that can reach the
+    /// replicas' own addresses (a backend in the cluster); `owners` is shared by the
+    /// players of a process.
+    #[must_use]
+    pub fn following(mut self, owners: Owners) -> Self {
+        self.owners = Some(owners);
+        self
     }
 
     /// `message` with the player's bearer token.
@@ -137,56 +158,90 @@ impl Player {
         Ok(request)
     }
 
+    /// `message` for `table_id`, sent with `send` to the table's owner when the player
+    /// follows a known one, else (or when that owner cannot be reached) through the
+    /// player's own channel; the answer's owner is learnt.
+    async fn call<T, R, F, Fut>(
+        &self,
+        table_id: &str,
+        message: T,
+        send: F,
+    ) -> Result<R, ClientError>
+    where
+        T: Clone,
+        F: Fn(Client, Request<T>) -> Fut,
+        Fut: Future<Output = Result<tonic::Response<R>, Status>>,
+    {
+        if let Some(owners) = &self.owners
+            && let Some((address, owner)) = owners.client(table_id)
+        {
+            match send(owner, self.request(message.clone())?).await {
+                // It died or drained: the player's own replica serves the table, or knows
+                // where it went.
+                Err(status) if owners::unreachable(&status) => owners.forget(table_id, &address),
+                answer => return Ok(self.answered(table_id, answer?)),
+            }
+        }
+        let answer = send(self.client.clone(), self.request(message)?).await?;
+        Ok(self.answered(table_id, answer))
+    }
+
+    /// `response`'s message, its owner learnt when the player follows the owners.
+    fn answered<R>(&self, table_id: &str, response: tonic::Response<R>) -> R {
+        if let Some(owners) = &self.owners {
+            owners.learn(table_id, response.metadata());
+        }
+        response.into_inner()
+    }
+
     /// Creates a table.
     pub async fn create_table(
         &self,
         request: pb::CreateTableRequest,
     ) -> Result<pb::CreateTableResponse, ClientError> {
         let request = self.request(request)?;
-        Ok(self
-            .client
-            .clone()
-            .create_table(request)
-            .await?
-            .into_inner())
+        let response = self.client.clone().create_table(request).await?;
+        let table_id = response.get_ref().table_id.clone();
+        Ok(self.answered(&table_id, response))
     }
 
     /// Sits at `seat`.
     pub async fn sit(&self, table_id: &str, seat: u32) -> Result<pb::SitResponse, ClientError> {
-        let request = self.request(pb::SitRequest {
+        let message = pb::SitRequest {
             table_id: table_id.to_owned(),
             seat,
-        })?;
-        Ok(self.client.clone().sit(request).await?.into_inner())
+        };
+        self.call(table_id, message, |mut c, r| async move { c.sit(r).await })
+            .await
     }
 
     /// Contributes `value` to the table's client seed; returns the version after it.
     pub async fn contribute(&self, table_id: &str, value: &str) -> Result<u64, ClientError> {
-        let request = self.request(pb::ContributeSeedRequest {
+        let message = pb::ContributeSeedRequest {
             table_id: table_id.to_owned(),
             contribution: value.to_owned(),
-        })?;
-        Ok(self
-            .client
-            .clone()
-            .contribute_seed(request)
-            .await?
-            .into_inner()
-            .version)
+        };
+        let answer = self
+            .call(table_id, message, |mut c, r| async move {
+                c.contribute_seed(r).await
+            })
+            .await?;
+        Ok(answer.version)
     }
 
     /// The player's view of the table.
     pub async fn view(&self, table_id: &str) -> Result<pb::TableView, ClientError> {
-        let request = self.request(pb::GetTableRequest {
+        let message = pb::GetTableRequest {
             table_id: table_id.to_owned(),
-        })?;
-        self.client
-            .clone()
-            .get_table(request)
-            .await?
-            .into_inner()
-            .table
-            .ok_or_else(|| ViewError::missing("table").into())
+        };
+        self.call(
+            table_id,
+            message,
+            |mut c, r| async move { c.get_table(r).await },
+        )
+        .await?
+        .table
+        .ok_or_else(|| ViewError::missing("table").into())
     }
 
     /// Sends `action` as a command (a fresh command id) expecting `expected_version`;
@@ -206,8 +261,12 @@ impl Player {
             action: Some(action),
         };
         while_unavailable(|| async {
-            let request = self.request(message.clone())?;
-            Ok(self.client.clone().act(request).await?.into_inner().version)
+            let answer = self
+                .call(table_id, message.clone(), |mut c, r| async move {
+                    c.act(r).await
+                })
+                .await?;
+            Ok(answer.version)
         })
         .await
     }
@@ -219,12 +278,17 @@ impl Player {
         after_version: u64,
         turn_views: bool,
     ) -> Result<tonic::Streaming<pb::WatchResponse>, ClientError> {
-        let request = self.request(pb::WatchRequest {
+        let message = pb::WatchRequest {
             table_id: table_id.to_owned(),
             after_version,
             turn_views,
-        })?;
-        Ok(self.client.clone().watch(request).await?.into_inner())
+        };
+        self.call(
+            table_id,
+            message,
+            |mut c, r| async move { c.watch(r).await },
+        )
+        .await
     }
 }
 

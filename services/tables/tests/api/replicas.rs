@@ -280,3 +280,64 @@ async fn every_answer_names_the_table_s_owner_postgres_nats() {
     assert_eq!(b.owner_named(&on_b).await, named[1]);
     app.stop().await;
 }
+
+/// A client that follows the owner header (`fairdeal_client::Player::following`, for a
+/// backend that can reach the replicas' addresses) sends a table's calls to its owner once
+/// an answer has named it: given replica A, it plays a whole match on B after A has stopped.
+/// And when the owner it follows goes away, its next call goes through its own replica
+/// again, which serves the table now and is followed from then on.
+#[tokio::test]
+async fn a_client_following_the_owner_plays_there_and_comes_back_when_it_goes_postgres_nats() {
+    use fairdeal_client::{Owners, Player as Client};
+
+    let mut app = TestApp::spawn_replicas(Db::Postgres, 3).await;
+    app.partitions_settled().await;
+    let address = |port: u16| format!("http://127.0.0.1:{port}");
+    let [a, b, c] = [0, 1, 2].map(|i| app.replica_ports[i]);
+    // Tables against the engine's bots, one born on (owned by) B, one on C.
+    let on_b = app
+        .player()
+        .on(&app.replicas[1])
+        .create_against_bots(0)
+        .await;
+    let on_c = app
+        .player()
+        .on(&app.replicas[2])
+        .create_against_bots(0)
+        .await;
+    let rounds = fairdeal_tables::startup::LEASE_ROUND * 2;
+    app.routed(0, &on_b, &address(b), rounds).await;
+    app.routed(1, &on_c, &address(c), rounds).await;
+    let client = |port: u16| {
+        let id = uuid::Uuid::now_v7();
+        Client::new(id, app.player_token(id), fairdeal_harness::lazy(port))
+    };
+    let owners = Owners::new();
+    let (given_a, given_b) = (
+        client(a).following(owners.clone()),
+        client(b).following(owners.clone()),
+    );
+    // Sitting through A and B, forwarded to the owners, the answers name them.
+    given_a.sit(&on_b, 0).await.unwrap();
+    given_b.sit(&on_c, 0).await.unwrap();
+    assert_eq!(owners.owner_of(&on_b), Some(address(b)));
+    assert_eq!(owners.owner_of(&on_c), Some(address(c)));
+
+    // A stops (its partitions drain to B and C): the client given A plays on at B, where
+    // its calls have gone since the first answer.
+    app.stop_replica(0).await;
+    let end = fairdeal_client::play_to_the_end(&on_b, std::slice::from_ref(&given_a), 5, |_, _| {})
+        .await
+        .unwrap();
+    assert!(fairdeal_client::is_over(&end));
+
+    // C stops: its tables drain to B. The client given B finds nobody at C, and its call
+    // goes through B, which owns the table now and names itself.
+    app.stop_replica(2).await;
+    app.routed(1, &on_c, &address(b), Duration::from_secs(20))
+        .await;
+    let view = given_b.view(&on_c).await.unwrap();
+    assert_eq!(view.table_id, on_c);
+    assert_eq!(owners.owner_of(&on_c), Some(address(b)));
+    app.stop().await;
+}
