@@ -91,12 +91,26 @@ async fn failures(pool: &PgPool, note: bool) -> usize {
             }
             failed += 1;
         }
-        // Requests a moment apart, as they come to a service: sqlx returns a connection to
-        // its pool (and runs the release check that notes a dead one) on a task of its own,
-        // so a request handed a connection in the same instant may meet a dead one too.
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        // Requests one after another, as they come to a service: sqlx returns a connection
+        // to its pool (and runs the release check that notes a dead one) on a task of its
+        // own, so a request sent before that task ran could meet a dead one too. The next
+        // request waits until the connection is back, or dropped (a machine under load may
+        // run that task many milliseconds later).
+        settled(pool).await;
     }
     failed
+}
+
+/// Waits until no connection of `pool` is on its way back (every one it holds is idle:
+/// nothing else uses it).
+async fn settled(pool: &PgPool) {
+    for _ in 0..1000 {
+        if pool.num_idle() == pool.size() as usize {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    panic!("a connection never came back to the pool");
 }
 
 fn options(database: &TestDatabase) -> PgConnectOptions {

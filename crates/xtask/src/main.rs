@@ -149,6 +149,7 @@ fn test(args: &[String]) -> Result<ExitCode, String> {
     let bin_dir = if whole || cargo_args.iter().any(|a| a.contains("fairdeal-e2e")) {
         Some(deploy::build_binaries(
             cargo_args.iter().any(|a| *a == "--release"),
+            whole,
         )?)
     } else {
         None

@@ -325,8 +325,16 @@ impl<'a> MakeWriter<'a> for LogBuffer {
     }
 }
 
-/// The `fairdeal` CLI binary, built on first use.
+/// The `fairdeal` CLI binary: the one `cargo xtask test` built with every other binary of
+/// the workspace (`FAIRDEAL_DEPLOY_BIN_DIR`), or else built on first use. (Built here, it
+/// is built without the tests' features, so every crate under it is compiled once more.)
 pub fn cli() -> PathBuf {
+    if let Some(dir) = std::env::var_os("FAIRDEAL_DEPLOY_BIN_DIR") {
+        let bin = PathBuf::from(dir).join("fairdeal");
+        if bin.is_file() {
+            return bin;
+        }
+    }
     let exe = std::env::current_exe().unwrap();
     let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
     let bin = dir.join("fairdeal");
