@@ -189,13 +189,19 @@ impl TestApp {
         app
     }
 
-    /// Starts `replicas` tables replicas; the first is [`TestApp::tables`].
+    /// Starts `replicas` tables replicas; the first is [`TestApp::tables`]. Several are
+    /// given back once they share the partitions: each newcomer's first round announces it,
+    /// and the others drain to it at once, so a table created meanwhile could be fenced
+    /// out of a partition just given up (UNAVAILABLE, nothing written, "retry").
     async fn start_replicas(&mut self, replicas: usize) {
         for _ in 0..replicas {
             self.start_replica().await;
         }
         if let Some(first) = self.replicas.first() {
             self.tables = first.clone();
+        }
+        if replicas > 1 {
+            self.partitions_settled().await;
         }
     }
 
