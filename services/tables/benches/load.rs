@@ -439,9 +439,8 @@ async fn raw_appends(app: &TestApp, writers: usize, run: Duration) -> (f64, f64,
 async fn run(db: Db, tables: usize, seconds: u64) {
     let replicas = replicas();
     let app = Arc::new(TestApp::spawn_replicas_writing(db, replicas, db_writers()).await);
-    // The replicas' keepers share the partitions a second or two after they start: the
-    // window measures the shape they run in, not the handover.
-    app.partitions_settled().await;
+    // The replicas share the partitions once `spawn_replicas_writing` returns: the window
+    // measures the shape they run in, not the handover...
     // ...and every replica's routes have been read again since (a keeper's round).
     tokio::time::sleep(fairdeal_tables::startup::LEASE_ROUND * 2).await;
     let tally = Arc::new(Mutex::new(Tally::default()));

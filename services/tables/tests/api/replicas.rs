@@ -14,10 +14,9 @@ use crate::play::{check_watched, watch_to_the_end};
 
 #[tokio::test]
 async fn two_replicas_play_one_match_postgres_nats() {
+    // Each replica holds half the partitions (`spawn_replicas` waits for it): the table is
+    // born on A (the creator's), and B forwards the calls it gets for it.
     let app = TestApp::spawn_replicas(Db::Postgres, 2).await;
-    // Each replica holds half the partitions: the table is born on A (the creator's), and
-    // B forwards the calls it gets for it.
-    app.partitions_settled().await;
     let (a, b) = (&app.replicas[0], &app.replicas[1]);
     // Seats 0 and 2 call replica A, seats 1 and 3 replica B; the spectator watches on B.
     let players: Vec<Player> = (0..4)
@@ -248,7 +247,6 @@ async fn two_replicas_share_the_partitions_and_one_takes_all_when_the_other_drai
 #[tokio::test]
 async fn every_answer_names_the_table_s_owner_postgres_nats() {
     let mut app = TestApp::spawn_replicas(Db::Postgres, 2).await;
-    app.partitions_settled().await;
     let named: Vec<(Option<String>, Option<String>)> = app
         .replica_ports
         .iter()
@@ -291,7 +289,6 @@ async fn a_client_following_the_owner_plays_there_and_comes_back_when_it_goes_po
     use fairdeal_client::{Owners, Player as Client};
 
     let mut app = TestApp::spawn_replicas(Db::Postgres, 3).await;
-    app.partitions_settled().await;
     let address = |port: u16| format!("http://127.0.0.1:{port}");
     let [a, b, c] = [0, 1, 2].map(|i| app.replica_ports[i]);
     // Tables against the engine's bots, one born on (owned by) B, one on C.
