@@ -2,6 +2,7 @@
 //! into domain types (INVALID_ARGUMENT naming the field, values quoted through
 //! `fairdeal_kit::status::shown`), and the wire mapping of answers and errors.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -19,11 +20,18 @@ use uuid::Uuid;
 
 use crate::domain;
 use crate::lobby::LobbyQuery;
-use crate::route::{FORWARDED_BY, Forward, Relay, Router, SharedRouter, Source};
-use crate::service::{Failure, Tables, TablesError};
+use crate::route::{
+    AfterFence, FORWARDED_BY, Forward, HANDOVER_WAIT, Peer, Relay, Router, SharedRouter, Source,
+};
+use crate::service::{Failure, Tables, TablesError, moved_away};
 use crate::{Game, TableError};
 use fairdeal_games_wire::WireGame;
 use fairdeal_table_game::MAX_SEATS;
+
+/// How many times a `CreateTable` is tried when the new table's partition leaves the
+/// replica before the table is written (each try draws a new id; a drain moves partitions
+/// once, so a second try lands unless the replicas are changing constantly).
+const CREATE_ATTEMPTS: u32 = 3;
 
 /// Metadata key of the table's current version on an ABORTED (stale version) answer.
 pub const VERSION_METADATA: &str = "fairdeal-table-version";
@@ -72,6 +80,53 @@ impl TablesApi {
             Some(router) => router.hint(table_id, response),
             None => response,
         }
+    }
+
+    /// A command for `table_id`: sent to the table's owner with `send` when another replica
+    /// owns it, decided here with `decide` otherwise. When this replica turns out not to hold
+    /// the table's partition as it writes (nothing was written: the table is moving), it is
+    /// decided here again once the partition is, or sent to the owner the routes name then
+    /// ([`Router::after_fence`]), so a command in flight during a drain is answered.
+    async fn decided<T, R, S, SF, D, DF>(
+        &self,
+        request: &Request<T>,
+        table_id: &Uuid,
+        send: S,
+        decide: D,
+    ) -> Result<Response<R>, Status>
+    where
+        T: Clone,
+        S: FnOnce(Peer, Request<T>) -> SF + Copy,
+        SF: Future<Output = Result<Response<R>, Status>>,
+        D: Fn() -> DF,
+        DF: Future<Output = Result<Response<R>, Failure>>,
+    {
+        if let Some(forward) = self.forward(request, table_id)
+            && let Some(answer) = forward.send(send).await
+        {
+            return answer;
+        }
+        let failure = match decide().await {
+            Ok(response) => return Ok(self.hinted(table_id, response)),
+            Err(failure) => failure,
+        };
+        let failure = match &self.router {
+            Some(router) if moved_away(&failure) => {
+                match router.after_fence(request, table_id, HANDOVER_WAIT).await {
+                    AfterFence::Here => match decide().await {
+                        Ok(response) => return Ok(self.hinted(table_id, response)),
+                        Err(failure) => failure,
+                    },
+                    AfterFence::There(forward) => match forward.send(send).await {
+                        Some(answer) => return answer,
+                        None => failure,
+                    },
+                    AfterFence::Refused => failure,
+                }
+            }
+            _ => failure,
+        };
+        Err(status(failure))
     }
 
     /// The call `request` for `table_id` on its way to the table's owner; `None`: served
@@ -192,29 +247,46 @@ impl TablesService for TablesApi {
         let creator = player(&request)?;
         let options = Game::options_of("options", request.get_ref().options.as_ref())
             .map_err(wire_invalid)?;
-        // A replica holding no partition yet has the table created where it can be written.
-        if let Some(forward) = self
-            .router
-            .as_ref()
-            .and_then(|router| router.forward_creation(&request))
-            && let Some(answer) = forward
-                .send(|mut p, r| async move { p.create_table(r).await })
+        let send = |mut p: Peer, r| async move { p.create_table(r).await };
+        let mut attempt = 1;
+        let created = loop {
+            // A replica holding no partition (yet, or any more) has the table created where
+            // it can be written.
+            if let Some(forward) = self
+                .router
+                .as_ref()
+                .and_then(|router| router.forward_creation(&request))
+                && let Some(answer) = forward.send(send).await
+            {
+                return answer;
+            }
+            let r = request.get_ref();
+            match self
+                .tables
+                .create(
+                    creator,
+                    options.clone(),
+                    &r.bot_seats,
+                    r.move_seconds,
+                    r.timelock_seconds,
+                )
                 .await
-        {
-            return answer;
-        }
-        let r = request.into_inner();
-        let created = self
-            .tables
-            .create(
-                creator,
-                options,
-                &r.bot_seats,
-                r.move_seconds,
-                r.timelock_seconds,
-            )
-            .await
-            .map_err(status)?;
+            {
+                Ok(created) => break created,
+                // The new table's partition left this replica between the draw of its id
+                // and its first append (a drain): nothing of the table was written. It is
+                // created again under an id drawn in a partition held now; the first id's
+                // commitment stays unused, as an abandoned table's does.
+                Err(failure) if moved_away(&failure) && attempt < CREATE_ATTEMPTS => {
+                    attempt += 1;
+                    tracing::info!(
+                        attempt,
+                        "the new table's partition changed hands before it was written; creating it again"
+                    );
+                }
+                Err(failure) => return Err(status(failure)),
+            }
+        };
         Ok(self.hinted(
             &created.table_id,
             Response::new(pb::CreateTableResponse {
@@ -244,22 +316,22 @@ impl TablesService for TablesApi {
         let id = table_id(&request.get_ref().table_id)?;
         let seat = domain::seat_number("seat", request.get_ref().seat, MAX_SEATS)
             .map_err(domain_invalid)?;
-        if let Some(forward) = self.forward(&request, &id)
-            && let Some(answer) = forward.send(|mut p, r| async move { p.sit(r).await }).await
-        {
-            return answer;
-        }
-        let (version, commitment, short_code) =
-            self.tables.sit(me, id, seat).await.map_err(status)?;
-        Ok(self.hinted(
+        let tables = &self.tables;
+        self.decided(
+            &request,
             &id,
-            Response::new(pb::SitResponse {
-                version,
-                seat: u32::from(seat.number()),
-                commitment,
-                short_code,
-            }),
-        ))
+            |mut p: Peer, r| async move { p.sit(r).await },
+            move || async move {
+                let (version, commitment, short_code) = tables.sit(me, id, seat).await?;
+                Ok(Response::new(pb::SitResponse {
+                    version,
+                    seat: u32::from(seat.number()),
+                    commitment,
+                    short_code,
+                }))
+            },
+        )
+        .await
     }
 
     async fn leave(
@@ -268,15 +340,17 @@ impl TablesService for TablesApi {
     ) -> Result<Response<pb::LeaveResponse>, Status> {
         let me = player(&request)?;
         let id = table_id(&request.get_ref().table_id)?;
-        if let Some(forward) = self.forward(&request, &id)
-            && let Some(answer) = forward
-                .send(|mut p, r| async move { p.leave(r).await })
-                .await
-        {
-            return answer;
-        }
-        let version = self.tables.leave(me, id).await.map_err(status)?;
-        Ok(self.hinted(&id, Response::new(pb::LeaveResponse { version })))
+        let tables = &self.tables;
+        self.decided(
+            &request,
+            &id,
+            |mut p: Peer, r| async move { p.leave(r).await },
+            move || async move {
+                let version = tables.leave(me, id).await?;
+                Ok(Response::new(pb::LeaveResponse { version }))
+            },
+        )
+        .await
     }
 
     async fn contribute_seed(
@@ -378,18 +452,18 @@ impl TablesService for TablesApi {
         let id = table_id(&r.table_id)?;
         let command_id = domain::parse_command_id(&r.command_id).map_err(domain_invalid)?;
         let command = Game::act_command(r).map_err(wire_invalid)?;
-        if let Some(forward) = self.forward(&request, &id)
-            && let Some(answer) = forward.send(|mut p, r| async move { p.act(r).await }).await
-        {
-            return answer;
-        }
-        let r = request.get_ref();
-        let version = self
-            .tables
-            .act(me, id, r.expected_version, &command_id, &command)
-            .await
-            .map_err(status)?;
-        Ok(self.hinted(&id, Response::new(pb::ActResponse { version })))
+        let (tables, expected, command_id, command) =
+            (&self.tables, r.expected_version, &command_id, &command);
+        self.decided(
+            &request,
+            &id,
+            |mut p: Peer, r| async move { p.act(r).await },
+            move || async move {
+                let version = tables.act(me, id, expected, command_id, command).await?;
+                Ok(Response::new(pb::ActResponse { version }))
+            },
+        )
+        .await
     }
 
     async fn spectate(
@@ -398,15 +472,17 @@ impl TablesService for TablesApi {
     ) -> Result<Response<pb::SpectateResponse>, Status> {
         let me = player(&request)?;
         let id = table_id(&request.get_ref().table_id)?;
-        if let Some(forward) = self.forward(&request, &id)
-            && let Some(answer) = forward
-                .send(|mut p, r| async move { p.spectate(r).await })
-                .await
-        {
-            return answer;
-        }
-        let version = self.tables.spectate(me, id).await.map_err(status)?;
-        Ok(self.hinted(&id, Response::new(pb::SpectateResponse { version })))
+        let tables = &self.tables;
+        self.decided(
+            &request,
+            &id,
+            |mut p: Peer, r| async move { p.spectate(r).await },
+            move || async move {
+                let version = tables.spectate(me, id).await?;
+                Ok(Response::new(pb::SpectateResponse { version }))
+            },
+        )
+        .await
     }
 
     async fn stop_spectating(
@@ -415,14 +491,16 @@ impl TablesService for TablesApi {
     ) -> Result<Response<pb::StopSpectatingResponse>, Status> {
         let me = player(&request)?;
         let id = table_id(&request.get_ref().table_id)?;
-        if let Some(forward) = self.forward(&request, &id)
-            && let Some(answer) = forward
-                .send(|mut p, r| async move { p.stop_spectating(r).await })
-                .await
-        {
-            return answer;
-        }
-        let version = self.tables.stop_spectating(me, id).await.map_err(status)?;
-        Ok(self.hinted(&id, Response::new(pb::StopSpectatingResponse { version })))
+        let tables = &self.tables;
+        self.decided(
+            &request,
+            &id,
+            |mut p: Peer, r| async move { p.stop_spectating(r).await },
+            move || async move {
+                let version = tables.stop_spectating(me, id).await?;
+                Ok(Response::new(pb::StopSpectatingResponse { version }))
+            },
+        )
+        .await
     }
 }

@@ -12,10 +12,15 @@
 //! here, or by no live replica known (a failover in progress), or the owner cannot be
 //! reached (it died: its lease expires within the ttl), or the call was forwarded already (a
 //! route one round stale: the receiving replica never forwards twice). Served here, a read
-//! is answered from the database, and a command is refused UNAVAILABLE unless the table has
-//! come to this replica: only the owner decides and writes a table (its appends are fenced
-//! by the partition's lease, `Tables::with_ownership`). The client sends it again with the
-//! same command id, which is applied once whoever serves it.
+//! is answered from the database; a command is decided only if the table is this replica's:
+//! only the owner decides and writes a table (its appends are fenced by the partition's
+//! lease, `Tables::with_ownership`). A command refused by that fence (nothing written: the
+//! table left this replica meanwhile by a drain, or the route that sent it here is ahead of
+//! this replica's own keeper) is decided here again once the partition is, or sent once to
+//! the owner the routes name next ([`Router::after_fence`]), so a command in flight during a
+//! drain is answered. Only when neither comes in time (a failover: the dead owner's lease
+//! has not expired yet) is it refused UNAVAILABLE; the client sends it again with the same
+//! command id, which is applied once whoever serves it.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -36,6 +41,15 @@ use crate::timers::Ownership;
 /// Metadata key set on a forwarded call (to the forwarding replica's name): the owner
 /// serves it, wherever its routes point.
 pub const FORWARDED_BY: &str = "fairdeal-forwarded-by";
+
+/// Metadata key set on a call handed over to a table's new owner after its table left the
+/// replica serving it ([`Router::after_fence`]): it is not sent on again.
+pub const HANDED_OVER: &str = "fairdeal-handed-over";
+
+/// How long a command refused because its table just left this replica waits for the
+/// routes to name the new owner (or for its own keeper to publish the partition) before it
+/// is answered UNAVAILABLE ([`Router::after_fence`]).
+pub const HANDOVER_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Response metadata key naming the table's owner (its `advertise_url`), set by the owner on
 /// every answer for a table it serves, and passed back through a forwarding replica: a
@@ -127,6 +141,60 @@ impl Router {
         self.to(request, address)
     }
 
+    /// Where the call `request` for `table_id` goes next, after it was refused here because
+    /// this replica did not hold the table's partition when it was to be written (nothing
+    /// was written): the table left by a drain between the routing check and the append, or
+    /// the route that sent it here is ahead of this replica's own keeper (it has taken the
+    /// partition and not yet published it). Waits, `within` at most ([`HANDOVER_WAIT`] for
+    /// the API), for either: the partition held here ([`AfterFence::Here`]: decide it again), or
+    /// the routes naming another owner ([`AfterFence::There`]: the call on its way there, marked
+    /// [`HANDED_OVER`]; a call handed over already is not sent on again, so calls never
+    /// loop). [`AfterFence::Refused`] when neither comes in time (a failover waiting for a dead
+    /// owner's lease to expire). So a command in flight when its table moves is decided by
+    /// its new owner, not refused.
+    pub async fn after_fence<T: Clone>(
+        &self,
+        request: &Request<T>,
+        table_id: &Uuid,
+        within: std::time::Duration,
+    ) -> AfterFence<T> {
+        let partition = partition_of(table_id, self.ownership.partitions);
+        let handed_over = request.metadata().contains_key(HANDED_OVER);
+        let (mut owned, mut routes) = (self.ownership.owned.clone(), self.routes.clone());
+        let next = async {
+            loop {
+                if owned.borrow_and_update().contains_key(&partition) {
+                    return None;
+                }
+                if !handed_over
+                    && let Some(route) = routes.borrow_and_update().get(&partition)
+                    && route.owner != self.me
+                    && !route.address.is_empty()
+                {
+                    return Some(route.address.clone());
+                }
+                tokio::select! {
+                    changed = owned.changed() => changed.ok()?,
+                    changed = routes.changed() => changed.ok()?,
+                }
+            }
+        };
+        match tokio::time::timeout(within, next).await {
+            Ok(None) if self.ownership.owns(table_id) => AfterFence::Here,
+            Ok(Some(address)) => match self.to(request, address) {
+                Some(mut forward) => {
+                    forward
+                        .call
+                        .metadata_mut()
+                        .insert(HANDED_OVER, MetadataValue::from_static("1"));
+                    AfterFence::There(Box::new(forward))
+                }
+                None => AfterFence::Refused,
+            },
+            Ok(None) | Err(_) => AfterFence::Refused,
+        }
+    }
+
     /// The replica to forward a `CreateTable` to when this one holds no partition (it has
     /// just started and the others have not drained to it yet, or it is cut off), so the
     /// table is born on a replica that may write it: the owner of a held partition drawn at
@@ -186,6 +254,18 @@ impl Router {
             }
         }
     }
+}
+
+/// Where a call refused here as its table's partition was not held goes next
+/// ([`Router::after_fence`]).
+#[derive(Debug)]
+pub enum AfterFence<T> {
+    /// The partition is held here now: decide the call here again.
+    Here,
+    /// To the owner the routes name now.
+    There(Box<Forward<T>>),
+    /// Nowhere in time: the refusal stands (UNAVAILABLE; the client retries).
+    Refused,
 }
 
 /// A call on its way to the table's owner.
@@ -526,6 +606,76 @@ mod tests {
 
     fn router_to_b() -> Router {
         router(&[(1, "b", "http://127.0.0.1:2")])
+    }
+
+    fn lease(partition: u32) -> Lease {
+        Lease {
+            partition,
+            owner: "me".into(),
+            epoch: 2,
+            expires_at_ms: i64::MAX,
+        }
+    }
+
+    fn route(owner: &str, address: &str) -> Route {
+        Route {
+            owner: owner.into(),
+            address: address.into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_command_refused_as_its_table_moved_goes_where_it_went_once() {
+        // This replica has just drained partition 1: it holds nothing, and its routes name
+        // no owner for it yet.
+        let (owned_tx, owned) = watch::channel(Owned::new());
+        let (routes_tx, routes) = watch::channel(Routes::new());
+        let router = Router::new(
+            "me",
+            Ownership {
+                partitions: PARTITIONS,
+                owned,
+            },
+            routes,
+        );
+        let table = table_in(1);
+        let call = request();
+        let waiting = router.after_fence(&call, &table, HANDOVER_WAIT);
+        let taken = async {
+            tokio::task::yield_now().await;
+            // The taker announces; this replica's keeper reads the routes again.
+            routes_tx.send_replace([(1, route("b", "http://127.0.0.1:2"))].into());
+        };
+        let (next, ()) = tokio::join!(waiting, taken);
+        let AfterFence::There(forward) = next else {
+            panic!("{next:?}")
+        };
+        assert_eq!(forward.address, "http://127.0.0.1:2");
+        let metadata = forward.call.metadata();
+        assert_eq!(metadata.get("authorization").unwrap(), "Bearer x");
+        assert_eq!(metadata.get(HANDED_OVER).unwrap(), "1");
+
+        // At the taker, whose routes are ahead of its keeper's publication: a call handed
+        // over is not sent on; it is decided there once the partition is held.
+        let handed = forward.call;
+        let waiting = router.after_fence(&handed, &table, HANDOVER_WAIT);
+        let published = async {
+            tokio::task::yield_now().await;
+            owned_tx.send_replace([(1, lease(1))].into());
+        };
+        let (next, ()) = tokio::join!(waiting, published);
+        assert!(matches!(next, AfterFence::Here), "{next:?}");
+
+        // Neither in time (only this replica's own stale route is known): refused.
+        owned_tx.send_replace(Owned::new());
+        routes_tx.send_replace([(1, route("me", "http://127.0.0.1:1"))].into());
+        let wait = std::time::Duration::from_millis(20);
+        let next = router.after_fence(&request(), &table, wait).await;
+        assert!(matches!(next, AfterFence::Refused), "{next:?}");
+        // A handed-over call whose table's routes name another: not sent on.
+        routes_tx.send_replace([(1, route("b", "http://127.0.0.1:2"))].into());
+        let next = router.after_fence(&handed, &table, wait).await;
+        assert!(matches!(next, AfterFence::Refused), "{next:?}");
     }
 
     #[tokio::test]

@@ -771,7 +771,7 @@ impl Tables {
 /// Whether `error` says the table is not this replica's (any more): its partition's lease
 /// is another's, so its owner takes the step (the owner's clocks and the deadlines
 /// projection see to it), and retrying here would never succeed.
-fn moved_away(error: &Failure) -> bool {
+pub(crate) fn moved_away(error: &Failure) -> bool {
     matches!(error, RunError::Store(StoreError::Fenced { .. }))
 }
 

@@ -338,3 +338,114 @@ async fn a_client_following_the_owner_plays_there_and_comes_back_when_it_goes_po
     assert_eq!(owners.owner_of(&on_c), Some(address(b)));
     app.stop().await;
 }
+
+/// Plays table `id` against the bots as `player` (seat 0) to its seed reveal, each call sent
+/// once: a refusal fails the test (a view read a moment before the bots moved is read
+/// again, as a client does). Returns the moves made.
+async fn play_strictly(player: Player, id: String) -> usize {
+    let mut moves = 0;
+    let mut salt = 0;
+    loop {
+        let view = player.try_view(&id).await.expect("a view");
+        if view.status == pb::TableStatus::Finished as i32 && !view.server_seed.is_empty() {
+            return moves;
+        }
+        salt += 1;
+        let Some(action) = moves::choose(&view, salt) else {
+            // The bots' turn, or between two hands: the owner steps the table.
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            continue;
+        };
+        let command_id = uuid::Uuid::now_v7().to_string();
+        match player
+            .act_once(&id, view.version, &command_id, action)
+            .await
+        {
+            Ok(_) => moves += 1,
+            Err(status) if status.code() == tonic::Code::Aborted => {}
+            Err(status) => {
+                panic!("a move at {id} refused while the replicas rebalance: {status:?}")
+            }
+        }
+    }
+}
+
+/// A second replica joins while tables are played and created through the first: the first
+/// drains half the partitions to it, and the commands in flight for the tables that move,
+/// and the tables created meanwhile, are all answered: a command fenced as its table left is
+/// handed over to the new owner, a creation whose partition left is made again under a new
+/// id. No call is refused, no move lost or doubled.
+#[tokio::test]
+async fn a_scale_up_answers_every_command_in_flight_postgres_nats() {
+    let mut app = TestApp::spawn_replicas(Db::Postgres, 1).await;
+    let a = app.replicas[0].clone();
+    // Tables in both halves of the partitions: the first replica keeps the lower half and
+    // drains the upper one to the newcomer.
+    let partitions = fairdeal_tables::startup::PARTITIONS;
+    let moves_away = |id: &String| {
+        fairdeal_platform::ownership::partition_of(&id.parse().unwrap(), partitions)
+            >= partitions / 2
+    };
+    let mut games = Vec::new();
+    let mut tables: Vec<String> = Vec::new();
+    while tables.iter().filter(|id| moves_away(id)).count() < 3
+        || tables.iter().filter(|id| !moves_away(id)).count() < 2
+    {
+        let player = app.player().on(&a);
+        let id = player.create_against_bots(0).await;
+        player.sit(&id, 0).await.unwrap();
+        tables.push(id.clone());
+        games.push(tokio::spawn(play_strictly(player, id)));
+    }
+    // Tables created through the first replica all along the join.
+    let creating = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let creator = {
+        let (player, creating) = (app.player().on(&a), creating.clone());
+        tokio::spawn(async move {
+            let mut created = 0;
+            while creating.load(std::sync::atomic::Ordering::Relaxed) {
+                let mut client = player.client.clone();
+                let request = crate::harness::with(
+                    &player.token,
+                    pb::CreateTableRequest {
+                        bot_seats: vec![1, 2, 3],
+                        ..Default::default()
+                    },
+                );
+                client
+                    .create_table(request)
+                    .await
+                    .expect("a table created while the replicas rebalance");
+                created += 1;
+            }
+            created
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    app.start_replica().await;
+    app.partitions_settled().await;
+    creating.store(false, std::sync::atomic::Ordering::Relaxed);
+    assert!(creator.await.unwrap() > 0);
+    let mut moves = 0;
+    for game in games {
+        moves += tokio::time::timeout(Duration::from_secs(120), game)
+            .await
+            .expect("every game finishes")
+            .unwrap();
+    }
+    assert!(moves > 0);
+    // The upper half's tables are served by the newcomer now, the others where they were.
+    let b = app.replicas[1].clone();
+    let mut owners = std::collections::BTreeMap::new();
+    for id in &tables {
+        let owner = app.player().on(&b).owner_of(id).await.expect("an owner");
+        owners
+            .entry(moves_away(id))
+            .or_insert_with(BTreeSet::new)
+            .insert(owner);
+    }
+    assert_eq!(owners.len(), 2, "{owners:?}");
+    assert!(owners.values().all(|o| o.len() == 1), "{owners:?}");
+    assert_ne!(owners[&true], owners[&false]);
+    app.stop().await;
+}
