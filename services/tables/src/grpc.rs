@@ -360,19 +360,17 @@ impl TablesService for TablesApi {
         let me = player(&request)?;
         let id = table_id(&request.get_ref().table_id)?;
         let value = contribution(&request.get_ref().contribution)?;
-        if let Some(forward) = self.forward(&request, &id)
-            && let Some(answer) = forward
-                .send(|mut p, r| async move { p.contribute_seed(r).await })
-                .await
-        {
-            return answer;
-        }
-        let version = self
-            .tables
-            .contribute(me, id, value)
-            .await
-            .map_err(status)?;
-        Ok(self.hinted(&id, Response::new(pb::ContributeSeedResponse { version })))
+        let (tables, value) = (&self.tables, &value);
+        self.decided(
+            &request,
+            &id,
+            |mut p: Peer, r| async move { p.contribute_seed(r).await },
+            move || async move {
+                let version = tables.contribute(me, id, value.clone()).await?;
+                Ok(Response::new(pb::ContributeSeedResponse { version }))
+            },
+        )
+        .await
     }
 
     async fn get_table(

@@ -443,18 +443,8 @@ impl Tables {
                 },
                 |seat| async move {
                     let seat = seat?;
-                    let message = cpb::ContributeSeedRequest {
-                        table_id: table_id.to_string(),
-                        seat: u32::from(seat.number()),
-                        player_id: player.to_string(),
-                        contribution: contribution.clone(),
-                    };
-                    self.call("commitment", message, |r| {
-                        let mut c = self.commitment.clone();
-                        async move { c.contribute_seed(r).await }
-                    })
-                    .await?;
-                    Ok(())
+                    self.record_contribution(table_id, seat, player, contribution)
+                        .await
                 },
                 |snapshot, ()| {
                     Ok(decision(table(snapshot)?.contribute(
@@ -466,6 +456,60 @@ impl Tables {
             )
             .await?;
         Ok(executed.reply)
+    }
+
+    /// Records `player`'s contribution at `seat` in the commitment service. The commitment
+    /// service refuses a second contribution for a seat (FAILED_PRECONDITION, "already
+    /// contributed"); when the one recorded there is this very one (an earlier try of this
+    /// command went in there, and its append to the table's stream did not: it was fenced as
+    /// the table moved, or the replica stopped), it is the same contribution, and the table's
+    /// stream is given it now, as commitment.proto tells a caller to check.
+    async fn record_contribution(
+        &self,
+        table_id: Uuid,
+        seat: Seat,
+        player: Uuid,
+        contribution: &str,
+    ) -> Result<(), TablesError> {
+        let message = cpb::ContributeSeedRequest {
+            table_id: table_id.to_string(),
+            seat: u32::from(seat.number()),
+            player_id: player.to_string(),
+            contribution: contribution.to_owned(),
+        };
+        let refused = match self
+            .call("commitment", message, |r| {
+                let mut c = self.commitment.clone();
+                async move { c.contribute_seed(r).await }
+            })
+            .await
+        {
+            Ok(_) => return Ok(()),
+            Err(TablesError::Upstream { service, status })
+                if status.code() == Code::FailedPrecondition =>
+            {
+                TablesError::Upstream { service, status }
+            }
+            Err(other) => return Err(other),
+        };
+        let message = cpb::GetTableCommitmentRequest {
+            table_id: table_id.to_string(),
+        };
+        let recorded = self
+            .call("commitment", message, |r| {
+                let mut c = self.commitment.clone();
+                async move { c.get_table_commitment(r).await }
+            })
+            .await?
+            .table
+            .is_some_and(|table| {
+                table.contributions.iter().any(|c| {
+                    c.seat == u32::from(seat.number())
+                        && c.player_id == player.to_string()
+                        && c.contribution == contribution
+                })
+            });
+        if recorded { Ok(()) } else { Err(refused) }
     }
 
     /// A player's move (see the retry contract in tables.proto).

@@ -310,6 +310,16 @@ impl TestApp {
         client
     }
 
+    /// A client of the commitment service, as the tables service calls it.
+    pub(crate) fn commitment(
+        &self,
+    ) -> fairdeal_proto::fairdeal::commitment::v1::commitment_service_client::CommitmentServiceClient<Channel>
+    {
+        fairdeal_proto::fairdeal::commitment::v1::commitment_service_client::CommitmentServiceClient::new(
+            lazy(self.commitment_port),
+        )
+    }
+
     /// The tables replicas' link to the commitment service, to cut and restore.
     pub(crate) fn commitment_link(&self) -> &Link {
         &self.commitment_link

@@ -398,6 +398,67 @@ async fn contributions_are_counted_in_characters(db: Db) {
     app.stop().await;
 }
 
+/// A contribution the commitment service recorded while the table's own append did not go
+/// in (fenced as the table moved, or the replica stopped between the two) is given to the
+/// table when the player sends it again, as commitment.proto's "read the table to see
+/// whether the first one went in" says; another text for that seat stays refused.
+async fn a_contribution_recorded_only_by_the_commitment_goes_in_when_sent_again(db: Db) {
+    let app = TestApp::spawn(db).await;
+    let player = app.player();
+    // One seat taken of four: the table waits, and takes contributions.
+    let id = player
+        .create(pb::CreateTableRequest {
+            move_seconds: 20,
+            ..Default::default()
+        })
+        .await
+        .table_id;
+    player.sit(&id, 0).await.unwrap();
+    let before = player.view(&id).await.version;
+    // The first half of a contribution: recorded by the commitment service only.
+    let mut commitment = app.commitment();
+    commitment
+        .contribute_seed(with(
+            &app.service_token("tables"),
+            fairdeal_proto::fairdeal::commitment::v1::ContributeSeedRequest {
+                table_id: id.clone(),
+                seat: 0,
+                player_id: player.id.to_string(),
+                contribution: "lucky seven".into(),
+            },
+        ))
+        .await
+        .unwrap();
+    assert_eq!(player.view(&id).await.version, before);
+    // Another text for the seat: the commitment service's refusal stands.
+    refused(
+        player.contribute(&id, "another").await,
+        Code::FailedPrecondition,
+        "already contributed",
+    );
+    assert_eq!(player.view(&id).await.version, before, "nothing appended");
+    // The same one: it goes in, once.
+    let version = player.contribute(&id, "lucky seven").await.unwrap();
+    assert_eq!(version, before + 1);
+    refused(
+        player.contribute(&id, "lucky seven").await,
+        Code::FailedPrecondition,
+        "",
+    );
+    assert_eq!(player.view(&id).await.version, before + 1);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_contribution_recorded_only_by_the_commitment_goes_in_when_sent_again_embedded() {
+    a_contribution_recorded_only_by_the_commitment_goes_in_when_sent_again(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_contribution_recorded_only_by_the_commitment_goes_in_when_sent_again_postgres() {
+    a_contribution_recorded_only_by_the_commitment_goes_in_when_sent_again(Db::Postgres).await;
+}
+
 #[tokio::test]
 async fn contributions_are_counted_in_characters_embedded() {
     contributions_are_counted_in_characters(Db::Sqlite).await;
