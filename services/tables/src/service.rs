@@ -492,23 +492,13 @@ impl Tables {
             }
             Err(other) => return Err(other),
         };
-        let message = cpb::GetTableCommitmentRequest {
-            table_id: table_id.to_string(),
-        };
-        let recorded = self
-            .call("commitment", message, |r| {
-                let mut c = self.commitment.clone();
-                async move { c.get_table_commitment(r).await }
+        let recorded = self.table_commitment(table_id).await?.is_some_and(|table| {
+            table.contributions.iter().any(|c| {
+                c.seat == u32::from(seat.number())
+                    && c.player_id == player.to_string()
+                    && c.contribution == contribution
             })
-            .await?
-            .table
-            .is_some_and(|table| {
-                table.contributions.iter().any(|c| {
-                    c.seat == u32::from(seat.number())
-                        && c.player_id == player.to_string()
-                        && c.contribution == contribution
-                })
-            });
+        });
         if recorded { Ok(()) } else { Err(refused) }
     }
 
@@ -768,6 +758,24 @@ impl Tables {
         })
     }
 
+    /// The table's commitment as the commitment service holds it now (what a refusal of a
+    /// repeated call tells the caller to read).
+    async fn table_commitment(
+        &self,
+        table_id: Uuid,
+    ) -> Result<Option<cpb::TableCommitment>, TablesError> {
+        let message = cpb::GetTableCommitmentRequest {
+            table_id: table_id.to_string(),
+        };
+        Ok(self
+            .call("commitment", message, |r| {
+                let mut c = self.commitment.clone();
+                async move { c.get_table_commitment(r).await }
+            })
+            .await?
+            .table)
+    }
+
     /// Reveals the table's server seed (or reads it, when it was revealed already).
     async fn reveal(&self, table_id: Uuid) -> Result<String, TablesError> {
         let message = cpb::RevealTableSeedRequest {
@@ -787,15 +795,7 @@ impl Tables {
             Err(TablesError::Upstream { status, .. })
                 if status.code() == Code::FailedPrecondition =>
             {
-                let message = cpb::GetTableCommitmentRequest {
-                    table_id: table_id.to_string(),
-                };
-                self.call("commitment", message, |r| {
-                    let mut c = self.commitment.clone();
-                    async move { c.get_table_commitment(r).await }
-                })
-                .await?
-                .table
+                self.table_commitment(table_id).await?
             }
             Err(e) => return Err(e),
         };

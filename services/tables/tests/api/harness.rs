@@ -9,6 +9,7 @@ use fairdeal_commitment::vault::KeyRing;
 use fairdeal_harness::{authenticator, common, lazy, serving};
 use fairdeal_kit::CommonConfig;
 use fairdeal_platform::Storage;
+use fairdeal_proto::fairdeal::commitment::v1::commitment_service_client::CommitmentServiceClient;
 use fairdeal_proto::fairdeal::tables::v1 as pb;
 use fairdeal_proto::fairdeal::tables::v1::tables_service_client::TablesServiceClient;
 use fairdeal_tables::clock::ManualClock;
@@ -311,13 +312,8 @@ impl TestApp {
     }
 
     /// A client of the commitment service, as the tables service calls it.
-    pub(crate) fn commitment(
-        &self,
-    ) -> fairdeal_proto::fairdeal::commitment::v1::commitment_service_client::CommitmentServiceClient<Channel>
-    {
-        fairdeal_proto::fairdeal::commitment::v1::commitment_service_client::CommitmentServiceClient::new(
-            lazy(self.commitment_port),
-        )
+    pub(crate) fn commitment(&self) -> CommitmentServiceClient<Channel> {
+        CommitmentServiceClient::new(lazy(self.commitment_port))
     }
 
     /// The tables replicas' link to the commitment service, to cut and restore.

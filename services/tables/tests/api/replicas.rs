@@ -3,10 +3,12 @@
 //! other's appends (woken by LISTEN/NOTIFY), and every step of the table is appended once.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use fairdeal_proto::fairdeal::tables::v1 as pb;
 use pb::table_event::Event as E;
+use tokio::sync::watch;
 
 use crate::harness::{Db, Player, TestApp, clock_of};
 use crate::moves;
@@ -341,8 +343,11 @@ async fn a_client_following_the_owner_plays_there_and_comes_back_when_it_goes_po
 
 /// Plays table `id` against the bots as `player` (seat 0) to its seed reveal, each call sent
 /// once: a refusal fails the test (a view read a moment before the bots moved is read
-/// again, as a client does). Returns the moves made.
-async fn play_strictly(player: Player, id: String) -> usize {
+/// again, as a client does). Waits for the bots on the player's watch of the table; counts
+/// each move made in `moved`. Returns the moves made.
+async fn play_strictly(player: Player, id: String, moved: Arc<watch::Sender<usize>>) -> usize {
+    let mut watch = player.watch(&id, 0).await;
+    let mut watched = 0;
     let mut moves = 0;
     let mut salt = 0;
     loop {
@@ -352,8 +357,16 @@ async fn play_strictly(player: Player, id: String) -> usize {
         }
         salt += 1;
         let Some(action) = moves::choose(&view, salt) else {
-            // The bots' turn, or between two hands: the owner steps the table.
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            // The bots' turn, or between two hands: the owner steps the table, and the watch
+            // tells when it has.
+            while watched <= view.version {
+                let message = tokio::time::timeout(Duration::from_secs(60), watch.message())
+                    .await
+                    .expect("the table moves on within a minute")
+                    .expect("the watch goes on")
+                    .expect("the watch goes on");
+                watched = message.version;
+            }
             continue;
         };
         let command_id = uuid::Uuid::now_v7().to_string();
@@ -361,7 +374,10 @@ async fn play_strictly(player: Player, id: String) -> usize {
             .act_once(&id, view.version, &command_id, action)
             .await
         {
-            Ok(_) => moves += 1,
+            Ok(_) => {
+                moves += 1;
+                moved.send_modify(|n| *n += 1);
+            }
             Err(status) if status.code() == tonic::Code::Aborted => {}
             Err(status) => {
                 panic!("a move at {id} refused while the replicas rebalance: {status:?}")
@@ -386,6 +402,7 @@ async fn a_scale_up_answers_every_command_in_flight_postgres_nats() {
         fairdeal_platform::ownership::partition_of(&id.parse().unwrap(), partitions)
             >= partitions / 2
     };
+    let moved = Arc::new(watch::channel(0).0);
     let mut games = Vec::new();
     let mut tables: Vec<String> = Vec::new();
     while tables.iter().filter(|id| moves_away(id)).count() < 3
@@ -395,10 +412,10 @@ async fn a_scale_up_answers_every_command_in_flight_postgres_nats() {
         let id = player.create_against_bots(0).await;
         player.sit(&id, 0).await.unwrap();
         tables.push(id.clone());
-        games.push(tokio::spawn(play_strictly(player, id)));
+        games.push(tokio::spawn(play_strictly(player, id, moved.clone())));
     }
     // Tables created through the first replica all along the join.
-    let creating = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let creating = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let creator = {
         let (player, creating) = (app.player().on(&a), creating.clone());
         tokio::spawn(async move {
@@ -421,7 +438,14 @@ async fn a_scale_up_answers_every_command_in_flight_postgres_nats() {
             created
         })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The games are under way when the second replica joins.
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        moved.subscribe().wait_for(|n| *n >= 12),
+    )
+    .await
+    .expect("moves are made")
+    .unwrap();
     app.start_replica().await;
     app.partitions_settled().await;
     creating.store(false, std::sync::atomic::Ordering::Relaxed);
