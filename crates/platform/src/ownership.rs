@@ -566,6 +566,11 @@ pub struct Ownership {
 }
 
 impl Ownership {
+    /// The partition `id` maps to.
+    pub fn partition(&self, id: &Uuid) -> u32 {
+        partition_of(id, self.partitions)
+    }
+
     /// Whether `id`'s partition is held now.
     pub fn owns(&self, id: &Uuid) -> bool {
         self.owned

@@ -23,7 +23,7 @@ use crate::lobby::LobbyQuery;
 use crate::route::{
     AfterFence, FORWARDED_BY, Forward, HANDOVER_WAIT, Peer, Relay, Router, SharedRouter, Source,
 };
-use crate::service::{Failure, Tables, TablesError, moved_away};
+use crate::service::{Failure, Tables, TablesError, fenced_partition, moved_away};
 use crate::{Game, TableError};
 use fairdeal_games_wire::WireGame;
 use fairdeal_table_game::MAX_SEATS;
@@ -84,8 +84,9 @@ impl TablesApi {
 
     /// A command for `table_id`: sent to the table's owner with `send` when another replica
     /// owns it, decided here with `decide` otherwise. When this replica turns out not to hold
-    /// the table's partition as it writes (nothing was written: the table is moving), it is
-    /// decided here again once the partition is, or sent to the owner the routes name then
+    /// the table's partition as it writes (nothing was written: the table is moving, or its
+    /// lease lapsed and is being taken again), it is decided here again once the partition
+    /// is held under a new lease, or sent to the owner the routes name then
     /// ([`Router::after_fence`]), so a command in flight during a drain is answered.
     async fn decided<T, R, S, SF, D, DF>(
         &self,
@@ -106,13 +107,17 @@ impl TablesApi {
         {
             return answer;
         }
+        let decided_under = self.router.as_ref().and_then(|r| r.epoch(table_id));
         let failure = match decide().await {
             Ok(response) => return Ok(self.hinted(table_id, response)),
             Err(failure) => failure,
         };
         let failure = match &self.router {
             Some(router) if moved_away(&failure) => {
-                match router.after_fence(request, table_id, HANDOVER_WAIT).await {
+                match router
+                    .after_fence(request, table_id, decided_under, HANDOVER_WAIT)
+                    .await
+                {
                     AfterFence::Here => match decide().await {
                         Ok(response) => return Ok(self.hinted(table_id, response)),
                         Err(failure) => failure,
@@ -261,6 +266,7 @@ impl TablesService for TablesApi {
                 return answer;
             }
             let r = request.get_ref();
+            let held = self.router.as_ref().map(|router| router.epochs());
             match self
                 .tables
                 .create(
@@ -283,6 +289,14 @@ impl TablesService for TablesApi {
                         attempt,
                         "the new table's partition changed hands before it was written; creating it again"
                     );
+                    // Its lease lapsed rather than left (a renewal that came too late):
+                    // tried again once the keeper has taken the partitions again.
+                    if let (Some(router), Some(partition), Some(held)) =
+                        (&self.router, fenced_partition(&failure), &held)
+                    {
+                        let epoch = held.get(&partition).copied();
+                        router.lease_changed(partition, epoch, HANDOVER_WAIT).await;
+                    }
                 }
                 Err(failure) => return Err(status(failure)),
             }

@@ -146,7 +146,10 @@ impl Router {
     /// was written): the table left by a drain between the routing check and the append, or
     /// the route that sent it here is ahead of this replica's own keeper (it has taken the
     /// partition and not yet published it). Waits, `within` at most ([`HANDOVER_WAIT`] for
-    /// the API), for either: the partition held here ([`AfterFence::Here`]: decide it again), or
+    /// the API), for either: the partition held here under another lease than `decided_under`
+    /// (the epoch held when the call was decided, [`Router::epoch`]: a renewal that came
+    /// too late loses the lease, and the keeper takes the partition again at a new epoch)
+    /// ([`AfterFence::Here`]: decide it again), or
     /// the routes naming another owner ([`AfterFence::There`]: the call on its way there, marked
     /// [`HANDED_OVER`]; a call handed over already is not sent on again, so calls never
     /// loop). [`AfterFence::Refused`] when neither comes in time (a failover waiting for a dead
@@ -156,6 +159,7 @@ impl Router {
         &self,
         request: &Request<T>,
         table_id: &Uuid,
+        decided_under: Option<i64>,
         within: std::time::Duration,
     ) -> AfterFence<T> {
         let partition = partition_of(table_id, self.ownership.partitions);
@@ -163,7 +167,11 @@ impl Router {
         let (mut owned, mut routes) = (self.ownership.owned.clone(), self.routes.clone());
         let next = async {
             loop {
-                if owned.borrow_and_update().contains_key(&partition) {
+                if owned
+                    .borrow_and_update()
+                    .get(&partition)
+                    .is_some_and(|lease| Some(lease.epoch) != decided_under)
+                {
                     return None;
                 }
                 if !handed_over
@@ -193,6 +201,48 @@ impl Router {
             },
             Ok(None) | Err(_) => AfterFence::Refused,
         }
+    }
+
+    /// The epoch of the lease under which this replica holds `table_id`'s partition now
+    /// (`None`: not held), for [`Router::after_fence`].
+    pub fn epoch(&self, table_id: &Uuid) -> Option<i64> {
+        let partition = partition_of(table_id, self.ownership.partitions);
+        self.epochs().get(&partition).copied()
+    }
+
+    /// The epochs of the leases this replica holds now, by partition.
+    pub fn epochs(&self) -> std::collections::BTreeMap<u32, i64> {
+        self.ownership
+            .owned
+            .borrow()
+            .iter()
+            .map(|(partition, lease)| (*partition, lease.epoch))
+            .collect()
+    }
+
+    /// Waits, `within` at most, until this replica no longer holds `partition` under the
+    /// lease of epoch `decided_under` (it gave the partition up, or took it again at a new
+    /// epoch): what a write refused under that lease waits for before it is tried again.
+    pub async fn lease_changed(
+        &self,
+        partition: u32,
+        decided_under: Option<i64>,
+        within: std::time::Duration,
+    ) {
+        let mut owned = self.ownership.owned.clone();
+        let changed = async {
+            loop {
+                let epoch = owned
+                    .borrow_and_update()
+                    .get(&partition)
+                    .map(|lease| lease.epoch);
+                if epoch != decided_under || owned.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        // Past `within`, the caller tries again regardless.
+        let _ = tokio::time::timeout(within, changed).await;
     }
 
     /// The replica to forward a `CreateTable` to when this one holds no partition (it has
@@ -640,7 +690,7 @@ mod tests {
         );
         let table = table_in(1);
         let call = request();
-        let waiting = router.after_fence(&call, &table, HANDOVER_WAIT);
+        let waiting = router.after_fence(&call, &table, None, HANDOVER_WAIT);
         let taken = async {
             tokio::task::yield_now().await;
             // The taker announces; this replica's keeper reads the routes again.
@@ -658,7 +708,7 @@ mod tests {
         // At the taker, whose routes are ahead of its keeper's publication: a call handed
         // over is not sent on; it is decided there once the partition is held.
         let handed = forward.call;
-        let waiting = router.after_fence(&handed, &table, HANDOVER_WAIT);
+        let waiting = router.after_fence(&handed, &table, None, HANDOVER_WAIT);
         let published = async {
             tokio::task::yield_now().await;
             owned_tx.send_replace([(1, lease(1))].into());
@@ -670,12 +720,47 @@ mod tests {
         owned_tx.send_replace(Owned::new());
         routes_tx.send_replace([(1, route("me", "http://127.0.0.1:1"))].into());
         let wait = std::time::Duration::from_millis(20);
-        let next = router.after_fence(&request(), &table, wait).await;
+        let next = router.after_fence(&request(), &table, None, wait).await;
         assert!(matches!(next, AfterFence::Refused), "{next:?}");
         // A handed-over call whose table's routes name another: not sent on.
         routes_tx.send_replace([(1, route("b", "http://127.0.0.1:2"))].into());
-        let next = router.after_fence(&handed, &table, wait).await;
+        let next = router.after_fence(&handed, &table, None, wait).await;
         assert!(matches!(next, AfterFence::Refused), "{next:?}");
+    }
+
+    #[tokio::test]
+    async fn a_command_fenced_as_its_lease_lapsed_is_decided_again_under_the_new_lease() {
+        // This replica holds partition 1 at epoch 2, as its keeper last published; the lease
+        // has lapsed in the database (a renewal came too late), so the append was fenced.
+        let (owned_tx, owned) = watch::channel(Owned::from([(1, lease(1))]));
+        let (_routes_tx, routes) = watch::channel(Routes::from([(1, route("me", ""))]));
+        let router = Router::new(
+            "me",
+            Ownership {
+                partitions: PARTITIONS,
+                owned,
+            },
+            routes,
+        );
+        let table = table_in(1);
+        assert_eq!(router.epoch(&table), Some(2));
+        // Held still at the epoch it was decided under: not decided again at once.
+        let wait = std::time::Duration::from_millis(20);
+        let next = router.after_fence(&request(), &table, Some(2), wait).await;
+        assert!(matches!(next, AfterFence::Refused), "{next:?}");
+        // The keeper takes the partition again at a new epoch: decided again here.
+        let call = request();
+        let waiting = router.after_fence(&call, &table, Some(2), HANDOVER_WAIT);
+        let taken_again = async {
+            tokio::task::yield_now().await;
+            let lease = Lease {
+                epoch: 3,
+                ..lease(1)
+            };
+            owned_tx.send_replace([(1, lease)].into());
+        };
+        let (next, ()) = tokio::join!(waiting, taken_again);
+        assert!(matches!(next, AfterFence::Here), "{next:?}");
     }
 
     #[tokio::test]

@@ -816,7 +816,15 @@ impl Tables {
 /// is another's, so its owner takes the step (the owner's clocks and the deadlines
 /// projection see to it), and retrying here would never succeed.
 pub(crate) fn moved_away(error: &Failure) -> bool {
-    matches!(error, RunError::Store(StoreError::Fenced { .. }))
+    fenced_partition(error).is_some()
+}
+
+/// The partition whose lease `error` found this replica not holding ([`moved_away`]).
+pub(crate) fn fenced_partition(error: &Failure) -> Option<u32> {
+    match error {
+        RunError::Store(StoreError::Fenced { partition, .. }) => Some(*partition),
+        _ => None,
+    }
 }
 
 /// A load's failure as a use case's.

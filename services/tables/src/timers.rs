@@ -153,6 +153,9 @@ impl Tables {
         // A change of the partitions held: load at once (the new ones' deadlines are
         // waited for now, the lost ones' forgotten).
         let mut owned = self.timers.ownership.as_ref().map(|o| o.owned.clone());
+        // The leases as last looked at: a deadline fired under a lease that is gone since
+        // may have found the table fenced, its step refused as moved away (see below).
+        let mut leases = held(owned.as_ref());
         let ownership_changed = async |owned: &mut Option<watch::Receiver<Owned>>| match owned {
             Some(rx) => rx.changed().await.is_ok(),
             None => std::future::pending().await,
@@ -204,6 +207,19 @@ impl Tables {
                     if !moved {
                         owned = None;
                     }
+                    let now = held(owned.as_ref());
+                    // A deadline fired under a lease this replica lost, or took again at a new
+                    // epoch (its renewal came too late), may have found its append fenced:
+                    // the step was refused as moved away, for the partition's owner to take.
+                    // When that owner is this replica again, the projected row that fired is
+                    // still the one owed, so it fires again here.
+                    if let Some(ownership) = &self.timers.ownership {
+                        fired.retain(|id, _| {
+                            let partition = ownership.partition(id);
+                            epoch(&leases, partition) == epoch(&now, partition)
+                        });
+                    }
+                    leases = now;
                     self.timers.deadlines().retain(|id, _| self.timers.keeps(id));
                     load = true;
                 }
@@ -225,4 +241,14 @@ impl Tables {
             }
         }
     }
+}
+
+/// The leases `owned` holds now (none without ownership).
+fn held(owned: Option<&watch::Receiver<Owned>>) -> Owned {
+    owned.map(|rx| rx.borrow().clone()).unwrap_or_default()
+}
+
+/// The epoch of `partition`'s lease in `owned`, if held.
+fn epoch(owned: &Owned, partition: u32) -> Option<i64> {
+    owned.get(&partition).map(|lease| lease.epoch)
 }

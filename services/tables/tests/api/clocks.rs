@@ -158,3 +158,66 @@ async fn a_restarted_replica_waits_for_the_deadlines_in_the_log_embedded() {
     assert_eq!(timed_out, (0, 1));
     app.stop().await;
 }
+
+/// A replica whose leases lapse (its renewal came too late: a slow database, a starved
+/// process) takes its partitions again at new epochs in its next round, and nothing it owed
+/// meanwhile is lost: a turn deadline that fired while the leases had lapsed (its step
+/// fenced, refused as moved away) is taken once the partition is held again, and a move
+/// or a new table sent while they had lapsed is answered then, not refused.
+#[tokio::test]
+async fn a_lapsed_lease_loses_no_step_and_refuses_no_move_postgres() {
+    let app = TestApp::spawn(Db::Postgres).await;
+    app.partitions_settled().await;
+    let me = app.player();
+    let id = me.create_against_bots(20).await;
+    let mut stream = me.watch(&id, 0).await;
+    me.sit(&id, 0).await.unwrap();
+    let first = deadline(&mut stream).await;
+
+    // The deadline passes while the leases have lapsed (the keeper runs once a second).
+    lapse(&app).await;
+    app.clock
+        .advance(Duration::from_millis((first - app.clock.now_ms()) as u64));
+    let timed_out = until(&mut stream, |_, e| match e {
+        E::TurnTimedOut(t) => Some((t.seat, t.consecutive)),
+        _ => None,
+    })
+    .await;
+    assert_eq!(timed_out, (0, 1));
+
+    // Seat 0's turn again; the leases lapse, and the player's move, sent once, is answered.
+    deadline(&mut stream).await;
+    let view = me.view(&id).await;
+    assert_eq!(view.game.as_ref().and_then(|g| g.my_seat), Some(0));
+    let action = moves::choose(&view, 7).unwrap();
+    lapse(&app).await;
+    let version = me
+        .act_once(&id, view.version, "while-lapsed", action)
+        .await
+        .unwrap();
+    assert!(version > view.version);
+
+    // A table created while they have lapsed is created once they are taken again.
+    lapse(&app).await;
+    let created = me.create(pb::CreateTableRequest::default()).await;
+    assert_eq!(me.view(&created.table_id).await.version, created.version);
+    app.stop().await;
+}
+
+/// Ends every lease of the tables' partitions now, as a renewal that came too late finds
+/// them.
+async fn lapse(app: &TestApp) {
+    let fairdeal_db::Db::Postgres { pool, schema } = app.tables_storage().db() else {
+        panic!("leases are PostgreSQL's");
+    };
+    let sql = format!(
+        "UPDATE {}.partition_leases SET expires_at = now() WHERE expires_at > now()",
+        schema.quoted()
+    );
+    let lapsed = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .execute(pool)
+        .await
+        .unwrap()
+        .rows_affected();
+    assert_eq!(lapsed, u64::from(fairdeal_tables::startup::PARTITIONS));
+}
