@@ -667,6 +667,21 @@ mod tests {
         }
     }
 
+    /// A router over `owned` and `routes`, with the senders that change them as this
+    /// replica's keeper would.
+    fn watched(
+        owned: Owned,
+        routes: Routes,
+    ) -> (watch::Sender<Owned>, watch::Sender<Routes>, Router) {
+        let (owned_tx, owned) = watch::channel(owned);
+        let (routes_tx, routes) = watch::channel(routes);
+        let ownership = Ownership {
+            partitions: PARTITIONS,
+            owned,
+        };
+        (owned_tx, routes_tx, Router::new("me", ownership, routes))
+    }
+
     fn route(owner: &str, address: &str) -> Route {
         Route {
             owner: owner.into(),
@@ -678,16 +693,7 @@ mod tests {
     async fn a_command_refused_as_its_table_moved_goes_where_it_went_once() {
         // This replica has just drained partition 1: it holds nothing, and its routes name
         // no owner for it yet.
-        let (owned_tx, owned) = watch::channel(Owned::new());
-        let (routes_tx, routes) = watch::channel(Routes::new());
-        let router = Router::new(
-            "me",
-            Ownership {
-                partitions: PARTITIONS,
-                owned,
-            },
-            routes,
-        );
+        let (owned_tx, routes_tx, router) = watched(Owned::new(), Routes::new());
         let table = table_in(1);
         let call = request();
         let waiting = router.after_fence(&call, &table, None, HANDOVER_WAIT);
@@ -732,15 +738,9 @@ mod tests {
     async fn a_command_fenced_as_its_lease_lapsed_is_decided_again_under_the_new_lease() {
         // This replica holds partition 1 at epoch 2, as its keeper last published; the lease
         // has lapsed in the database (a renewal came too late), so the append was fenced.
-        let (owned_tx, owned) = watch::channel(Owned::from([(1, lease(1))]));
-        let (_routes_tx, routes) = watch::channel(Routes::from([(1, route("me", ""))]));
-        let router = Router::new(
-            "me",
-            Ownership {
-                partitions: PARTITIONS,
-                owned,
-            },
-            routes,
+        let (owned_tx, _routes_tx, router) = watched(
+            Owned::from([(1, lease(1))]),
+            Routes::from([(1, route("me", ""))]),
         );
         let table = table_in(1);
         assert_eq!(router.epoch(&table), Some(2));

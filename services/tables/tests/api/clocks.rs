@@ -148,14 +148,7 @@ async fn a_restarted_replica_waits_for_the_deadlines_in_the_log_embedded() {
     let replica = app.start_replica().await;
     let me = me.on(&replica);
     let mut stream = me.watch(&id, before.version).await;
-    app.clock
-        .advance(Duration::from_millis((due - app.clock.now_ms()) as u64));
-    let timed_out = until(&mut stream, |_, e| match e {
-        E::TurnTimedOut(t) => Some((t.seat, t.consecutive)),
-        _ => None,
-    })
-    .await;
-    assert_eq!(timed_out, (0, 1));
+    assert_eq!(timed_out_at(&app, &mut stream, due).await, (0, 1));
     app.stop().await;
 }
 
@@ -176,14 +169,7 @@ async fn a_lapsed_lease_loses_no_step_and_refuses_no_move_postgres() {
 
     // The deadline passes while the leases have lapsed (the keeper runs once a second).
     lapse(&app).await;
-    app.clock
-        .advance(Duration::from_millis((first - app.clock.now_ms()) as u64));
-    let timed_out = until(&mut stream, |_, e| match e {
-        E::TurnTimedOut(t) => Some((t.seat, t.consecutive)),
-        _ => None,
-    })
-    .await;
-    assert_eq!(timed_out, (0, 1));
+    assert_eq!(timed_out_at(&app, &mut stream, first).await, (0, 1));
 
     // Seat 0's turn again; the leases lapse, and the player's move, sent once, is answered.
     deadline(&mut stream).await;
@@ -202,6 +188,22 @@ async fn a_lapsed_lease_loses_no_step_and_refuses_no_move_postgres() {
     let created = me.create(pb::CreateTableRequest::default()).await;
     assert_eq!(me.view(&created.table_id).await.version, created.version);
     app.stop().await;
+}
+
+/// Moves the clock to `due` (a turn's deadline) and reads `stream` until the timeout it
+/// causes: its seat and count.
+async fn timed_out_at(
+    app: &TestApp,
+    stream: &mut tonic::Streaming<pb::WatchResponse>,
+    due: i64,
+) -> (u32, u32) {
+    app.clock
+        .advance(Duration::from_millis((due - app.clock.now_ms()) as u64));
+    until(stream, |_, e| match e {
+        E::TurnTimedOut(t) => Some((t.seat, t.consecutive)),
+        _ => None,
+    })
+    .await
 }
 
 /// Ends every lease of the tables' partitions now, as a renewal that came too late finds
