@@ -3,7 +3,8 @@
 //! need.
 //!
 //! Layout:
-//! - this library: a process-wide trace recorder with an in-memory exporter
+//! - this library: the process's subscriber, logging the services' warnings to the test's
+//!   output ([`test_logs`]), and a trace recorder with an in-memory exporter
 //!   ([`trace_recorder`]) to assert that one trace spans several hops. It stays here rather
 //!   than in `fairdeal-testkit` because it is built on the platform kit's OpenTelemetry layer,
 //!   which the testkit (usable by every crate, the kit's dependencies included) must not
@@ -22,9 +23,11 @@ pub mod platform;
 pub mod services;
 
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use opentelemetry::trace::TraceId;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use tracing_subscriber::filter::filter_fn;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::{EnvFilter, Layer as _};
@@ -51,11 +54,27 @@ impl TraceRecorder {
     }
 }
 
-/// Installs (once per process) a global subscriber that records every span in memory, the
-/// way `fairdeal_kit::telemetry::init` would export it, and logs to the test output at
-/// `RUST_LOG` (default `warn`). Global rather than per-thread because services spread their
-/// work over tasks on every worker thread.
+/// Whether spans are recorded: from the first [`trace_recorder`] call on.
+static RECORDING: AtomicBool = AtomicBool::new(false);
+
+/// Records every span in memory from now on, the way `fairdeal_kit::telemetry::init` would
+/// export it, through the process's subscriber ([`test_logs`]). Global rather than
+/// per-thread because services spread their work over tasks on every worker thread.
 pub fn trace_recorder() -> &'static TraceRecorder {
+    let recorder = subscriber();
+    RECORDING.store(true, Ordering::Relaxed);
+    recorder
+}
+
+/// Installs (once per process) the global subscriber: the services' logs to the test's
+/// output at `RUST_LOG` (default `warn`), which the harness shows when the test fails, and
+/// the span recording [`trace_recorder`] turns on. A test that starts services calls it
+/// (`GameStack` does), so a failure shows what they warned of.
+pub fn test_logs() {
+    subscriber();
+}
+
+fn subscriber() -> &'static TraceRecorder {
     static RECORDER: OnceLock<TraceRecorder> = OnceLock::new();
     RECORDER.get_or_init(|| {
         let exporter = InMemorySpanExporter::default();
@@ -67,11 +86,15 @@ pub fn trace_recorder() -> &'static TraceRecorder {
             .with_filter(
                 EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
             );
+        // Spans are kept in memory only where a test asks for them: a binary of long games
+        // would hold every move's.
+        let spans = fairdeal_kit::telemetry::otel_layer(&provider)
+            .with_filter(filter_fn(|_| RECORDING.load(Ordering::Relaxed)));
         // Another test harness may have installed one already; then spans go there and the
         // trace assertions fail loudly rather than silently.
         let _ = tracing_subscriber::registry()
             .with(logs)
-            .with(fairdeal_kit::telemetry::otel_layer(&provider))
+            .with(spans)
             .try_init();
         TraceRecorder { exporter, provider }
     })

@@ -131,6 +131,7 @@ impl GameStack {
 
     /// The stack, its services not started yet.
     async fn prepare(backend: Backend) -> anyhow::Result<GameStack> {
+        crate::test_logs();
         let dir = tempfile::tempdir()?;
         let (database, database_url, prefix) = match backend {
             Backend::PostgresNats => {
