@@ -845,7 +845,10 @@ impl Keeper {
     /// ([`Keeper::hearing`]), until `stop` is cancelled; then leaves and releases everything
     /// held, and announces it (the drain of a replica shutting down: the others hearing it
     /// take its partitions at once, the others on their next tick). A failed round is
-    /// logged and retried on the next.
+    /// logged and retried on the next. Rounds start `every` apart (at once after one that
+    /// took longer), not `every` after the last one ended: each renews first, so on a slow
+    /// database the renewals stay a round apart rather than a round plus `every`, which
+    /// would let the leases lapse sooner.
     pub async fn run(self, every: Duration, stop: tokio_util::sync::CancellationToken) {
         let mut changes = self.changes.clone();
         loop {
@@ -854,12 +857,13 @@ impl Keeper {
             if let Some(changes) = &mut changes {
                 changes.borrow_and_update();
             }
+            let started = tokio::time::Instant::now();
             if let Err(error) = self.tick().await {
                 tracing::warn!(%error, "partition leases: a round failed");
             }
             tokio::select! {
                 () = stop.cancelled() => break,
-                () = tokio::time::sleep(every) => {}
+                () = tokio::time::sleep_until(started + every) => {}
                 () = changed(&mut changes) => {}
             }
         }
