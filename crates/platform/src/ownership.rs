@@ -554,6 +554,11 @@ pub(crate) fn woken(payload: &str, schema: &str) -> Option<Woken> {
     Some(Uuid::parse_str(id).map_or(Woken::Missed, Woken::Aggregate))
 }
 
+/// The epoch of `partition`'s lease in `owned`, if held.
+pub fn epoch_of(owned: &Owned, partition: u32) -> Option<i64> {
+    owned.get(&partition).map(|lease| lease.epoch)
+}
+
 /// What one replica holds, as its [`Keeper`] publishes it: which aggregates are its own to
 /// decide for (their clocks, their watchers fed from memory), and the [`Fence`] its appends
 /// to them pass.

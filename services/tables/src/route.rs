@@ -27,7 +27,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use fairdeal_kit::metrics::{Counter, KeyValue};
-use fairdeal_platform::ownership::{Routes, partition_of};
+use fairdeal_platform::ownership::{Routes, epoch_of, partition_of};
 use fairdeal_proto::fairdeal::tables::v1 as pb;
 use fairdeal_proto::fairdeal::tables::v1::tables_service_client::TablesServiceClient;
 use tokio::sync::{mpsc, watch};
@@ -167,10 +167,8 @@ impl Router {
         let (mut owned, mut routes) = (self.ownership.owned.clone(), self.routes.clone());
         let next = async {
             loop {
-                if owned
-                    .borrow_and_update()
-                    .get(&partition)
-                    .is_some_and(|lease| Some(lease.epoch) != decided_under)
+                if epoch_of(&owned.borrow_and_update(), partition)
+                    .is_some_and(|epoch| Some(epoch) != decided_under)
                 {
                     return None;
                 }
@@ -207,7 +205,7 @@ impl Router {
     /// (`None`: not held), for [`Router::after_fence`].
     pub fn epoch(&self, table_id: &Uuid) -> Option<i64> {
         let partition = partition_of(table_id, self.ownership.partitions);
-        self.epochs().get(&partition).copied()
+        epoch_of(&self.ownership.owned.borrow(), partition)
     }
 
     /// The epochs of the leases this replica holds now, by partition.
@@ -232,10 +230,7 @@ impl Router {
         let mut owned = self.ownership.owned.clone();
         let changed = async {
             loop {
-                let epoch = owned
-                    .borrow_and_update()
-                    .get(&partition)
-                    .map(|lease| lease.epoch);
+                let epoch = epoch_of(&owned.borrow_and_update(), partition);
                 if epoch != decided_under || owned.changed().await.is_err() {
                     return;
                 }

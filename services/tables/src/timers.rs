@@ -18,8 +18,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use fairdeal_platform::ownership::Owned;
 pub use fairdeal_platform::ownership::Ownership;
+use fairdeal_platform::ownership::{Owned, epoch_of};
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -216,7 +216,7 @@ impl Tables {
                     if let Some(ownership) = &self.timers.ownership {
                         fired.retain(|id, _| {
                             let partition = ownership.partition(id);
-                            epoch(&leases, partition) == epoch(&now, partition)
+                            epoch_of(&leases, partition) == epoch_of(&now, partition)
                         });
                     }
                     leases = now;
@@ -246,9 +246,4 @@ impl Tables {
 /// The leases `owned` holds now (none without ownership).
 fn held(owned: Option<&watch::Receiver<Owned>>) -> Owned {
     owned.map(|rx| rx.borrow().clone()).unwrap_or_default()
-}
-
-/// The epoch of `partition`'s lease in `owned`, if held.
-fn epoch(owned: &Owned, partition: u32) -> Option<i64> {
-    owned.get(&partition).map(|lease| lease.epoch)
 }
