@@ -11,7 +11,10 @@
 //! through the same one), so half the moves and half the watches reach a replica that does
 //! not own the table and are forwarded to the owner; `LOAD_ROUTE=owner`: every seat on the
 //! replica owning its table, nothing forwarded; `LOAD_DB_WRITERS=n`: the replicas'
-//! `--db-writers`, default the service's own).
+//! `--db-writers`, default the service's own; `LOAD_PEER_DELAY_MS=d`: what passes between
+//! replicas, forwarded calls and relayed watches, is held d ms each way by a
+//! `cargo xtask delay-proxy` (`LOAD_XTASK`, default `../../target/release/xtask`) in front
+//! of each replica, the address it announces to the others).
 //!
 //! Each seat's client watches the table (`Watch` with turn views): when a message brings its
 //! view (its seat is to act), it chooses with the engine's bot and sends `Act`.
@@ -78,9 +81,22 @@ fn db_writers() -> Option<u32> {
 /// `LOAD_ROUTE=owner`: with replicas, every seat acts and watches through the replica the
 /// `fairdeal-table-owner` header of the first answer names (the table's owner), as a client
 /// told where its table lives does (like a Colyseus seat reservation): nothing is
-/// forwarded. Default: spread, as above.
+/// forwarded; `LOAD_ROUTE=moves` or `watches`: only those to the owner. Default: spread,
+/// as above.
 fn route_to_owner() -> bool {
-    std::env::var("LOAD_ROUTE").is_ok_and(|r| r == "owner")
+    route_owned() == Some((true, true))
+}
+
+/// What goes to the table's owner (`LOAD_ROUTE`): `owner`, both the moves and the watches;
+/// `moves` or `watches`, only those (the other spread as by default), to tell the forwarded
+/// moves' cost from the relayed watches'. `None`: nothing (spread).
+fn route_owned() -> Option<(bool, bool)> {
+    match std::env::var("LOAD_ROUTE").ok()?.as_str() {
+        "owner" => Some((true, true)),
+        "moves" => Some((true, false)),
+        "watches" => Some((false, true)),
+        _ => None,
+    }
 }
 
 /// `LOAD_CONNECTIONS=player`: each player on a connection of its own (as separate devices);
@@ -95,6 +111,47 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
     }
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i].as_secs_f64() * 1000.0
+}
+
+/// `LOAD_PEER_DELAY_MS`: the latency added each way between replicas.
+fn peer_delay() -> Option<f64> {
+    std::env::var("LOAD_PEER_DELAY_MS").ok()?.parse().ok()
+}
+
+/// The delaying proxies started for the replicas, killed when the bench ends.
+static PROXIES: Mutex<Vec<std::process::Child>> = Mutex::new(Vec::new());
+
+/// The address a replica serving at `port` announces to the others with
+/// `LOAD_PEER_DELAY_MS`: a `cargo xtask delay-proxy` in front of it, started here (a process
+/// of its own, so its CPU is not counted as this one's).
+fn delayed(port: u16) -> String {
+    let delay = peer_delay().unwrap_or(0.0);
+    let xtask =
+        std::env::var("LOAD_XTASK").unwrap_or_else(|_| "../../target/release/xtask".to_owned());
+    let listen = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let at = listen.local_addr().unwrap().port();
+    drop(listen);
+    let proxy = std::process::Command::new(&xtask)
+        .args([
+            "delay-proxy".to_owned(),
+            format!("127.0.0.1:{at}"),
+            format!("127.0.0.1:{port}"),
+            delay.to_string(),
+        ])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("LOAD_XTASK {xtask}: {e}"));
+    PROXIES.lock().unwrap().push(proxy);
+    // Listening before the replica announces it.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while std::net::TcpStream::connect(("127.0.0.1", at)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "the delay proxy at {at} did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    format!("http://127.0.0.1:{at}")
 }
 
 /// Moves sent and not yet seen by every seat: first event version -> (sent, seats left).
@@ -320,17 +377,26 @@ async fn drive(app: Arc<TestApp>, tally: Arc<Mutex<Tally>>, stop: watch::Receive
             .table_id;
         // Told where the table lives (the `fairdeal-table-owner` header), every seat calls
         // and watches there.
-        let (players, watchers) = if route_to_owner() && app.replicas.len() > 1 {
+        let (players, watchers) = if route_owned().is_some() && app.replicas.len() > 1 {
             let owner = creator.owner_of(&id).await.expect("the owner names itself");
             let at = app
-                .replica_ports
+                .replica_urls
                 .iter()
-                .position(|port| owner == format!("http://127.0.0.1:{port}"))
+                .position(|url| owner == *url)
                 .expect("a replica's address");
             let home = |p: &Player| p.on(&app.replicas[at]);
+            let (moves, watches) = route_owned().unwrap_or((true, true));
             (
-                players.iter().map(home).collect::<Vec<_>>(),
-                watchers.iter().map(home).collect::<Vec<_>>(),
+                if moves {
+                    players.iter().map(home).collect()
+                } else {
+                    players
+                },
+                if watches {
+                    watchers.iter().map(home).collect()
+                } else {
+                    watchers
+                },
             )
         } else {
             (players, watchers)
@@ -438,7 +504,12 @@ async fn raw_appends(app: &TestApp, writers: usize, run: Duration) -> (f64, f64,
 
 async fn run(db: Db, tables: usize, seconds: u64) {
     let replicas = replicas();
-    let app = Arc::new(TestApp::spawn_replicas_writing(db, replicas, db_writers()).await);
+    let app = if peer_delay().is_some() {
+        TestApp::spawn_replicas_advertising(db, replicas, db_writers(), delayed).await
+    } else {
+        TestApp::spawn_replicas_writing(db, replicas, db_writers()).await
+    };
+    let app = Arc::new(app);
     // The replicas share the partitions once `spawn_replicas_writing` returns: the window
     // measures the shape they run in, not the handover...
     // ...and every replica's routes have been read again since (a keeper's round).
@@ -480,15 +551,20 @@ async fn run(db: Db, tables: usize, seconds: u64) {
     } else {
         "GetTable per move"
     };
+    let between = peer_delay().map_or(String::new(), |d| format!(", {d} ms each way between them"));
     let replicas = if replicas > 1 && route_to_owner() {
         format!(", {replicas} replicas, every seat on its table's owner")
+    } else if replicas > 1 && route_owned() == Some((true, false)) {
+        format!(", {replicas} replicas, moves sent to the owner, watches spread")
+    } else if replicas > 1 && route_owned() == Some((false, true)) {
+        format!(", {replicas} replicas, watches through the owner, moves spread")
     } else if replicas > 1 {
         format!(", {replicas} replicas, each seat watching through another than it acts on")
     } else {
         String::new()
     };
     println!(
-        "{db:?}: {tables} tables x 4 clients ({connections}, {client}{replicas}), {seconds} s: {moves} moves, {:.0} moves/s, \
+        "{db:?}: {tables} tables x 4 clients ({connections}, {client}{replicas}{between}), {seconds} s: {moves} moves, {:.0} moves/s, \
          latency to all four watchers p50 {:.1} ms p99 {:.1} ms ({} samples), {finished} tables finished, \
          {} calls sent again after UNAVAILABLE",
         moves as f64 / elapsed,
@@ -532,5 +608,9 @@ async fn main() {
     }
     if (backend == "both" || backend == "embedded") && replicas() == 1 {
         run(Db::Sqlite, tables, seconds).await;
+    }
+    for mut proxy in PROXIES.lock().unwrap().drain(..) {
+        let _ = proxy.kill();
+        let _ = proxy.wait();
     }
 }

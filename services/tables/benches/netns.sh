@@ -13,7 +13,9 @@
 # `cargo build --release -p xtask`):
 #   LOAD_BIN=../../target/release/deps/load-... benches/netns.sh DELAY_MS
 # with the bench's own variables (LOAD_BACKEND=postgres, LOAD_TABLES, LOAD_SECONDS,
-# LOAD_REPLICAS...) in the environment. Everything it makes is removed on exit.
+# LOAD_REPLICAS...) in the environment; with LOAD_PEER_DELAY_MS=DELAY_MS the calls between
+# the replicas cross the same latency (a delay proxy in front of each, inside the
+# namespace: benches/load.rs). Everything it makes is removed on exit.
 set -euo pipefail
 
 delay=${1:?"usage: benches/netns.sh DELAY_MS (one way, each direction)"}

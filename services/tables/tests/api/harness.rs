@@ -30,6 +30,12 @@ pub(crate) struct TestApp {
     pub(crate) replicas: Vec<TablesServiceClient<Channel>>,
     /// The replicas' ports, in `replicas` order.
     pub(crate) replica_ports: Vec<u16>,
+    /// Where each replica tells the others it serves (its `advertise_url`), in `replicas`
+    /// order.
+    pub(crate) replica_urls: Vec<String>,
+    /// The `advertise_url` of a replica serving at a port: by default its own address; a
+    /// bench puts a delaying proxy there, so the calls between replicas cross a latency.
+    pub(crate) advertise: fn(u16) -> String,
     /// Each replica's routes, as its keeper last read them (`replicas` order; `None` on
     /// SQLite, where one replica serves every table).
     replica_routes: Vec<Option<tokio::sync::watch::Receiver<fairdeal_platform::ownership::Routes>>>,
@@ -155,6 +161,8 @@ impl TestApp {
             tables: TablesServiceClient::new(lazy(0)),
             replicas: Vec::new(),
             replica_ports: Vec::new(),
+            replica_urls: Vec::new(),
+            advertise: |port| format!("http://127.0.0.1:{port}"),
             replica_routes: Vec::new(),
             clock: Arc::new(ManualClock::new(fairdeal_testkit::now() * 1000)),
             signing,
@@ -184,8 +192,23 @@ impl TestApp {
         replicas: usize,
         writers: Option<u32>,
     ) -> TestApp {
+        Self::spawn_replicas_advertising(db, replicas, writers, |port| {
+            format!("http://127.0.0.1:{port}")
+        })
+        .await
+    }
+
+    /// [`TestApp::spawn_replicas_writing`], each replica serving at a port announcing
+    /// `advertise(port)` to the others as its address ([`TestApp::advertise`]).
+    pub(crate) async fn spawn_replicas_advertising(
+        db: Db,
+        replicas: usize,
+        writers: Option<u32>,
+        advertise: fn(u16) -> String,
+    ) -> TestApp {
         let mut app = Self::spawn_with(db, 0, true).await;
         app.tables_common.db_writers = writers;
+        app.advertise = advertise;
         app.start_replicas(replicas).await;
         app
     }
@@ -283,6 +306,7 @@ impl TestApp {
         let mut common = self.tables_common.clone();
         common.listen_addr = format!("127.0.0.1:{port}").parse().unwrap();
         let storage = self.open_tables_storage().await;
+        let advertise_url = (self.advertise)(port);
         let tables = fairdeal_tables::Application::assemble(
             &common,
             fairdeal_tables::startup::Parts {
@@ -292,7 +316,7 @@ impl TestApp {
                 tokens: self.service_tokens("tables"),
                 authn: authenticator(self.keys()),
                 clock: self.clock.clone(),
-                advertise_url: format!("http://127.0.0.1:{port}"),
+                advertise_url: advertise_url.clone(),
             },
         )
         .await
@@ -308,6 +332,7 @@ impl TestApp {
         let client = TablesServiceClient::new(lazy(port));
         self.replicas.push(client.clone());
         self.replica_ports.push(port);
+        self.replica_urls.push(advertise_url);
         client
     }
 
