@@ -537,9 +537,19 @@ async fn run(db: Db, tables: usize, seconds: u64) {
     let behind = relay_behind(&app, head).await;
     stop_tx.send(true).unwrap();
     let stopped = Instant::now();
+    // A driver that died (a client's call failed) stopped its table: the figures would
+    // measure fewer tables than asked for, so the run says so and fails.
+    let mut died = 0;
     for d in drivers {
-        let _ = d.await;
+        if let Err(error) = d.await {
+            died += 1;
+            eprintln!("a table's driver died: {error}");
+        }
     }
+    assert!(
+        died == 0 && moves > 0,
+        "{died} of {tables} tables' drivers died, {moves} moves: the figures would not measure {tables} tables"
+    );
     latencies.sort();
     let connections = if own_connections() {
         "a connection each"
