@@ -608,8 +608,24 @@ async fn run(db: Db, tables: usize, seconds: u64) {
     }
 }
 
+/// Kills the delaying proxies when the bench ends, a failed run included.
+struct Proxies;
+
+impl Drop for Proxies {
+    fn drop(&mut self) {
+        let mut proxies = PROXIES
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for mut proxy in proxies.drain(..) {
+            let _ = proxy.kill();
+            let _ = proxy.wait();
+        }
+    }
+}
+
 #[tokio::main]
 async fn main() {
+    let _proxies = Proxies;
     let backend: String = env("LOAD_BACKEND", "both".to_owned());
     let tables = env("LOAD_TABLES", 64usize);
     let seconds = env("LOAD_SECONDS", 20u64);
@@ -618,9 +634,5 @@ async fn main() {
     }
     if (backend == "both" || backend == "embedded") && replicas() == 1 {
         run(Db::Sqlite, tables, seconds).await;
-    }
-    for mut proxy in PROXIES.lock().unwrap().drain(..) {
-        let _ = proxy.kill();
-        let _ = proxy.wait();
     }
 }
