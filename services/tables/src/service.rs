@@ -580,9 +580,12 @@ impl Tables {
     /// (`Tables::retry_later`): the command that triggered the advance has succeeded
     /// regardless, and nobody may ever ask again.
     pub async fn advance(&self, table_id: Uuid) {
+        let under = self.timers.epoch(&table_id);
         if let Err(error) = self.try_advance(table_id).await {
             if moved_away(&error) {
                 tracing::debug!(%table_id, "the table moved to another replica; its owner steps it");
+                // Or its lease lapsed, and this replica takes it again: then it steps it.
+                self.timers.fenced(table_id, under);
                 return;
             }
             let error = ServiceError::from(error);

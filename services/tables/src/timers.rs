@@ -42,7 +42,25 @@ pub(crate) struct Timers {
     reload: Notify,
     /// Whose clocks are kept here (`None`: every table's).
     ownership: Option<Ownership>,
+    /// Tables whose step was refused by the fence (their partition's lease lapsed or moved
+    /// as it was written), and since when: each is stepped again once its partition is held
+    /// here again ([`Timers::fenced_held`]).
+    fenced: Mutex<HashMap<Uuid, Fenced>>,
 }
+
+/// A step refused by the fence ([`Timers::fenced`]).
+#[derive(Debug)]
+struct Fenced {
+    /// When.
+    since: std::time::Instant,
+    /// The epoch of the lease it was decided under (`None`: not held).
+    under: Option<i64>,
+}
+
+/// How long a table whose step was fenced waits for its partition to be held here again
+/// before it is left to its new owner: a lease that lapsed is taken again within a keeper
+/// round or two.
+const FENCED_KEPT: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Timers {
     /// No deadlines yet; the clocks of the tables `ownership` says are this replica's
@@ -53,6 +71,7 @@ impl Timers {
             changed: watch::Sender::new(0),
             reload: Notify::new(),
             ownership,
+            fenced: Mutex::new(HashMap::new()),
         }
     }
 
@@ -89,6 +108,60 @@ impl Timers {
         if changed {
             self.changed.send_modify(|n| *n = n.wrapping_add(1));
         }
+    }
+
+    /// The epoch of the lease under which `table_id`'s partition is held here (`None`: not
+    /// held, or no ownership).
+    pub(crate) fn epoch(&self, table_id: &Uuid) -> Option<i64> {
+        let ownership = self.ownership.as_ref()?;
+        epoch_of(&ownership.owned.borrow(), ownership.partition(table_id))
+    }
+
+    /// Whether `table_id`'s partition is held here under another lease than `under`.
+    fn held_anew(&self, table_id: &Uuid, under: Option<i64>) -> bool {
+        self.keeps(table_id) && self.epoch(table_id) != under
+    }
+
+    /// `table_id`'s step, decided under the lease of epoch `under` ([`Timers::epoch`]), was
+    /// refused by the fence: it is stepped again once its partition is held here under
+    /// another lease (at once if it is already). The deadlines projection cannot be relied on
+    /// for it: a step owed because of the table's state (the seat that filled it, say: its
+    /// deal is owed) is recorded by no row, and this replica, taking a lapsed lease again,
+    /// would wait for nothing.
+    pub(crate) fn fenced(&self, table_id: Uuid, under: Option<i64>) {
+        if self.held_anew(&table_id, under) {
+            self.set(table_id, Some(i64::MIN));
+            return;
+        }
+        self.fenced
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(
+                table_id,
+                Fenced {
+                    since: std::time::Instant::now(),
+                    under,
+                },
+            );
+    }
+
+    /// The tables fenced ([`Timers::fenced`]) whose partition is held here again, forgotten
+    /// as they are given back; those fenced over [`FENCED_KEPT`] ago are forgotten too
+    /// (their partition's new owner steps them).
+    fn fenced_held(&self) -> Vec<Uuid> {
+        let mut again = Vec::new();
+        self.fenced
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|id, fenced| {
+                if self.held_anew(id, fenced.under) {
+                    again.push(*id);
+                    false
+                } else {
+                    fenced.since.elapsed() < FENCED_KEPT
+                }
+            });
+        again
     }
 
     /// The earliest deadline.
@@ -221,6 +294,10 @@ impl Tables {
                     }
                     leases = now;
                     self.timers.deadlines().retain(|id, _| self.timers.keeps(id));
+                    // A step fenced as the lease lapsed is taken again, at once.
+                    for table_id in self.timers.fenced_held() {
+                        self.timers.deadlines().insert(table_id, i64::MIN);
+                    }
                     load = true;
                 }
                 () = self.timers.reload.notified() => load = true,
