@@ -583,6 +583,11 @@ impl Ownership {
             .contains_key(&partition_of(id, self.partitions))
     }
 
+    /// The epoch of the lease under which `id`'s partition is held here (`None`: not held).
+    pub fn epoch(&self, id: &Uuid) -> Option<i64> {
+        epoch_of(&self.owned.borrow(), partition_of(id, self.partitions))
+    }
+
     /// The fence an append to `id`'s stream passes: the lease of its partition as held now
     /// (owner and epoch). `Err(partition)` when this replica does not hold that partition:
     /// it must not write for `id` (another replica owns it, or none does yet).

@@ -204,8 +204,7 @@ impl Router {
     /// The epoch of the lease under which this replica holds `table_id`'s partition now
     /// (`None`: not held), for [`Router::after_fence`].
     pub fn epoch(&self, table_id: &Uuid) -> Option<i64> {
-        let partition = partition_of(table_id, self.ownership.partitions);
-        epoch_of(&self.ownership.owned.borrow(), partition)
+        self.ownership.epoch(table_id)
     }
 
     /// The epochs of the leases this replica holds now, by partition.

@@ -113,13 +113,13 @@ impl Timers {
     /// The epoch of the lease under which `table_id`'s partition is held here (`None`: not
     /// held, or no ownership).
     pub(crate) fn epoch(&self, table_id: &Uuid) -> Option<i64> {
-        let ownership = self.ownership.as_ref()?;
-        epoch_of(&ownership.owned.borrow(), ownership.partition(table_id))
+        self.ownership.as_ref()?.epoch(table_id)
     }
 
     /// Whether `table_id`'s partition is held here under another lease than `under`.
     fn held_anew(&self, table_id: &Uuid, under: Option<i64>) -> bool {
-        self.keeps(table_id) && self.epoch(table_id) != under
+        self.epoch(table_id)
+            .is_some_and(|epoch| Some(epoch) != under)
     }
 
     /// `table_id`'s step, decided under the lease of epoch `under` ([`Timers::epoch`]), was
