@@ -41,6 +41,7 @@ use tokio_stream::wrappers::{ReceiverStream, UnboundedReceiverStream};
 use tonic::metadata::{KeyAndValueRef, MetadataKey, MetadataMap, MetadataValue};
 use tonic::transport::Channel;
 use tonic::{Code, Request, Response, Status};
+use tracing::Instrument;
 
 use crate::grpc::TablesApi;
 use crate::route::{FORWARDED_BY, HANDED_OVER};
@@ -56,9 +57,15 @@ const OWNER_QUEUE: usize = 4096;
 /// before the watch is closed as too slow (and opened again from its last version).
 const RELAYED: usize = 256;
 
-/// The caller's metadata a call on the link carries: its token, and the marks the router
-/// puts on a forwarded call.
-const CARRIED: [&str; 3] = ["authorization", FORWARDED_BY, HANDED_OVER];
+/// The caller's metadata a call on the link carries: its token, its trace context, and the
+/// marks the router puts on a forwarded call.
+const CARRIED: [&str; 5] = [
+    "authorization",
+    "traceparent",
+    "tracestate",
+    FORWARDED_BY,
+    HANDED_OVER,
+];
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // What the maps hold stays valid whatever panicked while holding the lock.
@@ -454,7 +461,8 @@ impl PeerApi {
         }
         match call.request {
             Some(Called::Act(act)) => {
-                tokio::spawn(async move {
+                let span = span(&metadata, "/fairdeal.tables.v1.TablesService/Act");
+                let task = async move {
                     let answer = match self.called(metadata, act).await {
                         Ok(request) => self.api.act(request).await,
                         Err(status) => Err(status),
@@ -471,12 +479,14 @@ impl PeerApi {
                     };
                     // The link may have ended: the forwarding side then answered the caller.
                     let _ = down.send(item(id, Kind::Answer(answer))).await;
-                });
+                };
+                tokio::spawn(task.instrument(span));
                 // A move in flight is decided whatever becomes of the link.
                 None
             }
-            Some(Called::Watch(watch)) => Some(
-                tokio::spawn(async move {
+            Some(Called::Watch(watch)) => {
+                let span = span(&metadata, "/fairdeal.tables.v1.TablesService/Watch");
+                let task = async move {
                     let opened = match self.called(metadata, watch).await {
                         Ok(request) => self.api.watch(request).await,
                         Err(status) => Err(status),
@@ -513,9 +523,9 @@ impl PeerApi {
                         }
                     }
                     let _ = down.send(item(id, Kind::Ended(true))).await;
-                })
-                .abort_handle(),
-            ),
+                };
+                Some(tokio::spawn(task.instrument(span)).abort_handle())
+            }
             None => {
                 tokio::spawn(async move {
                     let status = Status::invalid_argument("call: no request");
@@ -533,6 +543,15 @@ impl PeerApi {
         self.authn.authenticate(&mut request).await?;
         Ok(request)
     }
+}
+
+/// The span of a call on a link, as the server makes one for a call to `path` (a child of
+/// the caller's trace context it carries).
+fn span(metadata: &MetadataMap, path: &'static str) -> tracing::Span {
+    let mut request = http::Request::new(());
+    *request.uri_mut() = http::Uri::from_static(path);
+    *request.headers_mut() = metadata.clone().into_headers();
+    fairdeal_kit::propagation::grpc_server_span(&request)
 }
 
 /// A call's refusal as the link carries it.
@@ -560,5 +579,222 @@ impl TablesPeerService for PeerApi {
             .ready_chunks(BATCH)
             .map(|items| Ok(pb::LinkResponse { items }));
         Ok(Response::new(Box::pin(frames)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use pb::tables_peer_service_server::TablesPeerServiceServer;
+    use tonic::transport::Endpoint;
+    use tonic::transport::server::TcpIncoming;
+
+    use super::*;
+
+    /// An owner playing a script: a move is answered version 7 with an owner header, or
+    /// refused ABORTED with the current version in its metadata (command `stale`), or ends
+    /// the link unanswered (command `end`); a watch opens and sends `messages` messages at
+    /// once. What it is told to cancel goes to `cancelled`, the tokens it sees to `tokens`.
+    #[derive(Clone)]
+    struct Scripted {
+        messages: u64,
+        cancelled: mpsc::UnboundedSender<u64>,
+        tokens: mpsc::UnboundedSender<String>,
+    }
+
+    impl Scripted {
+        async fn serve(
+            self,
+            mut calls: tonic::Streaming<pb::LinkRequest>,
+            down: mpsc::Sender<pb::PeerItem>,
+        ) {
+            while let Ok(Some(frame)) = calls.message().await {
+                for pb::PeerItem { id, kind } in frame.items {
+                    match kind {
+                        Some(Kind::Call(call)) => {
+                            let token = call.metadata.get("authorization").cloned();
+                            let _ = self.tokens.send(token.unwrap_or_default());
+                            match call.request {
+                                Some(Called::Act(act)) if act.command_id == "end" => return,
+                                Some(Called::Act(act)) => {
+                                    let answer = if act.command_id == "stale" {
+                                        let mut status =
+                                            Status::aborted("stale: the table is at version 9");
+                                        status.metadata_mut().insert(
+                                            "fairdeal-table-version",
+                                            MetadataValue::from(9u64),
+                                        );
+                                        refused(&status)
+                                    } else {
+                                        pb::PeerAnswer {
+                                            metadata: [(
+                                                "fairdeal-table-owner".to_owned(),
+                                                "http://b".to_owned(),
+                                            )]
+                                            .into(),
+                                            result: Some(Answered::Act(pb::ActResponse {
+                                                version: 7,
+                                            })),
+                                        }
+                                    };
+                                    down.send(item(id, Kind::Answer(answer))).await.unwrap();
+                                }
+                                Some(Called::Watch(_)) => {
+                                    let opened = pb::PeerAnswer {
+                                        metadata: std::collections::BTreeMap::new(),
+                                        result: Some(Answered::Watching(true)),
+                                    };
+                                    down.send(item(id, Kind::Answer(opened))).await.unwrap();
+                                    for version in 1..=self.messages {
+                                        let message = pb::WatchResponse {
+                                            version,
+                                            ..Default::default()
+                                        };
+                                        down.send(item(id, Kind::Message(message))).await.unwrap();
+                                    }
+                                }
+                                None => {}
+                            }
+                        }
+                        Some(Kind::Cancel(_)) => {
+                            let _ = self.cancelled.send(id);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+
+    #[tonic::async_trait]
+    impl TablesPeerService for Scripted {
+        type LinkStream = LinkStream;
+
+        async fn link(
+            &self,
+            request: Request<tonic::Streaming<pb::LinkRequest>>,
+        ) -> Result<Response<Self::LinkStream>, Status> {
+            let (down, written) = mpsc::channel(OWNER_QUEUE);
+            tokio::spawn(self.clone().serve(request.into_inner(), down));
+            let frames = ReceiverStream::new(written)
+                .ready_chunks(BATCH)
+                .map(|items| Ok(pb::LinkResponse { items }));
+            Ok(Response::new(Box::pin(frames)))
+        }
+    }
+
+    /// A link to a scripted owner, and what the owner was told to cancel and saw as tokens.
+    async fn linked(
+        messages: u64,
+    ) -> (
+        Arc<Link>,
+        mpsc::UnboundedReceiver<u64>,
+        mpsc::UnboundedReceiver<String>,
+    ) {
+        let (cancelled, cancels) = mpsc::unbounded_channel();
+        let (tokens, seen) = mpsc::unbounded_channel();
+        let owner = Scripted {
+            messages,
+            cancelled,
+            tokens,
+        };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(
+            tonic::transport::Server::builder()
+                .add_service(TablesPeerServiceServer::new(owner))
+                .serve_with_incoming(TcpIncoming::from(listener)),
+        );
+        let channel = Endpoint::from_shared(address.clone())
+            .unwrap()
+            .connect_lazy();
+        (Link::open(channel, address), cancels, seen)
+    }
+
+    fn act(command_id: &str) -> Request<pb::ActRequest> {
+        let mut request = Request::new(pb::ActRequest {
+            command_id: command_id.into(),
+            ..Default::default()
+        });
+        request
+            .metadata_mut()
+            .insert("authorization", "Bearer x".parse().unwrap());
+        request
+            .metadata_mut()
+            .insert("user-agent", "y".parse().unwrap());
+        request
+    }
+
+    #[tokio::test]
+    async fn a_move_is_answered_as_its_owner_answered_it() {
+        let (link, _, mut tokens) = linked(0).await;
+        let answer = link.act(act("a")).await.unwrap();
+        assert_eq!(answer.get_ref().version, 7);
+        assert_eq!(
+            answer.metadata().get("fairdeal-table-owner").unwrap(),
+            "http://b"
+        );
+        // The caller's token went with it, and nothing else of its metadata.
+        assert_eq!(tokens.recv().await.unwrap(), "Bearer x");
+        let refused = link.act(act("stale")).await.unwrap_err();
+        assert_eq!(refused.code(), Code::Aborted);
+        assert_eq!(refused.message(), "stale: the table is at version 9");
+        assert_eq!(
+            refused.metadata().get("fairdeal-table-version").unwrap(),
+            "9"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_move_waiting_on_a_link_that_ends_is_cut_off() {
+        let (link, _, _) = linked(0).await;
+        let refused = link.act(act("end")).await.unwrap_err();
+        assert_eq!(refused.code(), Code::Unavailable);
+        assert!(crate::route::unreachable(&refused));
+        assert!(link.ended());
+        // Nothing more goes on an ended link.
+        assert_eq!(
+            link.act(act("a")).await.unwrap_err().code(),
+            Code::Unavailable
+        );
+    }
+
+    #[tokio::test]
+    async fn a_watch_read_too_slowly_is_closed_here_and_at_its_owner() {
+        let extra = 10;
+        let (link, mut cancels, _) = linked(RELAYED as u64 + extra).await;
+        let request = Request::new(pb::WatchRequest::default());
+        let mut watch = link.watch(request).await.unwrap().into_inner();
+        // Its client reads nothing while the owner sends more than the watch holds: the
+        // link closes the watch rather than wait, and has the owner close it too.
+        assert_eq!(cancels.recv().await.unwrap(), watch.id);
+        let mut versions = Vec::new();
+        while let Some(down) = watch.next().await {
+            let Down::Message(message) = down else {
+                panic!("{down:?}")
+            };
+            versions.push(message.version);
+        }
+        // What it held (the opening answer may have taken a place) is read in order, then
+        // it ends (to be opened again after the last).
+        let held = versions.len() as u64;
+        assert!(held >= RELAYED as u64 - 1, "{held}");
+        assert_eq!(versions, (1..=held).collect::<Vec<_>>());
+        // The link goes on: the next call is answered.
+        assert_eq!(link.act(act("a")).await.unwrap().get_ref().version, 7);
+    }
+
+    #[tokio::test]
+    async fn a_watch_dropped_by_its_client_is_closed_at_its_owner() {
+        let (link, mut cancels, _) = linked(3).await;
+        let watch = link
+            .watch(Request::new(pb::WatchRequest::default()))
+            .await
+            .unwrap()
+            .into_inner();
+        let id = watch.id;
+        drop(watch);
+        assert_eq!(cancels.recv().await.unwrap(), id);
     }
 }

@@ -473,3 +473,71 @@ async fn a_scale_up_answers_every_command_in_flight_postgres_nats() {
     assert_ne!(owners[&true], owners[&false]);
     app.stop().await;
 }
+
+/// The peer link (`TablesPeerService/Link`) grants nothing of its own: whoever opens one,
+/// each call on it is the caller's, refused without a valid token as the API refuses it,
+/// and answered with the caller's rights when it has one (here: a seat the caller does not
+/// hold is refused as at the API).
+#[tokio::test]
+async fn a_call_on_the_peer_link_needs_its_caller_s_token_postgres_nats() {
+    use pb::peer_answer::Result as Answered;
+    use pb::peer_call::Request as Called;
+    use pb::peer_item::Kind;
+    use pb::tables_peer_service_client::TablesPeerServiceClient;
+
+    let app = TestApp::spawn_replicas(Db::Postgres, 2).await;
+    let owner = app.player().on(&app.replicas[0]);
+    let table_id = owner
+        .create(pb::CreateTableRequest::default())
+        .await
+        .table_id;
+    let stranger = app.player();
+    let call = |id: u64, token: Option<String>, command_id: &str| pb::PeerItem {
+        id,
+        kind: Some(Kind::Call(pb::PeerCall {
+            metadata: token
+                .map(|token| ("authorization".to_owned(), format!("Bearer {token}")))
+                .into_iter()
+                .collect(),
+            request: Some(Called::Act(pb::ActRequest {
+                table_id: table_id.clone(),
+                command_id: command_id.into(),
+                action: Some(pb::act_request::Action::Pass(pb::PassAction {})),
+                ..Default::default()
+            })),
+        })),
+    };
+    let calls = vec![
+        call(1, None, "c1"),
+        call(2, Some("not.a.token".into()), "c2"),
+        call(3, Some(stranger.token.as_str().to_owned()), "c3"),
+    ];
+    let address = format!("http://127.0.0.1:{}", app.replica_ports[0]);
+    let mut peer = TablesPeerServiceClient::connect(address).await.unwrap();
+    let (up, frames) = tokio::sync::mpsc::channel(1);
+    up.send(pb::LinkRequest { items: calls }).await.unwrap();
+    let mut down = peer
+        .link(tokio_stream::wrappers::ReceiverStream::new(frames))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut codes = std::collections::BTreeMap::new();
+    while codes.len() < 3 {
+        let frame = down.message().await.unwrap().unwrap();
+        for item in frame.items {
+            let Some(Kind::Answer(pb::PeerAnswer {
+                result: Some(Answered::Status(status)),
+                ..
+            })) = item.kind
+            else {
+                panic!("{item:?}")
+            };
+            codes.insert(item.id, tonic::Code::from(status.code));
+        }
+    }
+    assert_eq!(codes[&1], tonic::Code::Unauthenticated);
+    assert_eq!(codes[&2], tonic::Code::Unauthenticated);
+    assert_eq!(codes[&3], tonic::Code::PermissionDenied);
+    drop(up);
+    app.stop().await;
+}
