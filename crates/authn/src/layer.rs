@@ -62,27 +62,6 @@ pub fn attach_bearer<T>(request: &mut Request<T>, token: &AccessToken) -> Result
 }
 
 impl Authenticator {
-    /// Verifies the bearer token in `request`'s metadata, as [`AuthLayer`] does, and puts
-    /// its [`Caller`] in the request's extensions (whatever was there is replaced): for a
-    /// request built by the service itself from a call that reached it another way (the
-    /// tables replicas' peer link carries each call's `authorization` for the owner to
-    /// verify). `Unauthenticated` (or `Unavailable` when the keys cannot be fetched) when
-    /// it fails.
-    pub async fn authenticate<T>(&self, request: &mut Request<T>) -> Result<(), Status> {
-        let claims = match bearer_token(request.metadata()) {
-            Ok(token) => self.verify_claims(token).await,
-            Err(e) => Err(e.into()),
-        };
-        claims
-            .and_then(|claims| {
-                identify(request.extensions_mut(), &claims).map_err(VerifyError::Token)
-            })
-            .map_err(|e| {
-                tracing::debug!(error = %e, "request refused");
-                Status::from(e)
-            })
-    }
-
     /// A tonic interceptor (`InterceptedService::new(svc, authn.interceptor())`) verifying against
     /// the cached keys only. Prefer [`AuthLayer`], which also waits for a key refresh; this one
     /// suits clients' `with_interceptor` style and code that cannot use a tower layer.

@@ -252,7 +252,7 @@ impl TablesService for TablesApi {
         let creator = player(&request)?;
         let options = Game::options_of("options", request.get_ref().options.as_ref())
             .map_err(wire_invalid)?;
-        let send = |p: Peer, r| async move { p.client().create_table(r).await };
+        let send = |mut p: Peer, r| async move { p.create_table(r).await };
         let mut attempt = 1;
         let created = loop {
             // A replica holding no partition (yet, or any more) has the table created where
@@ -334,7 +334,7 @@ impl TablesService for TablesApi {
         self.decided(
             &request,
             &id,
-            |p: Peer, r| async move { p.client().sit(r).await },
+            |mut p: Peer, r| async move { p.sit(r).await },
             move || async move {
                 let (version, commitment, short_code) = tables.sit(me, id, seat).await?;
                 Ok(Response::new(pb::SitResponse {
@@ -358,7 +358,7 @@ impl TablesService for TablesApi {
         self.decided(
             &request,
             &id,
-            |p: Peer, r| async move { p.client().leave(r).await },
+            |mut p: Peer, r| async move { p.leave(r).await },
             move || async move {
                 let version = tables.leave(me, id).await?;
                 Ok(Response::new(pb::LeaveResponse { version }))
@@ -378,7 +378,7 @@ impl TablesService for TablesApi {
         self.decided(
             &request,
             &id,
-            |p: Peer, r| async move { p.client().contribute_seed(r).await },
+            |mut p: Peer, r| async move { p.contribute_seed(r).await },
             move || async move {
                 let version = tables.contribute(me, id, value.clone()).await?;
                 Ok(Response::new(pb::ContributeSeedResponse { version }))
@@ -395,7 +395,7 @@ impl TablesService for TablesApi {
         let id = table_id(&request.get_ref().table_id)?;
         if let Some(forward) = self.forward(&request, &id)
             && let Some(answer) = forward
-                .send(|p, r| async move { p.client().get_table(r).await })
+                .send(|mut p, r| async move { p.get_table(r).await })
                 .await
         {
             return answer;
@@ -417,13 +417,16 @@ impl TablesService for TablesApi {
         let id = table_id(&request.get_ref().table_id)?;
         if let Some(forward) = self.forward(&request, &id) {
             let address = forward.address.clone();
-            match forward.send(|p, r| async move { p.watch(r).await }).await {
+            match forward
+                .send(|mut p, r| async move { p.watch(r).await })
+                .await
+            {
                 Some(Ok(stream)) => {
                     // The owner's headers (its name among them) go back with the stream.
                     let (metadata, stream, _) = stream.into_parts();
                     let relayed = self
                         .relay(&request, me, id)
-                        .stream(address, Source::Owner(stream));
+                        .stream(address, Source::Owner(Box::new(stream)));
                     return Ok(Response::from_parts(
                         metadata,
                         Box::pin(relayed) as WatchStream,
@@ -466,7 +469,7 @@ impl TablesService for TablesApi {
         self.decided(
             &request,
             &id,
-            |p: Peer, r| async move { p.act(r).await },
+            |mut p: Peer, r| async move { p.act(r).await },
             move || async move {
                 let version = tables.act(me, id, expected, command_id, command).await?;
                 Ok(Response::new(pb::ActResponse { version }))
@@ -485,7 +488,7 @@ impl TablesService for TablesApi {
         self.decided(
             &request,
             &id,
-            |p: Peer, r| async move { p.client().spectate(r).await },
+            |mut p: Peer, r| async move { p.spectate(r).await },
             move || async move {
                 let version = tables.spectate(me, id).await?;
                 Ok(Response::new(pb::SpectateResponse { version }))
@@ -504,7 +507,7 @@ impl TablesService for TablesApi {
         self.decided(
             &request,
             &id,
-            |p: Peer, r| async move { p.client().stop_spectating(r).await },
+            |mut p: Peer, r| async move { p.stop_spectating(r).await },
             move || async move {
                 let version = tables.stop_spectating(me, id).await?;
                 Ok(Response::new(pb::StopSpectatingResponse { version }))

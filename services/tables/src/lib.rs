@@ -25,8 +25,6 @@
 //! - [`timers`]: the turn timers (a table advanced when its player's deadline passes).
 //! - [`watch`]: watchers, each event sent as stored or as a placeholder.
 //! - [`grpc`]: the tonic adapter: caller, parsing, status mapping.
-//! - [`route`], [`link`]: a call for a table another replica owns, forwarded to it (over
-//!   the peer link between replicas, for moves and watches).
 //! - [`startup`]: settings and the [`Application`] on the platform kit.
 #![forbid(unsafe_code)]
 
@@ -34,7 +32,6 @@ pub mod clock;
 pub mod domain;
 pub mod events;
 pub mod grpc;
-pub mod link;
 pub mod lobby;
 pub mod route;
 pub mod service;

@@ -36,7 +36,6 @@ use tonic::transport::Channel;
 use tonic::{Code, Request, Response, Status};
 use uuid::Uuid;
 
-use crate::link::{Down, Link, Linked};
 use crate::timers::Ownership;
 
 /// Metadata key set on a forwarded call (to the forwarding replica's name): the owner
@@ -60,38 +59,8 @@ pub const HANDOVER_WAIT: std::time::Duration = std::time::Duration::from_secs(2)
 /// same.
 pub const OWNER: &str = "fairdeal-table-owner";
 
-/// Another replica: moves and watches go to it over the peer link (`link.rs`), batched,
-/// and the other calls, rarer, each as a call of its own.
-#[derive(Clone, Debug)]
-pub struct Peer {
-    /// The connection to it.
-    channel: Channel,
-    /// The link over it (opened again when it has ended).
-    link: Arc<Link>,
-}
-
-impl Peer {
-    /// A client for the calls sent as calls of their own.
-    pub fn client(&self) -> TablesServiceClient<Channel> {
-        TablesServiceClient::new(self.channel.clone())
-    }
-
-    /// A move, sent over the link.
-    pub async fn act(
-        &self,
-        request: Request<pb::ActRequest>,
-    ) -> Result<Response<pb::ActResponse>, Status> {
-        self.link.act(request).await
-    }
-
-    /// A watch, opened over the link.
-    pub async fn watch(
-        &self,
-        request: Request<pb::WatchRequest>,
-    ) -> Result<Response<Linked>, Status> {
-        self.link.watch(request).await
-    }
-}
+/// A client of another replica.
+pub type Peer = TablesServiceClient<Channel>;
 
 /// Where each table's owner serves, as this replica's keeper last read it, and one
 /// (lazily connected) channel per peer.
@@ -314,16 +283,12 @@ impl Router {
     /// is no URL (it is logged: a replica announced a bad `advertise_url`).
     fn peer(&self, address: &str) -> Option<Peer> {
         let mut peers = self.peers.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(peer) = peers.get_mut(address) {
-            if peer.link.ended() {
-                peer.link = Link::open(peer.channel.clone(), address.to_owned());
-            }
+        if let Some(peer) = peers.get(address) {
             return Some(peer.clone());
         }
         match fairdeal_kit::client::channel("advertise_url", address) {
             Ok(channel) => {
-                let link = Link::open(channel.clone(), address.to_owned());
-                let peer = Peer { channel, link };
+                let peer = TablesServiceClient::new(channel);
                 peers.insert(address.to_owned(), peer.clone());
                 Some(peer)
             }
@@ -429,8 +394,8 @@ pub struct Relay {
 /// Where a relayed watch reads from.
 #[derive(Debug)]
 pub enum Source {
-    /// The owner's stream, over the peer link.
-    Owner(Linked),
+    /// The owner's stream.
+    Owner(Box<tonic::Streaming<pb::WatchResponse>>),
     /// A watch served here.
     Here(mpsc::Receiver<Result<pb::WatchResponse, Status>>),
 }
@@ -527,19 +492,18 @@ impl Relay {
                 None if self.tables.shutdown.is_draining() => Read::Drained,
                 None => Read::Ended,
             },
-            Source::Owner(linked) => {
+            Source::Owner(stream) => {
                 let next = tokio::select! {
-                    next = linked.next() => next,
+                    next = stream.message() => next,
                     () = self.tables.shutdown.draining() => return Read::Drained,
                 };
                 match next {
-                    Some(Down::Message(message)) => Read::Message(message),
+                    Ok(Some(message)) => Read::Message(message),
                     // The owner ends a watch when it drains or the table moves on;
-                    // UNAVAILABLE: it is gone (the link ended, or the watch was closed as
-                    // too slow). Either way it is opened again, where the table is served.
-                    Some(Down::Ended | Down::Opened(_)) | None => Read::Ended,
-                    Some(Down::Failed(status)) if unreachable(&status) => Read::Ended,
-                    Some(Down::Failed(status)) => Read::Failed(status),
+                    // UNAVAILABLE: it is gone. Either way the table is served elsewhere now.
+                    Ok(None) => Read::Ended,
+                    Err(status) if unreachable(&status) => Read::Ended,
+                    Err(status) => Read::Failed(status),
                 }
             }
         }
@@ -557,9 +521,12 @@ impl Relay {
             .filter(|forward| forward.address != ended);
         if let Some(forward) = forward {
             let address = forward.address.clone();
-            match forward.send(|p, r| async move { p.watch(r).await }).await {
+            match forward
+                .send(|mut p, r| async move { p.watch(r).await })
+                .await
+            {
                 Some(Ok(stream)) => {
-                    return Ok((address, Source::Owner(stream.into_inner())));
+                    return Ok((address, Source::Owner(Box::new(stream.into_inner()))));
                 }
                 Some(Err(status)) => return Err(status),
                 None => {}
@@ -796,7 +763,7 @@ mod tests {
         let router = router(&[(1, "b", "http://127.0.0.1:1")]);
         let forward = router.forward(&request(), &table_in(1)).unwrap();
         let answer = forward
-            .send(|p, r| async move { p.client().get_table(r).await })
+            .send(|mut p, r| async move { p.get_table(r).await })
             .await;
         assert!(answer.is_none());
     }

@@ -15,7 +15,6 @@ use fairdeal_kit::deployment::Deployment;
 use fairdeal_kit::{CommonConfig, Embedded, Mount, Service, Shutdown, StartError};
 use fairdeal_platform::ownership::{self, Keeper, Leases, Wake, Woken};
 use fairdeal_platform::{Bus, Storage};
-use fairdeal_proto::fairdeal::tables::v1::tables_peer_service_server::TablesPeerServiceServer;
 use fairdeal_proto::fairdeal::tables::v1::tables_service_server::TablesServiceServer;
 use serde::Serialize;
 use tokio::sync::broadcast::error::RecvError;
@@ -23,7 +22,6 @@ use tonic::transport::Channel;
 
 use crate::clock::{SystemClock, TableClock};
 use crate::grpc::TablesApi;
-use crate::link::PeerApi;
 use crate::lobby::{CONSUMER, LobbyProjection, MIGRATIONS};
 use crate::route::Router;
 use crate::service::{Ownership, Tables};
@@ -282,18 +280,13 @@ impl Service for TablesService {
             );
         }
         let mut api = TablesApi::new(tables.clone());
-        let mut routes = Mount::new();
         if let Some(router) = router {
             api = api.routing(router);
-            // The other replicas' links to this one: each call on a link carries its
-            // caller's token, verified here (the link itself grants nothing).
-            let peer = PeerApi::new(api.clone(), parts.authn.clone(), shutdown.clone());
-            routes = routes.add_service(TablesPeerServiceServer::new(peer));
         }
         bus.spawn_consumer(Self::NAME, CONSUMER, Arc::new(projection), shutdown)
             .await?;
         shutdown.spawn("turn-clocks", tables.clone().run_timers(shutdown.token()));
-        let routes = routes
+        let routes = Mount::new()
             .add_service(AuthLayer::new(parts.authn).wrap(TablesServiceServer::new(api)))
             .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET);
         Ok((routes, handles))
