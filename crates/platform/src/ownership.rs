@@ -588,6 +588,15 @@ impl Ownership {
         epoch_of(&self.owned.borrow(), partition_of(id, self.partitions))
     }
 
+    /// The lease under which `id`'s partition is held here, as last published (`None`: not
+    /// held): its epoch, and its expiry, which each renewal moves on.
+    pub fn lease(&self, id: &Uuid) -> Option<Lease> {
+        self.owned
+            .borrow()
+            .get(&partition_of(id, self.partitions))
+            .cloned()
+    }
+
     /// The fence an append to `id`'s stream passes: the lease of its partition as held now
     /// (owner and epoch). `Err(partition)` when this replica does not hold that partition:
     /// it must not write for `id` (another replica owns it, or none does yet).

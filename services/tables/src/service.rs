@@ -634,6 +634,7 @@ impl Tables {
                     () = stop.cancelled() => break,
                     () = tokio::time::sleep(pause) => {}
                 }
+                let under = this.timers.epoch(&table_id);
                 match this.try_advance(table_id).await {
                     Ok(()) => {
                         let mut retrying =
@@ -650,7 +651,11 @@ impl Tables {
                             }
                         }
                     }
-                    Err(error) if moved_away(&error) => break,
+                    Err(error) if moved_away(&error) => {
+                        // As in `advance`: taken again here if the lease comes back.
+                        this.timers.fenced(table_id, under);
+                        break;
+                    }
                     Err(error) => {
                         let error = ServiceError::from(error);
                         tracing::warn!(%table_id, %error, ?pause, "table step failed again; retrying");

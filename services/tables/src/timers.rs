@@ -55,6 +55,8 @@ struct Fenced {
     since: std::time::Instant,
     /// The epoch of the lease it was decided under (`None`: not held).
     under: Option<i64>,
+    /// The expiry of the lease held here when it was fenced (`None`: none held).
+    expiring: Option<i64>,
 }
 
 /// How long a table whose step was fenced waits for its partition to be held here again
@@ -122,9 +124,26 @@ impl Timers {
             .is_some_and(|epoch| Some(epoch) != under)
     }
 
+    /// The expiry of the lease under which `table_id`'s partition is held here (`None`: not
+    /// held, or no ownership).
+    fn expiry(&self, table_id: &Uuid) -> Option<i64> {
+        Some(self.ownership.as_ref()?.lease(table_id)?.expires_at_ms)
+    }
+
+    /// Whether the step of `table_id` fenced as `fenced` says may be taken again here: its
+    /// partition is held under another lease, or under the same one renewed since (a renewal
+    /// that committed just after the fence judged the lease expired: the lease never changed
+    /// hands, and no new epoch will come to say so).
+    fn may_retake(&self, table_id: &Uuid, fenced: &Fenced) -> bool {
+        self.held_anew(table_id, fenced.under)
+            || self
+                .expiry(table_id)
+                .is_some_and(|expiry| fenced.expiring.is_some_and(|then| expiry > then))
+    }
+
     /// `table_id`'s step, decided under the lease of epoch `under` ([`Timers::epoch`]), was
     /// refused by the fence: it is stepped again once its partition is held here under
-    /// another lease (at once if it is already). The deadlines projection cannot be relied on
+    /// another lease (at once if it is already), or under the same lease renewed since. The deadlines projection cannot be relied on
     /// for it: a step owed because of the table's state (the seat that filled it, say: its
     /// deal is owed) is recorded by no row, and this replica, taking a lapsed lease again,
     /// would wait for nothing.
@@ -141,6 +160,7 @@ impl Timers {
                 Fenced {
                     since: std::time::Instant::now(),
                     under,
+                    expiring: self.expiry(&table_id),
                 },
             );
     }
@@ -154,7 +174,7 @@ impl Timers {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .retain(|id, fenced| {
-                if self.held_anew(id, fenced.under) {
+                if self.may_retake(id, fenced) {
                     again.push(*id);
                     false
                 } else {
@@ -323,4 +343,59 @@ impl Tables {
 /// The leases `owned` holds now (none without ownership).
 fn held(owned: Option<&watch::Receiver<Owned>>) -> Owned {
     owned.map(|rx| rx.borrow().clone()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use fairdeal_platform::ownership::{Lease, Owned, partition_of};
+    use tokio::sync::watch;
+
+    use super::*;
+
+    const PARTITIONS: u32 = 4;
+
+    fn held(epoch: i64, expires_at_ms: i64) -> Owned {
+        (0..PARTITIONS)
+            .map(|partition| {
+                let lease = Lease {
+                    partition,
+                    owner: "me".into(),
+                    epoch,
+                    expires_at_ms,
+                };
+                (partition, lease)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_fenced_step_is_taken_again_under_a_new_lease_or_the_same_one_renewed() {
+        let (owned, watched) = watch::channel(held(2, 10_000));
+        let timers = Timers::new(Some(Ownership {
+            partitions: PARTITIONS,
+            owned: watched,
+        }));
+        let table = Uuid::now_v7();
+        assert!(partition_of(&table, PARTITIONS) < PARTITIONS);
+        // Fenced under epoch 2 while the lease, as published, still runs: nothing yet.
+        timers.fenced(table, Some(2));
+        assert!(timers.fenced_held().is_empty());
+        // The renewal that raced the fence commits: same epoch, later expiry. The lease
+        // never changed hands, so no new epoch will come: the step is taken again now.
+        owned.send_replace(held(2, 13_000));
+        assert_eq!(timers.fenced_held(), vec![table]);
+        assert!(timers.fenced_held().is_empty(), "given back once");
+
+        // Fenced again; the lease lapses and is taken again at a new epoch.
+        timers.fenced(table, Some(2));
+        owned.send_replace(held(3, 13_000));
+        assert_eq!(timers.fenced_held(), vec![table]);
+
+        // Fenced as the partition left (not held here): kept until it is held again.
+        owned.send_replace(Owned::new());
+        timers.fenced(table, Some(3));
+        assert!(timers.fenced_held().is_empty());
+        owned.send_replace(held(4, 20_000));
+        assert_eq!(timers.fenced_held(), vec![table]);
+    }
 }
