@@ -143,10 +143,10 @@ impl Timers {
 
     /// `table_id`'s step, decided under the lease of epoch `under` ([`Timers::epoch`]), was
     /// refused by the fence: it is stepped again once its partition is held here under
-    /// another lease (at once if it is already), or under the same lease renewed since. The deadlines projection cannot be relied on
-    /// for it: a step owed because of the table's state (the seat that filled it, say: its
-    /// deal is owed) is recorded by no row, and this replica, taking a lapsed lease again,
-    /// would wait for nothing.
+    /// another lease (at once if it is already), or under the same lease renewed since. The
+    /// deadlines projection cannot be relied on for it: a step owed because of the table's
+    /// state (the seat that filled it, say: its deal is owed) is recorded by no row, and this
+    /// replica, taking a lapsed lease again, would wait for nothing.
     pub(crate) fn fenced(&self, table_id: Uuid, under: Option<i64>) {
         if self.held_anew(&table_id, under) {
             self.set(table_id, Some(i64::MIN));
@@ -315,9 +315,10 @@ impl Tables {
                     leases = now;
                     self.timers.deadlines().retain(|id, _| self.timers.keeps(id));
                     // A step fenced as the lease lapsed is taken again, at once.
-                    for table_id in self.timers.fenced_held() {
-                        self.timers.deadlines().insert(table_id, i64::MIN);
-                    }
+                    let again = self.timers.fenced_held();
+                    self.timers
+                        .deadlines()
+                        .extend(again.into_iter().map(|table_id| (table_id, i64::MIN)));
                     load = true;
                 }
                 () = self.timers.reload.notified() => load = true,
@@ -347,7 +348,7 @@ fn held(owned: Option<&watch::Receiver<Owned>>) -> Owned {
 
 #[cfg(test)]
 mod tests {
-    use fairdeal_platform::ownership::{Lease, Owned, partition_of};
+    use fairdeal_platform::ownership::{Lease, Owned};
     use tokio::sync::watch;
 
     use super::*;
@@ -375,8 +376,8 @@ mod tests {
             partitions: PARTITIONS,
             owned: watched,
         }));
+        // Every partition is held: whichever this table's is.
         let table = Uuid::now_v7();
-        assert!(partition_of(&table, PARTITIONS) < PARTITIONS);
         // Fenced under epoch 2 while the lease, as published, still runs: nothing yet.
         timers.fenced(table, Some(2));
         assert!(timers.fenced_held().is_empty());
