@@ -41,7 +41,9 @@ pub(crate) fn drand_with_margin(beacons: &[TestBeacon], margin_rounds: u64) -> D
         .map(|b| Relay::parse(&b.url()).unwrap())
         .collect();
     let policy = FetchPolicy {
-        request_timeout: Duration::from_millis(300),
+        // Generous: the relays answer in a few ms, but share the test's runtime with
+        // everything else on a loaded machine; a slow relay sleeps well past this.
+        request_timeout: Duration::from_secs(1),
         passes: 2,
         backoff: Duration::from_millis(50),
         max_backoff: Duration::from_millis(100),
@@ -261,7 +263,7 @@ async fn happy_path(db: Db) {
 async fn slow_relay_is_retried(db: Db) {
     let b = beacons(1).await;
     b[0].set_mode(BeaconMode::Slow {
-        delay: Duration::from_secs(2),
+        delay: Duration::from_secs(3),
         times: 1,
     });
     let drand = drand(&b);
