@@ -73,6 +73,36 @@ impl Lease {
             epoch: self.epoch,
         }
     }
+
+    /// The lease as a write decided under it remembers it ([`Held`]).
+    pub fn held(&self) -> Held {
+        Held {
+            epoch: self.epoch,
+            expires_at_ms: self.expires_at_ms,
+        }
+    }
+}
+
+/// A lease as this replica held it when it decided a write: its epoch, and its expiry as
+/// last published (each renewal moves it on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Held {
+    /// The lease's epoch.
+    pub epoch: i64,
+    /// Its expiry (Unix ms, the database's clock).
+    pub expires_at_ms: i64,
+}
+
+impl Held {
+    /// Whether a write decided under `then` (`None`: the partition was not held) and refused
+    /// by the fence may be decided again under this lease, held now: it is another lease (a
+    /// new epoch), or the same one renewed since. A renewal judges the lease live when its
+    /// statement starts, the fence judges it by the clock when it runs: a renewal that
+    /// commits just after a fence judged the lease expired keeps its epoch, so no new epoch
+    /// comes to say the partition is held, and only the expiry moving on does.
+    pub fn after_fence(self, then: Option<Held>) -> bool {
+        then.is_none_or(|then| self.epoch != then.epoch || self.expires_at_ms > then.expires_at_ms)
+    }
 }
 
 /// Why a write for a partition may not go on.
@@ -418,6 +448,25 @@ mod tests {
         );
         assert_eq!(partition_of(&Uuid::now_v7(), 0), 0);
     }
+
+    #[test]
+    fn a_fenced_write_is_decided_again_under_a_new_lease_or_the_same_one_renewed() {
+        let then = Held {
+            epoch: 4,
+            expires_at_ms: 10_000,
+        };
+        let now = |epoch, expires_at_ms| Held {
+            epoch,
+            expires_at_ms,
+        };
+        // Taken again at a new epoch, or taken when it was not held.
+        assert!(now(5, 9_000).after_fence(Some(then)));
+        assert!(now(4, 10_000).after_fence(None));
+        // The same lease renewed since the decision.
+        assert!(now(4, 11_000).after_fence(Some(then)));
+        // The same lease, not renewed: the fence would refuse the write again.
+        assert!(!now(4, 10_000).after_fence(Some(then)));
+    }
 }
 
 /// The notification channel on which a keeper announces that who holds what has changed
@@ -559,6 +608,11 @@ pub fn epoch_of(owned: &Owned, partition: u32) -> Option<i64> {
     owned.get(&partition).map(|lease| lease.epoch)
 }
 
+/// `partition`'s lease in `owned` as a write decided under it remembers it, if held.
+pub fn held_of(owned: &Owned, partition: u32) -> Option<Held> {
+    owned.get(&partition).map(Lease::held)
+}
+
 /// What one replica holds, as its [`Keeper`] publishes it: which aggregates are its own to
 /// decide for (their clocks, their watchers fed from memory), and the [`Fence`] its appends
 /// to them pass.
@@ -583,18 +637,10 @@ impl Ownership {
             .contains_key(&partition_of(id, self.partitions))
     }
 
-    /// The epoch of the lease under which `id`'s partition is held here (`None`: not held).
-    pub fn epoch(&self, id: &Uuid) -> Option<i64> {
-        epoch_of(&self.owned.borrow(), partition_of(id, self.partitions))
-    }
-
     /// The lease under which `id`'s partition is held here, as last published (`None`: not
-    /// held): its epoch, and its expiry, which each renewal moves on.
-    pub fn lease(&self, id: &Uuid) -> Option<Lease> {
-        self.owned
-            .borrow()
-            .get(&partition_of(id, self.partitions))
-            .cloned()
+    /// held): what a write decided now remembers ([`Held::after_fence`]).
+    pub fn held(&self, id: &Uuid) -> Option<Held> {
+        held_of(&self.owned.borrow(), partition_of(id, self.partitions))
     }
 
     /// The fence an append to `id`'s stream passes: the lease of its partition as held now

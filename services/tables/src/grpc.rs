@@ -107,7 +107,7 @@ impl TablesApi {
         {
             return answer;
         }
-        let decided_under = self.router.as_ref().and_then(|r| r.epoch(table_id));
+        let decided_under = self.router.as_ref().and_then(|r| r.held(table_id));
         let failure = match decide().await {
             Ok(response) => return Ok(self.hinted(table_id, response)),
             Err(failure) => failure,

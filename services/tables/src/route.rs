@@ -27,7 +27,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use fairdeal_kit::metrics::{Counter, KeyValue};
-use fairdeal_platform::ownership::{Routes, epoch_of, partition_of};
+use fairdeal_platform::ownership::{Held, Routes, epoch_of, held_of, partition_of};
 use fairdeal_proto::fairdeal::tables::v1 as pb;
 use fairdeal_proto::fairdeal::tables::v1::tables_service_client::TablesServiceClient;
 use tokio::sync::{mpsc, watch};
@@ -147,9 +147,11 @@ impl Router {
     /// the route that sent it here is ahead of this replica's own keeper (it has taken the
     /// partition and not yet published it). Waits, `within` at most ([`HANDOVER_WAIT`] for
     /// the API), for either: the partition held here under another lease than `decided_under`
-    /// (the epoch held when the call was decided, [`Router::epoch`]: a renewal that came
-    /// too late loses the lease, and the keeper takes the partition again at a new epoch)
-    /// ([`AfterFence::Here`]: decide it again), or
+    /// (the lease held when the call was decided, [`Router::held`]: a renewal that came
+    /// too late loses the lease, and the keeper takes the partition again at a new epoch),
+    /// or under the same lease renewed since (a renewal that committed just after the fence
+    /// judged the lease expired: [`Held::after_fence`]) ([`AfterFence::Here`]: decide it
+    /// again), or
     /// the routes naming another owner ([`AfterFence::There`]: the call on its way there, marked
     /// [`HANDED_OVER`]; a call handed over already is not sent on again, so calls never
     /// loop). [`AfterFence::Refused`] when neither comes in time (a failover waiting for a dead
@@ -159,7 +161,7 @@ impl Router {
         &self,
         request: &Request<T>,
         table_id: &Uuid,
-        decided_under: Option<i64>,
+        decided_under: Option<Held>,
         within: std::time::Duration,
     ) -> AfterFence<T> {
         let partition = partition_of(table_id, self.ownership.partitions);
@@ -167,8 +169,8 @@ impl Router {
         let (mut owned, mut routes) = (self.ownership.owned.clone(), self.routes.clone());
         let next = async {
             loop {
-                if epoch_of(&owned.borrow_and_update(), partition)
-                    .is_some_and(|epoch| Some(epoch) != decided_under)
+                if held_of(&owned.borrow_and_update(), partition)
+                    .is_some_and(|now| now.after_fence(decided_under))
                 {
                     return None;
                 }
@@ -201,10 +203,10 @@ impl Router {
         }
     }
 
-    /// The epoch of the lease under which this replica holds `table_id`'s partition now
-    /// (`None`: not held), for [`Router::after_fence`].
-    pub fn epoch(&self, table_id: &Uuid) -> Option<i64> {
-        self.ownership.epoch(table_id)
+    /// The lease under which this replica holds `table_id`'s partition now (`None`: not
+    /// held), as a call decided now remembers it for [`Router::after_fence`].
+    pub fn held(&self, table_id: &Uuid) -> Option<Held> {
+        self.ownership.held(table_id)
     }
 
     /// The epochs of the leases this replica holds now, by partition.
@@ -657,7 +659,7 @@ mod tests {
             partition,
             owner: "me".into(),
             epoch: 2,
-            expires_at_ms: i64::MAX,
+            expires_at_ms: 10_000,
         }
     }
 
@@ -729,7 +731,8 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_command_fenced_as_its_lease_lapsed_is_decided_again_under_the_new_lease() {
+    async fn a_command_fenced_as_its_lease_lapsed_is_decided_again_under_the_new_lease_or_the_renewed_one()
+     {
         // This replica holds partition 1 at epoch 2, as its keeper last published; the lease
         // has lapsed in the database (a renewal came too late), so the append was fenced.
         let (owned_tx, _routes_tx, router) = watched(
@@ -737,14 +740,17 @@ mod tests {
             Routes::from([(1, route("me", ""))]),
         );
         let table = table_in(1);
-        assert_eq!(router.epoch(&table), Some(2));
-        // Held still at the epoch it was decided under: not decided again at once.
+        let decided_under = router.held(&table);
+        assert_eq!(decided_under, Some(lease(1).held()));
+        // Held still under the lease it was decided under: not decided again at once.
         let wait = std::time::Duration::from_millis(20);
-        let next = router.after_fence(&request(), &table, Some(2), wait).await;
+        let next = router
+            .after_fence(&request(), &table, decided_under, wait)
+            .await;
         assert!(matches!(next, AfterFence::Refused), "{next:?}");
         // The keeper takes the partition again at a new epoch: decided again here.
         let call = request();
-        let waiting = router.after_fence(&call, &table, Some(2), HANDOVER_WAIT);
+        let waiting = router.after_fence(&call, &table, decided_under, HANDOVER_WAIT);
         let taken_again = async {
             tokio::task::yield_now().await;
             let lease = Lease {
@@ -754,6 +760,22 @@ mod tests {
             owned_tx.send_replace([(1, lease)].into());
         };
         let (next, ()) = tokio::join!(waiting, taken_again);
+        assert!(matches!(next, AfterFence::Here), "{next:?}");
+
+        // A renewal that raced the fence (the fence judged the lease expired, the renewal
+        // committed just after and kept its epoch): decided again here once it is published.
+        owned_tx.send_replace([(1, lease(1))].into());
+        let call = request();
+        let waiting = router.after_fence(&call, &table, decided_under, HANDOVER_WAIT);
+        let renewed = async {
+            tokio::task::yield_now().await;
+            let lease = Lease {
+                expires_at_ms: 13_000,
+                ..lease(1)
+            };
+            owned_tx.send_replace([(1, lease)].into());
+        };
+        let (next, ()) = tokio::join!(waiting, renewed);
         assert!(matches!(next, AfterFence::Here), "{next:?}");
     }
 

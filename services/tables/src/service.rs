@@ -580,7 +580,7 @@ impl Tables {
     /// (`Tables::retry_later`): the command that triggered the advance has succeeded
     /// regardless, and nobody may ever ask again.
     pub async fn advance(&self, table_id: Uuid) {
-        let under = self.timers.epoch(&table_id);
+        let under = self.timers.held(&table_id);
         if let Err(error) = self.try_advance(table_id).await {
             if moved_away(&error) {
                 tracing::debug!(%table_id, "the table moved to another replica; its owner steps it");
@@ -634,7 +634,7 @@ impl Tables {
                     () = stop.cancelled() => break,
                     () = tokio::time::sleep(pause) => {}
                 }
-                let under = this.timers.epoch(&table_id);
+                let under = this.timers.held(&table_id);
                 match this.try_advance(table_id).await {
                     Ok(()) => {
                         let mut retrying =

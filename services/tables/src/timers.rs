@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 pub use fairdeal_platform::ownership::Ownership;
-use fairdeal_platform::ownership::{Owned, epoch_of};
+use fairdeal_platform::ownership::{Held, Owned, epoch_of};
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -53,10 +53,8 @@ pub(crate) struct Timers {
 struct Fenced {
     /// When.
     since: std::time::Instant,
-    /// The epoch of the lease it was decided under (`None`: not held).
-    under: Option<i64>,
-    /// The expiry of the lease held here when it was fenced (`None`: none held).
-    expiring: Option<i64>,
+    /// The lease it was decided under (`None`: not held).
+    under: Option<Held>,
 }
 
 /// How long a table whose step was fenced waits for its partition to be held here again
@@ -112,43 +110,28 @@ impl Timers {
         }
     }
 
-    /// The epoch of the lease under which `table_id`'s partition is held here (`None`: not
-    /// held, or no ownership).
-    pub(crate) fn epoch(&self, table_id: &Uuid) -> Option<i64> {
-        self.ownership.as_ref()?.epoch(table_id)
+    /// The lease under which `table_id`'s partition is held here, as a step decided now
+    /// remembers it (`None`: not held, or no ownership).
+    pub(crate) fn held(&self, table_id: &Uuid) -> Option<Held> {
+        self.ownership.as_ref()?.held(table_id)
     }
 
-    /// Whether `table_id`'s partition is held here under another lease than `under`.
-    fn held_anew(&self, table_id: &Uuid, under: Option<i64>) -> bool {
-        self.epoch(table_id)
-            .is_some_and(|epoch| Some(epoch) != under)
+    /// Whether a step of `table_id` decided under `under` and refused by the fence may be
+    /// taken again here ([`Held::after_fence`]): its partition is held under another lease,
+    /// or under the same one renewed since.
+    fn may_retake(&self, table_id: &Uuid, under: Option<Held>) -> bool {
+        self.held(table_id)
+            .is_some_and(|now| now.after_fence(under))
     }
 
-    /// The expiry of the lease under which `table_id`'s partition is held here (`None`: not
-    /// held, or no ownership).
-    fn expiry(&self, table_id: &Uuid) -> Option<i64> {
-        Some(self.ownership.as_ref()?.lease(table_id)?.expires_at_ms)
-    }
-
-    /// Whether the step of `table_id` fenced as `fenced` says may be taken again here: its
-    /// partition is held under another lease, or under the same one renewed since (a renewal
-    /// that committed just after the fence judged the lease expired: the lease never changed
-    /// hands, and no new epoch will come to say so).
-    fn may_retake(&self, table_id: &Uuid, fenced: &Fenced) -> bool {
-        self.held_anew(table_id, fenced.under)
-            || self
-                .expiry(table_id)
-                .is_some_and(|expiry| fenced.expiring.is_some_and(|then| expiry > then))
-    }
-
-    /// `table_id`'s step, decided under the lease of epoch `under` ([`Timers::epoch`]), was
-    /// refused by the fence: it is stepped again once its partition is held here under
-    /// another lease (at once if it is already), or under the same lease renewed since. The
-    /// deadlines projection cannot be relied on for it: a step owed because of the table's
-    /// state (the seat that filled it, say: its deal is owed) is recorded by no row, and this
-    /// replica, taking a lapsed lease again, would wait for nothing.
-    pub(crate) fn fenced(&self, table_id: Uuid, under: Option<i64>) {
-        if self.held_anew(&table_id, under) {
+    /// `table_id`'s step, decided under the lease `under` ([`Timers::held`]), was refused by
+    /// the fence: it is stepped again once its partition is held here under another lease
+    /// (at once if it is already), or under the same lease renewed since. The deadlines
+    /// projection cannot be relied on for it: a step owed because of the table's state (the
+    /// seat that filled it, say: its deal is owed) is recorded by no row, and this replica,
+    /// taking a lapsed lease again, would wait for nothing.
+    pub(crate) fn fenced(&self, table_id: Uuid, under: Option<Held>) {
+        if self.may_retake(&table_id, under) {
             self.set(table_id, Some(i64::MIN));
             return;
         }
@@ -160,7 +143,6 @@ impl Timers {
                 Fenced {
                     since: std::time::Instant::now(),
                     under,
-                    expiring: self.expiry(&table_id),
                 },
             );
     }
@@ -174,7 +156,7 @@ impl Timers {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .retain(|id, fenced| {
-                if self.may_retake(id, fenced) {
+                if self.may_retake(id, fenced.under) {
                     again.push(*id);
                     false
                 } else {
@@ -378,8 +360,14 @@ mod tests {
         }));
         // Every partition is held: whichever this table's is.
         let table = Uuid::now_v7();
-        // Fenced under epoch 2 while the lease, as published, still runs: nothing yet.
-        timers.fenced(table, Some(2));
+        let under = |epoch, expires_at_ms| {
+            Some(Held {
+                epoch,
+                expires_at_ms,
+            })
+        };
+        // Fenced under the lease as published, not renewed since: nothing yet.
+        timers.fenced(table, under(2, 10_000));
         assert!(timers.fenced_held().is_empty());
         // The renewal that raced the fence commits: same epoch, later expiry. The lease
         // never changed hands, so no new epoch will come: the step is taken again now.
@@ -388,13 +376,14 @@ mod tests {
         assert!(timers.fenced_held().is_empty(), "given back once");
 
         // Fenced again; the lease lapses and is taken again at a new epoch.
-        timers.fenced(table, Some(2));
+        timers.fenced(table, under(2, 13_000));
+        assert!(timers.fenced_held().is_empty());
         owned.send_replace(held(3, 13_000));
         assert_eq!(timers.fenced_held(), vec![table]);
 
         // Fenced as the partition left (not held here): kept until it is held again.
         owned.send_replace(Owned::new());
-        timers.fenced(table, Some(3));
+        timers.fenced(table, under(3, 13_000));
         assert!(timers.fenced_held().is_empty());
         owned.send_replace(held(4, 20_000));
         assert_eq!(timers.fenced_held(), vec![table]);
