@@ -29,6 +29,9 @@ use sqlx::Connection as _;
 use tonic::transport::Channel;
 use uuid::Uuid;
 
+/// How long [`GameStack::stop`] waits for each service's background tasks to end.
+const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Where the services keep their events.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
@@ -418,6 +421,18 @@ impl GameStack {
     pub async fn stop(self) -> anyhow::Result<()> {
         for shutdown in &self.shutdowns {
             shutdown.trigger();
+        }
+        // Every service's background tasks (relays, consumers, keepers) end before the
+        // streams go and the pools close, so none fails on them as it stops. Bounded: a task
+        // that ignored its token would not keep the test from ending.
+        for shutdown in &self.shutdowns {
+            let stopped = tokio::time::timeout(STOP_WAIT, shutdown.wait_for_tasks()).await;
+            if stopped.is_err() {
+                tracing::warn!(
+                    running = shutdown.running_tasks(),
+                    "a service's background tasks did not stop in time"
+                );
+            }
         }
         if let Some(prefix) = &self.prefix {
             fairdeal_harness::delete_streams(prefix, &self.services).await;

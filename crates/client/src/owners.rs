@@ -18,10 +18,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use fairdeal_proto::fairdeal::tables::v1::tables_service_client::TablesServiceClient;
 use tonic::metadata::MetadataMap;
 use tonic::transport::{Channel, Endpoint};
-use tonic::{Code, Status};
 
-/// The response header naming a table's owner.
-pub const OWNER: &str = "fairdeal-table-owner";
+pub use fairdeal_proto::routing::OWNER;
+pub(crate) use fairdeal_proto::routing::unreachable;
 
 /// Tables remembered at most: past it, the oldest half is forgotten (their next calls go
 /// through the player's own channel once, and learn the owner again).
@@ -131,12 +130,6 @@ fn connect(address: &str) -> Option<TablesServiceClient<Channel>> {
     }
     let endpoint = Endpoint::from_shared(address.to_owned()).ok()?;
     Some(TablesServiceClient::new(endpoint.connect_lazy()))
-}
-
-/// Whether `status` says the replica called could not be reached (rather than that it
-/// answered): UNAVAILABLE, or a status made from a transport error (it has a source).
-pub(crate) fn unreachable(status: &Status) -> bool {
-    status.code() == Code::Unavailable || std::error::Error::source(status).is_some()
 }
 
 #[cfg(test)]

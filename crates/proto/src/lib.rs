@@ -25,6 +25,8 @@
 
 #[cfg(any(feature = "client", feature = "server"))]
 pub mod codec;
+#[cfg(any(feature = "client", feature = "server"))]
+pub mod routing;
 
 include!(concat!(env!("OUT_DIR"), "/_includes.rs"));
 

@@ -33,7 +33,7 @@ use fairdeal_proto::fairdeal::tables::v1::tables_service_client::TablesServiceCl
 use tokio::sync::{mpsc, watch};
 use tonic::metadata::MetadataValue;
 use tonic::transport::Channel;
-use tonic::{Code, Request, Response, Status};
+use tonic::{Request, Response, Status};
 use uuid::Uuid;
 
 use crate::timers::Ownership;
@@ -51,13 +51,7 @@ pub const HANDED_OVER: &str = "fairdeal-handed-over";
 /// is answered UNAVAILABLE ([`Router::after_fence`]).
 pub const HANDOVER_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Response metadata key naming the table's owner (its `advertise_url`), set by the owner on
-/// every answer for a table it serves, and passed back through a forwarding replica: a
-/// client that can reach the replicas' own addresses (a backend in the same cluster) sends
-/// its next calls for the table there and saves the forwarding hop, as a Colyseus client
-/// joins the process its seat reservation names. Clients that ignore it are served all the
-/// same.
-pub const OWNER: &str = "fairdeal-table-owner";
+pub use fairdeal_proto::routing::{OWNER, unreachable};
 
 /// A client of another replica.
 pub type Peer = TablesServiceClient<Channel>;
@@ -349,17 +343,6 @@ impl<T> Forward<T> {
             }
         }
     }
-}
-
-/// Whether `status` says the owner could not be reached (rather than that it answered):
-/// UNAVAILABLE, or any status made here from a transport error (it has a source; an answer
-/// read from the owner's trailers has none), such as the HTTP/2 error of a connection the
-/// owner reset as it died or drained, which tonic reports as INTERNAL. The owner answers
-/// UNAVAILABLE itself only when a dependency is down or the table has just left it (its
-/// lease lost: nothing written), and serving here then fails the same way unless the table
-/// has come here; a move is recorded once by its command id.
-pub fn unreachable(status: &Status) -> bool {
-    status.code() == Code::Unavailable || std::error::Error::source(status).is_some()
 }
 
 /// The router, shared by the API's handlers.
