@@ -714,8 +714,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_command_fenced_as_its_lease_lapsed_is_decided_again_under_the_new_lease_or_the_renewed_one()
-     {
+    async fn a_command_fenced_as_its_lease_lapsed_is_decided_again_under_a_new_or_renewed_lease() {
         // This replica holds partition 1 at epoch 2, as its keeper last published; the lease
         // has lapsed in the database (a renewal came too late), so the append was fenced.
         let (owned_tx, _routes_tx, router) = watched(
