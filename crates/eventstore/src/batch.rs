@@ -10,7 +10,9 @@
 //!   Two appends to one stream in one batch chain: the second sees the first's head.
 //! - [`GroupCommit`]: the writer tasks. Each takes whatever is queued right now (up to a
 //!   batch's limits), writes it, answers every caller, and repeats: no timer, so a lone
-//!   writer's append is written at once, and batches grow only while a commit is in flight.
+//!   writer's append is written at once, and batches grow while a commit is in flight and
+//!   while the writer yields to the runtime a few times before it gathers
+//!   ([`GATHER_YIELDS`]).
 //!   Appends are routed to a writer by stream, so one process never races itself for a
 //!   stream's next version.
 //! - [`HeadCache`]: the heads a writer has itself committed, so a batch of appends to streams
@@ -54,6 +56,15 @@ pub(crate) const MAX_BATCH_APPENDS: usize = 512;
 pub(crate) const MAX_BATCH_EVENTS: usize = 8_192;
 /// Payload bytes a writer gathers into one transaction before it stops taking more.
 pub(crate) const MAX_BATCH_BYTES: usize = 16 << 20;
+
+/// How many times a writer that has taken an append yields to the runtime before it takes
+/// the rest of its batch. Each yield lets every task that is ready run once, and the runtime
+/// poll its sockets, so the appends of commands that arrived with this one (many tables'
+/// moves decided at once) join its transaction instead of opening the next: under load,
+/// fewer and larger commits (docs/performance.md, "A writer that yields before it gathers").
+/// An idle runtime hands the writer back at once: a lone append waits microseconds, not a
+/// timer's tick.
+pub(crate) const GATHER_YIELDS: usize = 8;
 
 /// A stream head as read at the start of a batch: its last version (0: none) and that
 /// event's stored hash.
@@ -450,6 +461,10 @@ async fn run_writer<W: BatchWriter>(mut writer: W, mut queue: mpsc::UnboundedRec
                 None => return,
             },
         };
+        // Appends made ready by the same wake-ups join this batch rather than open the next.
+        for _ in 0..GATHER_YIELDS {
+            tokio::task::yield_now().await;
+        }
         let (mut events, mut bytes) = first.weight();
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH_APPENDS
