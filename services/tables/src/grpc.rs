@@ -84,10 +84,12 @@ impl TablesApi {
 
     /// A command for `table_id`: sent to the table's owner with `send` when another replica
     /// owns it, decided here with `decide` otherwise. When this replica turns out not to hold
-    /// the table's partition as it writes (nothing was written: the table is moving, or its
-    /// lease lapsed and is being taken again), it is decided here again once the partition
-    /// is held under a new lease, or sent to the owner the routes name then
-    /// ([`Router::after_fence`]), so a command in flight during a drain is answered.
+    /// the table's partition as it writes (nothing was written: the table is moving, its
+    /// lease lapsed and is being taken again, or its owner could not be reached), it is
+    /// decided here again once the partition is held under a new lease, or sent to the owner
+    /// the routes name then, one that was not just found unreachable
+    /// ([`Router::after_fence`]), for [`HANDOVER_WAIT`] at most: so a command in flight
+    /// during a drain, or sent while its table's owner has just died, is answered.
     async fn decided<T, R, S, SF, D, DF>(
         &self,
         request: &Request<T>,
@@ -102,36 +104,43 @@ impl TablesApi {
         D: Fn() -> DF,
         DF: Future<Output = Result<Response<R>, Failure>>,
     {
-        if let Some(forward) = self.forward(request, table_id)
-            && let Some(answer) = forward.send(send).await
-        {
-            return answer;
+        let mut unreached = None;
+        if let Some(forward) = self.forward(request, table_id) {
+            let address = forward.address.clone();
+            match forward.send(send).await {
+                Some(answer) => return answer,
+                None => unreached = Some(address),
+            }
         }
-        let decided_under = self.router.as_ref().and_then(|r| r.held(table_id));
-        let failure = match decide().await {
-            Ok(response) => return Ok(self.hinted(table_id, response)),
-            Err(failure) => failure,
-        };
-        let failure = match &self.router {
-            Some(router) if moved_away(&failure) => {
-                match router
-                    .after_fence(request, table_id, decided_under, HANDOVER_WAIT)
-                    .await
-                {
-                    AfterFence::Here => match decide().await {
-                        Ok(response) => return Ok(self.hinted(table_id, response)),
-                        Err(failure) => failure,
-                    },
-                    AfterFence::There(forward) => match forward.send(send).await {
-                        Some(answer) => return answer,
-                        None => failure,
-                    },
-                    AfterFence::Refused => failure,
+        let deadline = tokio::time::Instant::now() + HANDOVER_WAIT;
+        loop {
+            let decided_under = self.router.as_ref().and_then(|r| r.held(table_id));
+            let failure = match decide().await {
+                Ok(response) => return Ok(self.hinted(table_id, response)),
+                Err(failure) => failure,
+            };
+            let Some(router) = self.router.as_ref().filter(|_| moved_away(&failure)) else {
+                return Err(status(failure));
+            };
+            // Until the partition is held here again (decided again) or the wait runs out.
+            loop {
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                let next = router
+                    .after_fence(request, table_id, decided_under, unreached.as_deref(), left)
+                    .await;
+                match next {
+                    AfterFence::Here => break,
+                    AfterFence::There(forward) => {
+                        let address = forward.address.clone();
+                        match forward.send(send).await {
+                            Some(answer) => return answer,
+                            None => unreached = Some(address),
+                        }
+                    }
+                    AfterFence::Refused => return Err(status(failure)),
                 }
             }
-            _ => failure,
-        };
-        Err(status(failure))
+        }
     }
 
     /// The call `request` for `table_id` on its way to the table's owner; `None`: served

@@ -46,10 +46,15 @@ pub const FORWARDED_BY: &str = "fairdeal-forwarded-by";
 /// replica serving it ([`Router::after_fence`]): it is not sent on again.
 pub const HANDED_OVER: &str = "fairdeal-handed-over";
 
-/// How long a command refused because its table just left this replica waits for the
-/// routes to name the new owner (or for its own keeper to publish the partition) before it
-/// is answered UNAVAILABLE ([`Router::after_fence`]).
-pub const HANDOVER_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+/// How long a command refused because its table just left this replica (or whose owner
+/// could not be reached) waits for the routes to name a new owner (or for its own keeper to
+/// publish the partition) before it is answered UNAVAILABLE ([`Router::after_fence`]). A
+/// drain hands a partition over within a round trip; a dead owner's lease expires within
+/// [`crate::startup::LEASE_TTL`] of its last renewal and a survivor's next round takes it,
+/// and the one after publishes it to every replica: so a command reaching a survivor while
+/// its table's owner has just died waits out the failover and is decided by the new owner,
+/// rather than refused (the `handover_wait_outlasts_a_failover` test holds the bound).
+pub const HANDOVER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 pub use fairdeal_proto::routing::{OWNER, unreachable};
 
@@ -150,12 +155,15 @@ impl Router {
     /// [`HANDED_OVER`]; a call handed over already is not sent on again, so calls never
     /// loop). [`AfterFence::Refused`] when neither comes in time (a failover waiting for a dead
     /// owner's lease to expire). So a command in flight when its table moves is decided by
-    /// its new owner, not refused.
+    /// its new owner, not refused. `unreached`: the owner the call was just sent to and did
+    /// not reach (a dead one, whose lease has yet to expire): routes still naming it are
+    /// waited past, not followed.
     pub async fn after_fence<T: Clone>(
         &self,
         request: &Request<T>,
         table_id: &Uuid,
         decided_under: Option<Held>,
+        unreached: Option<&str>,
         within: std::time::Duration,
     ) -> AfterFence<T> {
         let partition = partition_of(table_id, self.ownership.partitions);
@@ -172,6 +180,7 @@ impl Router {
                     && let Some(route) = routes.borrow_and_update().get(&partition)
                     && route.owner != self.me
                     && !route.address.is_empty()
+                    && unreached != Some(route.address.as_str())
                 {
                     return Some(route.address.clone());
                 }
@@ -675,7 +684,7 @@ mod tests {
         let (owned_tx, routes_tx, router) = watched(Owned::new(), Routes::new());
         let table = table_in(1);
         let call = request();
-        let waiting = router.after_fence(&call, &table, None, HANDOVER_WAIT);
+        let waiting = router.after_fence(&call, &table, None, None, HANDOVER_WAIT);
         let taken = async {
             tokio::task::yield_now().await;
             // The taker announces; this replica's keeper reads the routes again.
@@ -693,7 +702,7 @@ mod tests {
         // At the taker, whose routes are ahead of its keeper's publication: a call handed
         // over is not sent on; it is decided there once the partition is held.
         let handed = forward.call;
-        let waiting = router.after_fence(&handed, &table, None, HANDOVER_WAIT);
+        let waiting = router.after_fence(&handed, &table, None, None, HANDOVER_WAIT);
         let published = async {
             tokio::task::yield_now().await;
             owned_tx.send_replace([(1, lease(1))].into());
@@ -705,11 +714,13 @@ mod tests {
         owned_tx.send_replace(Owned::new());
         routes_tx.send_replace([(1, route("me", "http://127.0.0.1:1"))].into());
         let wait = std::time::Duration::from_millis(20);
-        let next = router.after_fence(&request(), &table, None, wait).await;
+        let next = router
+            .after_fence(&request(), &table, None, None, wait)
+            .await;
         assert!(matches!(next, AfterFence::Refused), "{next:?}");
         // A handed-over call whose table's routes name another: not sent on.
         routes_tx.send_replace([(1, route("b", "http://127.0.0.1:2"))].into());
-        let next = router.after_fence(&handed, &table, None, wait).await;
+        let next = router.after_fence(&handed, &table, None, None, wait).await;
         assert!(matches!(next, AfterFence::Refused), "{next:?}");
     }
 
@@ -727,12 +738,12 @@ mod tests {
         // Held still under the lease it was decided under: not decided again at once.
         let wait = std::time::Duration::from_millis(20);
         let next = router
-            .after_fence(&request(), &table, decided_under, wait)
+            .after_fence(&request(), &table, decided_under, None, wait)
             .await;
         assert!(matches!(next, AfterFence::Refused), "{next:?}");
         // The keeper takes the partition again at a new epoch: decided again here.
         let call = request();
-        let waiting = router.after_fence(&call, &table, decided_under, HANDOVER_WAIT);
+        let waiting = router.after_fence(&call, &table, decided_under, None, HANDOVER_WAIT);
         let taken_again = async {
             tokio::task::yield_now().await;
             let lease = Lease {
@@ -748,7 +759,7 @@ mod tests {
         // committed just after and kept its epoch): decided again here once it is published.
         owned_tx.send_replace([(1, lease(1))].into());
         let call = request();
-        let waiting = router.after_fence(&call, &table, decided_under, HANDOVER_WAIT);
+        let waiting = router.after_fence(&call, &table, decided_under, None, HANDOVER_WAIT);
         let renewed = async {
             tokio::task::yield_now().await;
             let lease = Lease {
@@ -759,6 +770,45 @@ mod tests {
         };
         let (next, ()) = tokio::join!(waiting, renewed);
         assert!(matches!(next, AfterFence::Here), "{next:?}");
+    }
+
+    #[tokio::test]
+    async fn a_command_whose_owner_died_waits_for_the_next_owner() {
+        // The routes still name b, the owner the call just failed to reach (killed; its
+        // lease has not expired yet): not followed again, but waited past.
+        let (_owned_tx, routes_tx, router) =
+            watched(Owned::new(), [(1, route("b", "http://127.0.0.1:2"))].into());
+        let table = table_in(1);
+        let wait = std::time::Duration::from_millis(20);
+        let unreached = Some("http://127.0.0.1:2");
+        let next = router
+            .after_fence(&request(), &table, None, unreached, wait)
+            .await;
+        assert!(matches!(next, AfterFence::Refused), "{next:?}");
+        // A survivor takes the partition: the call goes there.
+        let call = request();
+        let waiting = router.after_fence(&call, &table, None, unreached, HANDOVER_WAIT);
+        let taken = async {
+            tokio::task::yield_now().await;
+            routes_tx.send_replace([(1, route("c", "http://127.0.0.1:3"))].into());
+        };
+        let (next, ()) = tokio::join!(waiting, taken);
+        let AfterFence::There(forward) = next else {
+            panic!("{next:?}")
+        };
+        assert_eq!(forward.address, "http://127.0.0.1:3");
+    }
+
+    #[test]
+    fn handover_wait_outlasts_a_failover() {
+        // A dead owner's last renewal is at most a ttl old when it dies; a survivor's round
+        // takes the partition within a round of the expiry, and the routes every replica
+        // reads name it within another.
+        let failover = crate::startup::LEASE_TTL + crate::startup::LEASE_ROUND * 2;
+        assert!(
+            HANDOVER_WAIT >= failover,
+            "{HANDOVER_WAIT:?} < {failover:?}"
+        );
     }
 
     #[tokio::test]

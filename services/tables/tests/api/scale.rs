@@ -2,12 +2,14 @@
 //! production, sharing the tables' partitions. 32 tables are played to the end, each by two
 //! players and two of the engine's bots (which the table's owner moves), every player's call
 //! (views, moves, watches) sent to a replica drawn at random among those running: a call
-//! reaching a replica that does not own the table is forwarded to the owner. Mid-hand, the owner of one table is killed (SIGKILL); later another replica is
-//! stopped (SIGTERM: a drain, as a scale-down does). Callers retry a failed call on another
-//! replica with the same command id, and watchers reconnect from the last version they
-//! received. In the end every accepted move is in its table's log once, and no other move
-//! is; every watcher saw every version once; every table's log re-decides to its end and
-//! every deal re-derives from the revealed seed, as the auditor checks them.
+//! reaching a replica that does not own the table is forwarded to the owner. Mid-hand, the
+//! owner of one table is killed (SIGKILL); later another replica is stopped (SIGTERM: a
+//! drain, as a scale-down does). Callers retry a failed call on another replica with the
+//! same command id, and watchers reconnect from the last version they received; a replica
+//! still taking calls never refuses a move UNAVAILABLE (one whose table's owner has died
+//! waits for the next owner). In the end every accepted move is in its table's log once,
+//! and no other move is; every watcher saw every version once; every table's log re-decides
+//! to its end and every deal re-derives from the revealed seed, as the auditor checks them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::BuildHasher;
@@ -38,11 +40,19 @@ struct Cluster {
     live: Mutex<Vec<bool>>,
     draws: AtomicU64,
     random: std::hash::RandomState,
+    /// Moves a replica still taking calls refused UNAVAILABLE (a survivor that could not
+    /// reach a dead owner should wait for the next one instead).
+    refused: Mutex<Vec<String>>,
 }
 
 impl Cluster {
     /// A replica drawn at random among the live ones.
     fn any(&self) -> TablesServiceClient<Channel> {
+        self.drawn().1
+    }
+
+    /// A replica drawn at random among the live ones, and its index.
+    fn drawn(&self) -> (usize, TablesServiceClient<Channel>) {
         let live: Vec<usize> = {
             let live = self.live.lock().unwrap();
             (0..live.len()).filter(|&i| live[i]).collect()
@@ -50,7 +60,12 @@ impl Cluster {
         let draw = self
             .random
             .hash_one(self.draws.fetch_add(1, Ordering::Relaxed));
-        self.clients[live[(draw % live.len() as u64) as usize]].clone()
+        let at = live[(draw % live.len() as u64) as usize];
+        (at, self.clients[at].clone())
+    }
+
+    fn is_live(&self, index: usize) -> bool {
+        self.live.lock().unwrap()[index]
     }
 
     fn stop_calling(&self, index: usize) {
@@ -108,13 +123,18 @@ async fn play(
         let command_id = uuid::Uuid::now_v7().to_string();
         // The same command, on another replica while replicas go away: answered once.
         let version = loop {
+            let (at, replica) = cluster.drawn();
             match player
-                .on(&cluster.any())
+                .on(&replica)
                 .act_once(&id, mine.version, &command_id, action.clone())
                 .await
             {
                 Ok(version) => break version,
                 Err(status) if gone(&status) => {
+                    if status.code() == Code::Unavailable && cluster.is_live(at) {
+                        let refusal = format!("{id}: {}", status.message());
+                        cluster.refused.lock().unwrap().push(refusal);
+                    }
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
                 // The view was behind the table (read during a handover): nothing was
@@ -255,6 +275,7 @@ async fn three_replicas_play_32_tables_through_random_replicas_through_a_kill_an
         live: Mutex::new(vec![true; REPLICAS]),
         draws: AtomicU64::new(0),
         random: std::hash::RandomState::new(),
+        refused: Mutex::new(Vec::new()),
     });
 
     // 32 tables, each created and sat at through random replicas: players at seats 0 and
@@ -355,6 +376,13 @@ async fn three_replicas_play_32_tables_through_random_replicas_through_a_kill_an
         "{} players' moves over {TABLES} tables, {} calls drawn",
         moved.load(Ordering::Relaxed),
         cluster.draws.load(Ordering::Relaxed)
+    );
+    // Through the kill and the drain, a move reaching a replica that takes calls waited for
+    // its table's next owner rather than being refused.
+    let refused = cluster.refused.lock().unwrap().clone();
+    assert!(
+        refused.is_empty(),
+        "moves refused UNAVAILABLE by live replicas: {refused:?}"
     );
     assert_eq!(cluster.ports.len(), REPLICAS);
     for mut child in children {
