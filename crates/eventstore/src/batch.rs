@@ -10,8 +10,8 @@
 //!   Two appends to one stream in one batch chain: the second sees the first's head.
 //! - [`GroupCommit`]: the writer tasks. Each takes whatever is queued right now (up to a
 //!   batch's limits), writes it, answers every caller, and repeats: no timer, so a lone
-//!   writer's append is written at once, and batches grow while a commit is in flight and
-//!   while the writer yields to the runtime a few times before it gathers
+//!   writer's append is written at once, and batches grow while a commit is in flight and,
+//!   when the writer is busy, while it yields to the runtime a few times before it gathers
 //!   ([`GATHER_YIELDS`]).
 //!   Appends are routed to a writer by stream, so one process never races itself for a
 //!   stream's next version.
@@ -57,13 +57,14 @@ pub(crate) const MAX_BATCH_EVENTS: usize = 8_192;
 /// Payload bytes a writer gathers into one transaction before it stops taking more.
 pub(crate) const MAX_BATCH_BYTES: usize = 16 << 20;
 
-/// How many times a writer that has taken an append yields to the runtime before it takes
-/// the rest of its batch. Each yield lets every task that is ready run once, and the runtime
-/// poll its sockets, so the appends of commands that arrived with this one (many tables'
-/// moves decided at once) join its transaction instead of opening the next: under load,
-/// fewer and larger commits (docs/performance.md, "A writer that yields before it gathers").
-/// An idle runtime hands the writer back at once: a lone append waits microseconds, not a
-/// timer's tick.
+/// How many times a busy writer (appends were waiting when it came back from its last
+/// commit, or that commit held several) yields to the runtime before it takes the rest of
+/// its batch. Each yield lets
+/// every task that is ready run once, and the runtime poll its sockets, so the appends of
+/// commands that arrived with this one (many tables' moves decided at once) join its
+/// transaction instead of opening the next: under load, fewer and larger commits
+/// (docs/performance.md, "A writer that yields before it gathers"). A writer that waited
+/// for its append writes it at once: a lone caller's appends are not held back.
 pub(crate) const GATHER_YIELDS: usize = 8;
 
 /// A stream head as read at the start of a batch: its last version (0: none) and that
@@ -453,17 +454,28 @@ fn writer_gone() -> StoreError {
 /// One writer: takes what is queued, up to the limits, writes it, answers, repeats.
 async fn run_writer<W: BatchWriter>(mut writer: W, mut queue: mpsc::UnboundedReceiver<Queued>) {
     let mut held: Option<Queued> = None;
+    let mut crowded = false;
     loop {
-        let first = match held.take() {
-            Some(q) => q,
-            None => match queue.recv().await {
-                Some(q) => q,
-                None => return,
+        // Whether appends were waiting when the writer came back for more (it is busy), or
+        // it waited for this one.
+        let (first, busy) = match held.take() {
+            Some(q) => (q, true),
+            None => match queue.try_recv() {
+                Ok(q) => (q, true),
+                Err(mpsc::error::TryRecvError::Empty) => match queue.recv().await {
+                    Some(q) => (q, false),
+                    None => return,
+                },
+                Err(mpsc::error::TryRecvError::Disconnected) => return,
             },
         };
-        // Appends made ready by the same wake-ups join this batch rather than open the next.
-        for _ in 0..GATHER_YIELDS {
-            tokio::task::yield_now().await;
+        // Appends made ready by the same wake-ups join this batch rather than open the next,
+        // when there are other callers to wait for: appends were waiting, or the last batch
+        // held several. A lone caller's append is written at once.
+        if busy || crowded {
+            for _ in 0..GATHER_YIELDS {
+                tokio::task::yield_now().await;
+            }
         }
         let (mut events, mut bytes) = first.weight();
         let mut batch = vec![first];
@@ -482,6 +494,7 @@ async fn run_writer<W: BatchWriter>(mut writer: W, mut queue: mpsc::UnboundedRec
             bytes += b;
             batch.push(next);
         }
+        crowded = batch.len() > 1;
         let (requests, replies): (Vec<_>, Vec<_>) =
             batch.into_iter().map(|q| (q.request, q.reply)).unzip();
         let results = writer.write(requests).await;
