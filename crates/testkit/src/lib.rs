@@ -52,9 +52,27 @@ pub fn now() -> i64 {
 }
 
 /// A port free now on 127.0.0.1, for a server whose address must be known before it starts
-/// (a replica announcing where it serves). Another process may take it before the server
-/// binds it; tests accept that.
+/// (a replica announcing where it serves). Drawn below the kernel's ephemeral range (ports
+/// 10000 to 32767, outside Linux's default 32768-60999), so the outgoing connections of
+/// the tests running beside it, which take ephemeral ports, cannot take it before the
+/// server binds it: a port got from binding port 0 was in that range, and a parallel test's
+/// connection took one twice in CI runs ("address already in use"). Another test drawing
+/// the same port in the same moment still could; tests accept that.
 pub fn free_port() -> std::io::Result<u16> {
+    use std::hash::{BuildHasher, RandomState};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    const LOW: u16 = 10_000;
+    const HIGH: u16 = 32_767;
+    static DRAWS: AtomicU64 = AtomicU64::new(0);
+    let random = RandomState::new();
+    for _ in 0..64 {
+        let draw = random.hash_one((DRAWS.fetch_add(1, Ordering::Relaxed), std::process::id()));
+        let port = LOW + u16::try_from(draw % u64::from(HIGH - LOW + 1)).unwrap_or(0);
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
+    // Nothing free below the ephemeral range (unlikely): any port the kernel gives.
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port())
@@ -122,6 +140,15 @@ fn redacted(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_free_port_is_below_the_ephemeral_range_and_bindable() {
+        for _ in 0..20 {
+            let port = free_port().unwrap();
+            assert!((10_000..32_768).contains(&port), "{port}");
+            std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+        }
+    }
 
     #[test]
     fn now_is_unix_seconds() {
