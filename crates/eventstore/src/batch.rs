@@ -59,12 +59,12 @@ pub(crate) const MAX_BATCH_BYTES: usize = 16 << 20;
 
 /// How many times a busy writer (appends were waiting when it came back from its last
 /// commit, or that commit held several) yields to the runtime before it takes the rest of
-/// its batch. Each yield lets
-/// every task that is ready run once, and the runtime poll its sockets, so the appends of
-/// commands that arrived with this one (many tables' moves decided at once) join its
-/// transaction instead of opening the next: under load, fewer and larger commits
-/// (docs/performance.md, "A writer that yields before it gathers"). A writer that waited
-/// for its append writes it at once: a lone caller's appends are not held back.
+/// its batch. Each yield lets every task that is ready run once, and the runtime poll its
+/// sockets, so the appends of commands that arrived with this one (many tables' moves
+/// decided at once) join its transaction instead of opening the next: under load, fewer
+/// and larger commits (docs/performance.md, "A writer that yields before it gathers"). A
+/// writer that waited for its append, its last batch a lone one, writes it at once: a lone
+/// caller's appends are not held back.
 pub(crate) const GATHER_YIELDS: usize = 8;
 
 /// A stream head as read at the start of a batch: its last version (0: none) and that

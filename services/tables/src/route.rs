@@ -677,23 +677,38 @@ mod tests {
         }
     }
 
+    /// Where a call refused here goes when, as it waits in [`Router::after_fence`]
+    /// (`unreached`: the owner it just failed to reach), the routes come to name `owner`
+    /// for `table`'s partition (1).
+    async fn sent_once_routes_name(
+        router: &Router,
+        routes_tx: &watch::Sender<Routes>,
+        table: &Uuid,
+        unreached: Option<&str>,
+        owner: Route,
+    ) -> Forward<pb::GetTableRequest> {
+        let call = request();
+        let waiting = router.after_fence(&call, table, None, unreached, HANDOVER_WAIT);
+        let named = async {
+            tokio::task::yield_now().await;
+            routes_tx.send_replace([(1, owner)].into());
+        };
+        let (next, ()) = tokio::join!(waiting, named);
+        let AfterFence::There(forward) = next else {
+            panic!("{next:?}")
+        };
+        *forward
+    }
+
     #[tokio::test]
     async fn a_command_refused_as_its_table_moved_goes_where_it_went_once() {
         // This replica has just drained partition 1: it holds nothing, and its routes name
         // no owner for it yet.
         let (owned_tx, routes_tx, router) = watched(Owned::new(), Routes::new());
         let table = table_in(1);
-        let call = request();
-        let waiting = router.after_fence(&call, &table, None, None, HANDOVER_WAIT);
-        let taken = async {
-            tokio::task::yield_now().await;
-            // The taker announces; this replica's keeper reads the routes again.
-            routes_tx.send_replace([(1, route("b", "http://127.0.0.1:2"))].into());
-        };
-        let (next, ()) = tokio::join!(waiting, taken);
-        let AfterFence::There(forward) = next else {
-            panic!("{next:?}")
-        };
+        // The taker announces; this replica's keeper reads the routes again.
+        let taker = route("b", "http://127.0.0.1:2");
+        let forward = sent_once_routes_name(&router, &routes_tx, &table, None, taker).await;
         assert_eq!(forward.address, "http://127.0.0.1:2");
         let metadata = forward.call.metadata();
         assert_eq!(metadata.get("authorization").unwrap(), "Bearer x");
@@ -786,16 +801,8 @@ mod tests {
             .await;
         assert!(matches!(next, AfterFence::Refused), "{next:?}");
         // A survivor takes the partition: the call goes there.
-        let call = request();
-        let waiting = router.after_fence(&call, &table, None, unreached, HANDOVER_WAIT);
-        let taken = async {
-            tokio::task::yield_now().await;
-            routes_tx.send_replace([(1, route("c", "http://127.0.0.1:3"))].into());
-        };
-        let (next, ()) = tokio::join!(waiting, taken);
-        let AfterFence::There(forward) = next else {
-            panic!("{next:?}")
-        };
+        let survivor = route("c", "http://127.0.0.1:3");
+        let forward = sent_once_routes_name(&router, &routes_tx, &table, unreached, survivor).await;
         assert_eq!(forward.address, "http://127.0.0.1:3");
     }
 

@@ -7,9 +7,10 @@
 //! drain, as a scale-down does). Callers retry a failed call on another replica with the
 //! same command id, and watchers reconnect from the last version they received; a replica
 //! still taking calls never refuses a move because its table is changing hands (one whose
-//! table's owner has died waits for the next owner). In the end every accepted move is in its table's log once,
-//! and no other move is; every watcher saw every version once; every table's log re-decides
-//! to its end and every deal re-derives from the revealed seed, as the auditor checks them.
+//! table's owner has died waits for the next owner). In the end every accepted move is in
+//! its table's log once, and no other move is; every watcher saw every version once; every
+//! table's log re-decides to its end and every deal re-derives from the revealed seed, as
+//! the auditor checks them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::BuildHasher;
