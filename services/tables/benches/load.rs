@@ -14,7 +14,10 @@
 //! `--db-writers`, default the service's own; `LOAD_PEER_DELAY_MS=d`: what passes between
 //! replicas, forwarded calls and relayed watches, is held d ms each way by a
 //! `cargo xtask delay-proxy` (`LOAD_XTASK`, default `../../target/release/xtask`) in front
-//! of each replica, the address it announces to the others).
+//! of each replica, the address it announces to the others); `LOAD_STATEMENTS=<the
+//! PostgreSQL server's log file>`: the window's statements per 1,000 moves, by kind, from
+//! the server's statement log ([`statements`]; `cargo xtask services` prints the servers'
+//! directory, the log is `postgres/server.log` there).
 //!
 //! Each seat's client watches the table (`Watch` with turn views): when a message brings its
 //! view (its seat is to act), it chooses with the engine's bot and sends `Act`.
@@ -36,6 +39,8 @@ mod harness;
 mod moves;
 #[path = "load/spent.rs"]
 mod spent;
+#[path = "load/statements.rs"]
+mod statements;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -522,6 +527,7 @@ async fn run(db: Db, tables: usize, seconds: u64) {
     };
     let nats_url = pool.as_ref().map(|_| fairdeal_testkit::nats_url());
     let before = spent::Spent::now(pool.as_ref(), nats_url.as_deref()).await;
+    let statement_log = statements::StatementLog::start(pool.as_ref()).await;
     let start = Instant::now();
     let drivers: Vec<_> = (0..tables)
         .map(|_| tokio::spawn(drive(app.clone(), tally.clone(), stop.clone())))
@@ -533,6 +539,10 @@ async fn run(db: Db, tables: usize, seconds: u64) {
     };
     let elapsed = start.elapsed().as_secs_f64();
     let after = spent::Spent::now(pool.as_ref(), nats_url.as_deref()).await;
+    let census = match (statement_log, pool.as_ref()) {
+        (Some(log), Some(pool)) => Some(log.finish(pool, moves).await),
+        _ => None,
+    };
     let head = app.tables_storage().events().head_position().await.unwrap();
     let behind = relay_behind(&app, head).await;
     stop_tx.send(true).unwrap();
@@ -584,6 +594,9 @@ async fn run(db: Db, tables: usize, seconds: u64) {
         UNAVAILABLE.load(Ordering::Relaxed),
     );
     println!("{db:?}: {}", after.per_thousand_moves(&before, moves));
+    if let Some(census) = census {
+        println!("{db:?}: {census}");
+    }
     if let Some(behind) = behind {
         // The checkpoint trails the acknowledged publishes by up to its 250 ms interval.
         let mut caught_up = relay_behind(&app, head).await;
