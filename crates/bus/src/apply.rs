@@ -24,6 +24,7 @@ use std::any::Any;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use bytes::Bytes;
 use fairdeal_eventstore::RecordedEvent;
@@ -101,6 +102,9 @@ enum Applied {
     Failed(Failure),
     /// The batch handler failed, on no event in particular; rolled back.
     BatchFailed(HandlerError),
+    /// Settling by position: the position had moved on (another instance settled the batch);
+    /// rolled back.
+    Superseded,
 }
 
 /// A handler failure inside a batch (the batch was rolled back).
@@ -127,6 +131,11 @@ pub(crate) struct Settler<DB: BusDatabase, H, S> {
     retry: RetryPolicy,
     /// Where dead letters are announced.
     sink: S,
+    /// Settling by position ([`Settler::by_position`]): where this instance's last commit
+    /// left the consumer's position, which the next must find there.
+    position: Option<AtomicI64>,
+    /// Settling by position: a batch found the position moved on.
+    superseded: AtomicBool,
     /// Its instruments.
     pub(crate) metrics: ConsumerMetrics,
 }
@@ -185,7 +194,36 @@ where
             handler,
             retry,
             sink,
+            position: None,
+            superseded: AtomicBool::new(false),
         }
+    }
+
+    /// Settles each event once by the consumer's position rather than by recorded event ids:
+    /// each batch moves the position on from where this instance last left it, or is rolled
+    /// back ([`BusDatabase::advance_consumer_position`]). For a consumer that reads its
+    /// source in order from its own committed position (an embedded consumer tailing the
+    /// store), where nothing is delivered twice but by a second instance (a lease holder
+    /// that has not yet noticed it lost the lease). No id is written per event: on the
+    /// tables service's lobby projection the ids were a quarter of the WAL of a move.
+    /// [`Settler::resume_from`] before each run from the committed position.
+    pub(crate) fn by_position(mut self) -> Self {
+        self.position = Some(AtomicI64::new(0));
+        self
+    }
+
+    /// Settling by position: the committed position this instance reads on from.
+    pub(crate) fn resume_from(&self, position: i64) {
+        if let Some(at) = &self.position {
+            at.store(position, Ordering::Relaxed);
+        }
+        self.superseded.store(false, Ordering::Relaxed);
+    }
+
+    /// Settling by position: whether the last [`Settler::settle`] stopped because another
+    /// instance had moved the position on (the caller reads the position again).
+    pub(crate) fn superseded(&self) -> bool {
+        self.superseded.load(Ordering::Relaxed)
     }
 
     /// The service's handler.
@@ -220,6 +258,14 @@ where
             let batch = deliveries.get(done..end).unwrap_or_default();
             let outcome = self.apply_batch(batch, &first).await;
             let failure = match outcome {
+                Ok(Applied::Superseded) => {
+                    tracing::info!(
+                        consumer = %self.consumer,
+                        "another instance settled this batch; reading the position again"
+                    );
+                    self.superseded.store(true, Ordering::Relaxed);
+                    break;
+                }
                 Err(err) => {
                     infrastructure_failures = infrastructure_failures.saturating_add(1);
                     tracing::warn!(
@@ -234,7 +280,7 @@ where
                     }
                     continue;
                 }
-                Ok(None) => {
+                Ok(Applied::Committed | Applied::BatchFailed(_)) => {
                     infrastructure_failures = 0;
                     done = end;
                     match prefix.take() {
@@ -245,7 +291,7 @@ where
                         Some((_, failure)) => failure,
                     }
                 }
-                Ok(Some(failure)) => {
+                Ok(Applied::Failed(failure)) => {
                     infrastructure_failures = 0;
                     if failure.index > 0 {
                         prefix = Some((failure.index, failure));
@@ -284,33 +330,26 @@ where
             .then(|| First::Retry(failure.attempt.saturating_add(1)))
     }
 
-    /// One transaction over `batch`. `Ok(None)`: committed. `Ok(Some(failure))`: a handler
-    /// failed and the transaction was rolled back.
+    /// One transaction over `batch`: committed, or rolled back as a handler failed
+    /// ([`Applied::Failed`]) or the position had moved on ([`Applied::Superseded`]); never
+    /// [`Applied::BatchFailed`].
     ///
     /// A handler that takes batches ([`Handler::batches`]) gets the batch's new events in one
     /// call; should that fail, the batch is rolled back and applied again one event at a
     /// time, which names the failing event. A retry of a failed first event always goes one
     /// at a time.
-    async fn apply_batch(
-        &self,
-        batch: &[Delivery],
-        first: &First,
-    ) -> Result<Option<Failure>, BusError> {
+    async fn apply_batch(&self, batch: &[Delivery], first: &First) -> Result<Applied, BusError> {
         if self.handler.batches() && *first == First::Fresh {
             match self.apply_in_one_tx(batch, first, true).await? {
-                Applied::Committed => return Ok(None),
-                Applied::Failed(failure) => return Ok(Some(failure)),
                 Applied::BatchFailed(error) => tracing::debug!(
                     consumer = %self.consumer,
                     error = %error_chain(&error),
                     "batch handler failed; applying the batch one event at a time"
                 ),
+                settled => return Ok(settled),
             }
         }
-        match self.apply_in_one_tx(batch, first, false).await? {
-            Applied::Committed | Applied::BatchFailed(_) => Ok(None),
-            Applied::Failed(failure) => Ok(Some(failure)),
-        }
+        self.apply_in_one_tx(batch, first, false).await
     }
 
     /// `apply_batch`'s transaction, handing the new events over one by one or, with
@@ -334,7 +373,9 @@ where
         // Removing an id when its event is settled also catches the same event twice in one
         // batch (published twice under different sequences). A handler that deduplicates by
         // itself gets every id as new.
-        let mut new_ids = if self.handler.deduplicates() {
+        // Settled by position, nothing is delivered twice to one instance (see
+        // `Settler::by_position`).
+        let mut new_ids = if self.handler.deduplicates() || self.position.is_some() {
             ids.iter().copied().collect()
         } else {
             DB::record_processed(self.db.sql(), &mut tx, &self.consumer, &ids).await?
@@ -401,13 +442,36 @@ where
         for letter in &letters {
             DB::insert_dead_letter(self.db.sql(), &mut tx, letter).await?;
         }
-        DB::save_consumer_position(self.db.sql(), &mut tx, &self.consumer, last.position).await?;
+        match &self.position {
+            Some(at) => {
+                let expected = at.load(Ordering::Relaxed);
+                let advanced = DB::advance_consumer_position(
+                    self.db.sql(),
+                    &mut tx,
+                    &self.consumer,
+                    expected,
+                    last.position,
+                )
+                .await?;
+                if !advanced {
+                    let _ = tx.rollback().await;
+                    return Ok(Applied::Superseded);
+                }
+            }
+            None => {
+                DB::save_consumer_position(self.db.sql(), &mut tx, &self.consumer, last.position)
+                    .await?;
+            }
+        }
         // Announced before the commit: a crash in between re-runs the batch and the sink
         // deduplicates; announcing after could lose the announcement.
         for letter in &letters {
             self.sink.publish(letter).await?;
         }
         tx.commit().await?;
+        if let Some(at) = &self.position {
+            at.store(last.position, Ordering::Relaxed);
+        }
         if !ids.is_empty() || !letters.is_empty() {
             self.handler.committed();
         }

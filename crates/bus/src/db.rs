@@ -85,6 +85,7 @@ pub enum Redrive {
 pub struct BusSql {
     load_position: SqlStr,
     save_position: SqlStr,
+    advance_position: SqlStr,
     load_checkpoint: SqlStr,
     save_checkpoint: SqlStr,
     record_processed: SqlStr,
@@ -171,6 +172,19 @@ pub trait BusDatabase: Backend {
         consumer: &str,
         position: i64,
     ) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
+
+    /// Moves the consumer's position from `expected` to `position`, only if it still stands
+    /// at `expected` (0: it has never run, and has no row yet); whether it did. A consumer
+    /// that reads its source in order from its own committed position settles each event
+    /// once this way, without recording event ids: a second instance that read the same
+    /// batch finds the position moved, and its transaction is rolled back.
+    fn advance_consumer_position(
+        sql: &BusSql,
+        conn: &mut Self::Connection,
+        consumer: &str,
+        expected: i64,
+        position: i64,
+    ) -> impl Future<Output = Result<bool, sqlx::Error>> + Send;
 
     /// The relay's last acknowledged global position, 0 when it has never run.
     fn load_relay_checkpoint(
@@ -555,6 +569,13 @@ fairdeal_db::for_each_backend! { DB =>
                      SET position = {greatest}(c.position, excluded.position), updated_at = {now}",
                     p = t.positions
                 )),
+                advance_position: safe(format!(
+                    "INSERT INTO {p} AS c (consumer, position) VALUES ($1, $3) \
+                     ON CONFLICT (consumer) DO UPDATE \
+                     SET position = excluded.position, updated_at = {now} \
+                     WHERE c.position = $2",
+                    p = t.positions
+                )),
                 load_checkpoint: safe(format!(
                     "SELECT position FROM {} WHERE relay = $1",
                     t.checkpoints
@@ -657,6 +678,22 @@ fairdeal_db::for_each_backend! { DB =>
                 .execute(&mut *conn)
                 .await?;
             Ok(())
+        }
+
+        async fn advance_consumer_position(
+            sql: &BusSql,
+            conn: &mut <DB as sqlx::Database>::Connection,
+            consumer: &str,
+            expected: i64,
+            position: i64,
+        ) -> Result<bool, sqlx::Error> {
+            let done = sqlx::query(sql.advance_position.clone())
+                .bind(consumer)
+                .bind(expected)
+                .bind(position)
+                .execute(&mut *conn)
+                .await?;
+            Ok(done.rows_affected() == 1)
         }
 
         async fn load_relay_checkpoint(
@@ -907,6 +944,36 @@ mod tests {
                 .as_str()
                 .starts_with("INSERT INTO bus_processed_events ")
         );
+    }
+
+    /// What keeps a consumer settling by position from applying a batch twice: the
+    /// position moves only from where the instance expects it, the first time included.
+    #[tokio::test]
+    async fn a_consumer_position_moves_on_only_from_where_it_was_expected() {
+        let pool = sqlx::sqlite::SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect("sqlite::memory:")
+            .await
+            .unwrap();
+        let db = BusDb::sqlite(pool);
+        db.migrate().await.unwrap();
+        let mut conn = db.pool().acquire().await.unwrap();
+        let mut advance = async |expected: i64, position: i64| {
+            Sqlite::advance_consumer_position(db.sql(), &mut conn, "lobby", expected, position)
+                .await
+                .unwrap()
+        };
+        assert!(advance(0, 5).await, "the first batch: no row yet");
+        assert!(
+            !advance(0, 7).await,
+            "a second instance that read the same batch"
+        );
+        assert!(advance(5, 9).await);
+        assert!(!advance(5, 12).await, "behind");
+        assert!(!advance(12, 14).await, "ahead of where it is");
+        drop(conn);
+        assert_eq!(db.consumer_position("lobby").await.unwrap(), 9);
+        assert_eq!(db.consumer_position("other").await.unwrap(), 0);
     }
 
     #[tokio::test]

@@ -39,6 +39,14 @@ pub enum BusError {
         /// What was found.
         detail: String,
     },
+    /// Another instance of a consumer that settles by position moved the position on past
+    /// the batch in hand (this one had lost its lease): the batch was rolled back, and the
+    /// consumer reads its position again.
+    #[error("consumer {consumer}: another instance moved its position on")]
+    Superseded {
+        /// The consumer's name.
+        consumer: String,
+    },
 }
 
 impl BusError {
@@ -59,7 +67,7 @@ impl BusError {
                 err,
                 StoreError::Integrity { .. } | StoreError::InvalidArgument(_)
             ),
-            Self::Database(_) | Self::JetStream { .. } => true,
+            Self::Database(_) | Self::JetStream { .. } | Self::Superseded { .. } => true,
         }
     }
 }

@@ -12,9 +12,11 @@ use crate::error::HandlerError;
 ///
 /// The consumer calls [`Handler::handle`] for each event, in log order, inside a database
 /// transaction it owns: the handler writes its effects through `tx`, and the consumer records
-/// the event id and its new position in the same transaction before committing. A redelivered
-/// event whose id is already recorded is acknowledged without calling the handler again, so
-/// effects happen exactly once as long as the handler only changes state through `tx`.
+/// its new position (and, on JetStream, the event id) in the same transaction before
+/// committing. A redelivered event whose id is already recorded is acknowledged without
+/// calling the handler again; an embedded consumer's batch commits only if the position
+/// still stands where this instance left it. So effects happen exactly once as long as the
+/// handler only changes state through `tx`.
 ///
 /// The transaction covers a batch of events. When a handler fails, the consumer rolls the
 /// batch back, re-applies the events before the failing one in a fresh transaction, and then
@@ -116,7 +118,8 @@ pub trait Handler<DB: sqlx::Database>: Send + Sync + 'static {
     /// effects are keyed by the event id and a second application changes nothing). Then the
     /// consumer does not record processed event ids for it (one row per event, written and
     /// later pruned: a large part of a fast consumer's work) and hands it every event it
-    /// accepts, redeliveries included, in order. Defaults to `false`.
+    /// accepts, redeliveries included, in order. Defaults to `false`. (An embedded consumer
+    /// records no ids for any handler: it settles by position.)
     fn deduplicates(&self) -> bool {
         false
     }

@@ -305,6 +305,10 @@ pub(crate) trait Harness: Send + Sync + 'static {
     async fn rewind_relay(&self);
     /// Messages in the JetStream events stream (`None` on the embedded bus).
     async fn published(&self) -> Option<u64>;
+    /// Whether its consumers settle each event once by their position rather than by
+    /// recorded event ids (the embedded bus, whose consumers read the log in order from
+    /// their own committed position).
+    fn settles_by_position(&self) -> bool;
     /// Drops the database and the streams.
     async fn cleanup(&self);
 }
@@ -626,6 +630,10 @@ impl Harness for JetStreamHarness {
         Some(stream.info().await.unwrap().state.messages)
     }
 
+    fn settles_by_position(&self) -> bool {
+        false
+    }
+
     async fn cleanup(&self) {
         let _ = self.js.delete_stream(self.streams.stream_name()).await;
         let _ = self
@@ -746,6 +754,10 @@ impl Harness for EmbeddedHarness {
 
     async fn published(&self) -> Option<u64> {
         None
+    }
+
+    fn settles_by_position(&self) -> bool {
+        true
     }
 
     async fn cleanup(&self) {
