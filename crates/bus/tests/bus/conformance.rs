@@ -10,27 +10,29 @@ use uuid::Uuid;
 
 use crate::support::{
     EmbeddedHarness, Harness, JetStreamHarness, Recorder, append_round_robin,
-    assert_exactly_once_in_order, log_ids, quick_retry, run, wait_applied, wait_for,
+    assert_exactly_once_in_order, assert_settled, log_ids, quick_retry, run, wait_applied,
+    wait_for,
 };
 
+/// A module `$module` of tests, one per case, each run on a fresh `$harness`.
+macro_rules! cases {
+    ($module:ident, $harness:ident: $($case:ident),* $(,)?) => {
+        mod $module {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    super::run(super::$harness::create, super::$case).await;
+                }
+            )*
+        }
+    };
+}
+
+/// Every case once per deployment.
 macro_rules! conformance {
     ($($case:ident),* $(,)?) => {
-        mod jetstream_postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $case() {
-                    super::run(super::JetStreamHarness::create, super::$case).await;
-                }
-            )*
-        }
-        mod embedded_sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $case() {
-                    super::run(super::EmbeddedHarness::create, super::$case).await;
-                }
-            )*
-        }
+        cases!(jetstream_postgres, JetStreamHarness: $($case),*);
+        cases!(embedded_sqlite, EmbeddedHarness: $($case),*);
     };
 }
 
@@ -43,50 +45,19 @@ conformance!(
     batch_handlers_get_whole_batches_and_failures_are_isolated,
 );
 
-/// Consumers that settle by recorded event ids (JetStream's: the server redelivers what was
-/// not acknowledged).
-mod jetstream_postgres_by_ids {
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn redelivered_events_are_not_applied_again() {
-        super::run(
-            super::JetStreamHarness::create,
-            super::redelivered_events_are_not_applied_again,
-        )
-        .await;
-    }
+// Consumers that settle by recorded event ids (JetStream's: the server redelivers what was
+// not acknowledged).
+cases!(
+    jetstream_postgres_by_ids,
+    JetStreamHarness: redelivered_events_are_not_applied_again,
+    processed_ids_are_pruned_past_their_retention,
+);
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn processed_ids_are_pruned_past_their_retention() {
-        super::run(
-            super::JetStreamHarness::create,
-            super::processed_ids_are_pruned_past_their_retention,
-        )
-        .await;
-    }
-}
-
-/// Consumers that settle by position (the embedded bus's).
-mod embedded_sqlite_by_position {
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn two_instances_at_once_apply_each_event_once() {
-        super::run(
-            super::EmbeddedHarness::create,
-            super::two_instances_at_once_apply_each_event_once,
-        )
-        .await;
-    }
-}
-
-/// What `consumer` recorded as settled: `expected`'s ids, or none for a consumer that
-/// settles by position.
-async fn assert_settled(h: &dyn Harness, consumer: &str, expected: &[Uuid]) {
-    let processed = h.tables().processed(consumer).await;
-    if h.settles_by_position() {
-        assert!(processed.is_empty(), "settled by position: no ids recorded");
-    } else {
-        assert_eq!(processed, expected.iter().copied().collect());
-    }
-}
+// Consumers that settle by position (the embedded bus's).
+cases!(
+    embedded_sqlite_by_position,
+    EmbeddedHarness: two_instances_at_once_apply_each_event_once,
+);
 
 /// Two instances of one consumer run at once (on SQLite its lease is always granted, as
 /// when a holder has not yet noticed it lost its lease): both read the same batches, one

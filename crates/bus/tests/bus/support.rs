@@ -922,3 +922,14 @@ pub(crate) fn init_metrics() -> &'static MetricsProbe {
         MetricsProbe { exporter, provider }
     })
 }
+
+/// What `consumer` recorded as settled: `expected`'s ids, or none for a consumer that
+/// settles by position.
+pub(crate) async fn assert_settled(h: &dyn Harness, consumer: &str, expected: &[Uuid]) {
+    let processed = h.tables().processed(consumer).await;
+    if h.settles_by_position() {
+        assert!(processed.is_empty(), "settled by position: no ids recorded");
+    } else {
+        assert_eq!(processed, expected.iter().copied().collect());
+    }
+}
