@@ -131,7 +131,7 @@ pub(crate) struct Settler<DB: BusDatabase, H, S> {
     retry: RetryPolicy,
     /// Where dead letters are announced.
     sink: S,
-    /// Settling by position ([`Settler::by_position`]): where this instance's last commit
+    /// Settling by position ([`Settler::by_position_if`]): where this instance's last commit
     /// left the consumer's position, which the next must find there.
     position: Option<AtomicI64>,
     /// Settling by position: a batch found the position moved on.
@@ -199,16 +199,19 @@ where
         }
     }
 
-    /// Settles each event once by the consumer's position rather than by recorded event ids:
-    /// each batch moves the position on from where this instance last left it, or is rolled
-    /// back ([`BusDatabase::advance_consumer_position`]). For a consumer that reads its
-    /// source in order from its own committed position (an embedded consumer tailing the
-    /// store), where nothing is delivered twice but by a second instance (a lease holder
-    /// that has not yet noticed it lost the lease). No id is written per event: on the
-    /// tables service's lobby projection the ids were a quarter of the WAL of a move.
-    /// [`Settler::resume_from`] before each run from the committed position.
-    pub(crate) fn by_position(mut self) -> Self {
-        self.position = Some(AtomicI64::new(0));
+    /// With `by_position`, settles each event once by the consumer's position rather than
+    /// by recorded event ids: each batch moves the position on from where this instance
+    /// last left it, or is rolled back ([`BusDatabase::advance_consumer_position`]). For a
+    /// consumer that reads its source in order from its own committed position (an embedded
+    /// consumer tailing the store), where nothing is delivered twice but by a second
+    /// instance (a lease holder that has not yet noticed it lost the lease), and a handler
+    /// whose effects stand a replay ([`Handler::settles_by_position`]). No id is written per
+    /// event: on the tables service's lobby projection the ids were a quarter of a move's
+    /// WAL. [`Settler::resume_from`] before each run from the committed position.
+    pub(crate) fn by_position_if(mut self, by_position: bool) -> Self {
+        if by_position {
+            self.position = Some(AtomicI64::new(0));
+        }
         self
     }
 

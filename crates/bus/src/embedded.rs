@@ -3,7 +3,7 @@
 //! With no NATS server around (the single-binary, SQLite deployment), every consumer reads the
 //! log directly with `read_all` from its own checkpoint. The consumer semantics are the
 //! JetStream ones: durable named consumers whose position lives in the database, exactly-once
-//! effects (the position written in the handler's transaction), retries with
+//! effects (processed ids and position written in the handler's transaction), retries with
 //! backoff and dead letters (the `bus_dead_letters` table plus a broadcast channel standing
 //! in for the dead-letter subject). Consumers wake as soon as an append is signalled through
 //! [`AppendSignal`] (see [`EmbeddedBus::store`]), and poll as a fallback.
@@ -16,9 +16,9 @@
 //! the others stand by, trying every `standby_interval`, as the relay does. So batches are
 //! applied in log order by one process at a time; a holder that lost its lease (its session
 //! vanished) only notices at its next check, every [`crate::db::LEASE_CHECK_INTERVAL`], and
-//! the position keeps each event's effects single even then: each batch moves it on from
-//! where the instance's last batch left it, or is rolled back (an embedded consumer
-//! settles by position, recording no event ids; see `Settler::by_position`).
+//! the processed ids keep each event's effects single even then (for a handler that
+//! settles by position, the position does: each batch moves it on from where the
+//! instance's last batch left it, or is rolled back; see `Settler::by_position_if`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,7 +43,7 @@ const DEAD_LETTER_CHANNEL_CAPACITY: usize = 256;
 pub struct EmbeddedBus<DB: BusDatabase> {
     /// The store wrapped to fire `signal` on every append; services append through it.
     store: Arc<dyn EventStore>,
-    /// Where consumers keep positions and dead letters (the store's database).
+    /// Where consumers keep positions, processed ids and dead letters (the store's database).
     db: BusDb<DB>,
     /// Fired after each append.
     signal: AppendSignal,
@@ -99,6 +99,7 @@ impl<DB: BusDatabase> EmbeddedBus<DB> {
         let sink = BroadcastDeadLetters {
             sender: self.dead_letters.clone(),
         };
+        let by_position = handler.settles_by_position();
         Ok(EmbeddedConsumer {
             db: self.db.clone(),
             store: Arc::clone(&self.store),
@@ -110,7 +111,7 @@ impl<DB: BusDatabase> EmbeddedBus<DB> {
                 config.retry,
                 sink,
             )
-            .by_position(),
+            .by_position_if(by_position),
             config,
         })
     }
@@ -119,7 +120,8 @@ impl<DB: BusDatabase> EmbeddedBus<DB> {
 /// Settings of one embedded consumer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EmbeddedConsumerConfig {
-    /// Durable name (ASCII letters, digits, `-`, `_`): key of its position and dead letters.
+    /// Durable name (ASCII letters, digits, `-`, `_`): key of its position, processed ids and
+    /// dead letters.
     pub name: String,
     /// Events read per `read_all` call and at most per database transaction.
     pub batch_size: usize,

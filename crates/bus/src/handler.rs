@@ -12,11 +12,11 @@ use crate::error::HandlerError;
 ///
 /// The consumer calls [`Handler::handle`] for each event, in log order, inside a database
 /// transaction it owns: the handler writes its effects through `tx`, and the consumer records
-/// its new position (and, on JetStream, the event id) in the same transaction before
-/// committing. A redelivered event whose id is already recorded is acknowledged without
-/// calling the handler again; an embedded consumer's batch commits only if the position
-/// still stands where this instance left it. So effects happen exactly once as long as the
-/// handler only changes state through `tx`.
+/// the event id and its new position in the same transaction before committing. A
+/// redelivered event whose id is already recorded is acknowledged without calling the
+/// handler again, so effects happen exactly once as long as the handler only changes state
+/// through `tx` (or, for a handler that [`Handler::settles_by_position`] on the embedded
+/// bus, the position alone keeps two instances from applying one batch).
 ///
 /// The transaction covers a batch of events. When a handler fails, the consumer rolls the
 /// batch back, re-applies the events before the failing one in a fresh transaction, and then
@@ -118,9 +118,21 @@ pub trait Handler<DB: sqlx::Database>: Send + Sync + 'static {
     /// effects are keyed by the event id and a second application changes nothing). Then the
     /// consumer does not record processed event ids for it (one row per event, written and
     /// later pruned: a large part of a fast consumer's work) and hands it every event it
-    /// accepts, redeliveries included, in order. Defaults to `false`. (An embedded consumer
-    /// records no ids for any handler: it settles by position.)
+    /// accepts, redeliveries included, in order. Defaults to `false`.
     fn deduplicates(&self) -> bool {
+        false
+    }
+
+    /// Whether this handler's effects stand being applied again, in order, from any earlier
+    /// position of the log: each row it writes is its subject's last word, so a replay ends
+    /// where the first pass did (the tables' lobby projection and turn-clock deadlines).
+    /// Then an embedded consumer settles its batches by position alone and records no event
+    /// ids: a batch commits only if the position still stands where this instance's last
+    /// batch left it, so two instances never interleave, and a position set back by hand
+    /// replays rather than skips. A JetStream consumer records the ids regardless (the
+    /// server redelivers what it did not see acknowledged). Defaults to `false`: the ids
+    /// are recorded, and a replay is acknowledged without being applied.
+    fn settles_by_position(&self) -> bool {
         false
     }
 

@@ -14,11 +14,10 @@
 //! - **Embedded** (the single-binary default over SQLite). An [`EmbeddedBus`] wraps the store
 //!   so appends wake its [`EmbeddedConsumer`]s, which tail the log directly.
 //!
-//! Either way a consumer runs a [`Handler`] inside a database transaction that also moves the
-//! consumer's position on, so no event's effects commit twice: a JetStream consumer records
-//! each event id there too, and acknowledges a redelivered one without applying it again; an
-//! embedded consumer, which reads the log in order from its own position, moves the position
-//! only from where its last batch left it, so a second instance's batch is rolled back.
+//! Either way a consumer runs a [`Handler`] inside a database transaction that also records
+//! the event id and the consumer's position, so a redelivered event is acknowledged without
+//! being applied twice (an embedded consumer whose handler [`Handler::settles_by_position`]
+//! records no ids: its position alone keeps a second instance from applying a batch).
 //! Transient failures are retried with backoff ([`RetryPolicy`]);
 //! permanent ones, and transient ones past the last attempt, become [`DeadLetter`]s (table,
 //! dead-letter subject or channel, and an error log line), never silently dropped. Each event

@@ -294,6 +294,13 @@ fairdeal_db::for_each_backend! { DB =>
             true
         }
 
+        /// A replay ends where the first pass did: each deadline row is its table's last
+        /// word, and a lobby row is written, marked and deleted by its table's events in
+        /// order (docs/decisions.md, "An embedded consumer settles by position").
+        fn settles_by_position(&self) -> bool {
+            true
+        }
+
         fn accepts(&self, event: &RecordedEvent) -> bool {
             event.is::<pb::TableCreated>()
                 || event.is::<pb::SeatTaken>()

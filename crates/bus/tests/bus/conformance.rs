@@ -10,62 +10,49 @@ use uuid::Uuid;
 
 use crate::support::{
     EmbeddedHarness, Harness, JetStreamHarness, Recorder, append_round_robin,
-    assert_exactly_once_in_order, assert_settled, log_ids, quick_retry, run, wait_applied,
-    wait_for,
+    assert_exactly_once_in_order, log_ids, quick_retry, run, wait_applied, wait_for,
 };
 
-/// A module `$module` of tests, one per case, each run on a fresh `$harness`.
-macro_rules! cases {
-    ($module:ident, $harness:ident: $($case:ident),* $(,)?) => {
-        mod $module {
+macro_rules! conformance {
+    ($($case:ident),* $(,)?) => {
+        mod jetstream_postgres {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $case() {
-                    super::run(super::$harness::create, super::$case).await;
+                    super::run(super::JetStreamHarness::create, super::$case).await;
+                }
+            )*
+        }
+        mod embedded_sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    super::run(super::EmbeddedHarness::create, super::$case).await;
                 }
             )*
         }
     };
 }
 
-/// Every case once per deployment.
-macro_rules! conformance {
-    ($($case:ident),* $(,)?) => {
-        cases!(jetstream_postgres, JetStreamHarness: $($case),*);
-        cases!(embedded_sqlite, EmbeddedHarness: $($case),*);
-    };
+/// Consumers whose handler settles by position (on the embedded bus).
+mod embedded_sqlite_by_position {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn two_instances_at_once_apply_each_event_once() {
+        super::run(
+            super::EmbeddedHarness::create,
+            super::two_instances_at_once_apply_each_event_once,
+        )
+        .await;
+    }
 }
 
-conformance!(
-    delivers_every_event_in_order_exactly_once,
-    relay_restart_mid_stream_loses_and_duplicates_nothing,
-    consumer_restart_mid_stream_applies_each_event_once,
-    poison_events_are_dead_lettered_after_bounded_retries,
-    dead_letters_are_re_driven_once_on_request,
-    batch_handlers_get_whole_batches_and_failures_are_isolated,
-);
-
-// Consumers that settle by recorded event ids (JetStream's: the server redelivers what was
-// not acknowledged).
-cases!(
-    jetstream_postgres_by_ids,
-    JetStreamHarness: redelivered_events_are_not_applied_again,
-    processed_ids_are_pruned_past_their_retention,
-);
-
-// Consumers that settle by position (the embedded bus's).
-cases!(
-    embedded_sqlite_by_position,
-    EmbeddedHarness: two_instances_at_once_apply_each_event_once,
-);
-
-/// Two instances of one consumer run at once (on SQLite its lease is always granted, as
-/// when a holder has not yet noticed it lost its lease): both read the same batches, one
-/// moves the position on, the other's transaction finds it moved and is rolled back. Every
-/// event is applied once, in order, and no id is recorded.
+/// Two instances of one consumer whose handler settles by position run at once (on SQLite
+/// its lease is always granted, as when a holder has not yet noticed it lost its lease):
+/// both read the same batches, one moves the position on, the other's transaction finds it
+/// moved and is rolled back. Every event is applied once, in order, and no id is recorded.
 async fn two_instances_at_once_apply_each_event_once(h: Arc<dyn Harness>) {
     let store = h.store();
-    let recorder = Recorder::new("projector");
+    let recorder = Recorder::by_position("projector");
     let first = h.start_consumer(Arc::clone(&recorder), quick_retry(3));
     let second = h.start_consumer(Arc::clone(&recorder), quick_retry(3));
     for round in 0..10 {
@@ -76,8 +63,22 @@ async fn two_instances_at_once_apply_each_event_once(h: Arc<dyn Harness>) {
     first.stop().await;
     second.stop().await;
     assert_exactly_once_in_order(&h.applied("projector").await, &expected);
-    assert_settled(&*h, "projector", &expected).await;
+    assert!(
+        h.tables().processed("projector").await.is_empty(),
+        "settled by position: no ids recorded"
+    );
 }
+
+conformance!(
+    delivers_every_event_in_order_exactly_once,
+    redelivered_events_are_not_applied_again,
+    relay_restart_mid_stream_loses_and_duplicates_nothing,
+    consumer_restart_mid_stream_applies_each_event_once,
+    poison_events_are_dead_lettered_after_bounded_retries,
+    processed_ids_are_pruned_past_their_retention,
+    dead_letters_are_re_driven_once_on_request,
+    batch_handlers_get_whole_batches_and_failures_are_isolated,
+);
 
 /// A handler that takes whole batches gets many events per call, each applied exactly once
 /// and in order. When a batch fails, it is applied again one event at a time: a transient
@@ -121,7 +122,8 @@ async fn batch_handlers_get_whole_batches_and_failures_are_isolated(h: Arc<dyn H
         letters[0].attempts, 1,
         "permanent: dead-lettered at its first attempt"
     );
-    assert_settled(&*h, "projector", &expected).await;
+    let processed = h.tables().processed("projector").await;
+    assert_eq!(processed, expected.iter().copied().collect());
 }
 
 /// An operator fixes what made an event poison and re-drives its dead letter: the consumer
@@ -216,7 +218,8 @@ async fn delivers_every_event_in_order_exactly_once(h: Arc<dyn Harness>) {
     c2.stop().await;
     assert_exactly_once_in_order(&h.applied("projector").await, &expected);
     assert_exactly_once_in_order(&h.applied("auditor").await, &expected);
-    assert_settled(&*h, "projector", &expected).await;
+    let processed = h.tables().processed("projector").await;
+    assert_eq!(processed, expected.iter().copied().collect());
     if let Some(published) = h.published().await {
         assert_eq!(published, 60, "one JetStream message per event");
     }
@@ -377,12 +380,8 @@ async fn poison_events_are_dead_lettered_after_bounded_retries(h: Arc<dyn Harnes
     }
     assert_eq!(h.announced_dead_letters("projector").await, 2);
     let processed = h.tables().processed("projector").await;
-    if h.settles_by_position() {
-        assert!(processed.is_empty(), "settled by position: no ids");
-    } else {
-        assert!(
-            processed.contains(&broken) && processed.contains(&flaky),
-            "settled"
-        );
-    }
+    assert!(
+        processed.contains(&broken) && processed.contains(&flaky),
+        "settled"
+    );
 }

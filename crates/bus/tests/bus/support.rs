@@ -112,6 +112,8 @@ pub(crate) struct Recorder {
     batched: bool,
     /// The size of each batch handed over whole.
     batch_sizes: Mutex<Vec<usize>>,
+    /// Whether it settles by position (`Handler::settles_by_position`).
+    by_position: bool,
 }
 
 impl Recorder {
@@ -123,6 +125,7 @@ impl Recorder {
             calls: Mutex::default(),
             batched: false,
             batch_sizes: Mutex::default(),
+            by_position: false,
         })
     }
 
@@ -135,6 +138,20 @@ impl Recorder {
             calls: Mutex::default(),
             batched: true,
             batch_sizes: Mutex::default(),
+            by_position: false,
+        })
+    }
+
+    /// A recorder whose consumer settles by position (no ids recorded on the embedded bus).
+    pub(crate) fn by_position(consumer: &str) -> Arc<Self> {
+        Arc::new(Self {
+            consumer: consumer.to_owned(),
+            transient: Mutex::default(),
+            permanent: Mutex::default(),
+            calls: Mutex::default(),
+            batched: false,
+            batch_sizes: Mutex::default(),
+            by_position: true,
         })
     }
 
@@ -238,6 +255,10 @@ impl Handler<Postgres> for Recorder {
     fn batches(&self) -> bool {
         self.batched
     }
+
+    fn settles_by_position(&self) -> bool {
+        self.by_position
+    }
 }
 
 impl Handler<Sqlite> for Recorder {
@@ -279,6 +300,10 @@ impl Handler<Sqlite> for Recorder {
     fn batches(&self) -> bool {
         self.batched
     }
+
+    fn settles_by_position(&self) -> bool {
+        self.by_position
+    }
 }
 
 /// One deployment of the bus, as the conformance cases see it.
@@ -305,10 +330,6 @@ pub(crate) trait Harness: Send + Sync + 'static {
     async fn rewind_relay(&self);
     /// Messages in the JetStream events stream (`None` on the embedded bus).
     async fn published(&self) -> Option<u64>;
-    /// Whether its consumers settle each event once by their position rather than by
-    /// recorded event ids (the embedded bus, whose consumers read the log in order from
-    /// their own committed position).
-    fn settles_by_position(&self) -> bool;
     /// Drops the database and the streams.
     async fn cleanup(&self);
 }
@@ -630,10 +651,6 @@ impl Harness for JetStreamHarness {
         Some(stream.info().await.unwrap().state.messages)
     }
 
-    fn settles_by_position(&self) -> bool {
-        false
-    }
-
     async fn cleanup(&self) {
         let _ = self.js.delete_stream(self.streams.stream_name()).await;
         let _ = self
@@ -754,10 +771,6 @@ impl Harness for EmbeddedHarness {
 
     async fn published(&self) -> Option<u64> {
         None
-    }
-
-    fn settles_by_position(&self) -> bool {
-        true
     }
 
     async fn cleanup(&self) {
@@ -921,15 +934,4 @@ pub(crate) fn init_metrics() -> &'static MetricsProbe {
         opentelemetry::global::set_meter_provider(provider.clone());
         MetricsProbe { exporter, provider }
     })
-}
-
-/// What `consumer` recorded as settled: `expected`'s ids, or none for a consumer that
-/// settles by position.
-pub(crate) async fn assert_settled(h: &dyn Harness, consumer: &str, expected: &[Uuid]) {
-    let processed = h.tables().processed(consumer).await;
-    if h.settles_by_position() {
-        assert!(processed.is_empty(), "settled by position: no ids recorded");
-    } else {
-        assert_eq!(processed, expected.iter().copied().collect());
-    }
 }
