@@ -118,40 +118,28 @@ pub(crate) struct Recorder {
 
 impl Recorder {
     pub(crate) fn new(consumer: &str) -> Arc<Self> {
-        Arc::new(Self {
-            consumer: consumer.to_owned(),
-            transient: Mutex::default(),
-            permanent: Mutex::default(),
-            calls: Mutex::default(),
-            batched: false,
-            batch_sizes: Mutex::default(),
-            by_position: false,
-        })
+        Self::with(consumer, false, false)
     }
 
     /// A recorder that takes whole batches and writes each in one statement.
     pub(crate) fn batched(consumer: &str) -> Arc<Self> {
-        Arc::new(Self {
-            consumer: consumer.to_owned(),
-            transient: Mutex::default(),
-            permanent: Mutex::default(),
-            calls: Mutex::default(),
-            batched: true,
-            batch_sizes: Mutex::default(),
-            by_position: false,
-        })
+        Self::with(consumer, true, false)
     }
 
     /// A recorder whose consumer settles by position (no ids recorded on the embedded bus).
     pub(crate) fn by_position(consumer: &str) -> Arc<Self> {
+        Self::with(consumer, false, true)
+    }
+
+    fn with(consumer: &str, batched: bool, by_position: bool) -> Arc<Self> {
         Arc::new(Self {
             consumer: consumer.to_owned(),
             transient: Mutex::default(),
             permanent: Mutex::default(),
             calls: Mutex::default(),
-            batched: false,
+            batched,
             batch_sizes: Mutex::default(),
-            by_position: true,
+            by_position,
         })
     }
 
