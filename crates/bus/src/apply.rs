@@ -375,9 +375,8 @@ where
             .collect();
         // Removing an id when its event is settled also catches the same event twice in one
         // batch (published twice under different sequences). A handler that deduplicates by
-        // itself gets every id as new.
-        // Settled by position, nothing is delivered twice to one instance (see
-        // `Settler::by_position`).
+        // itself gets every id as new, and so does one settling by position, where nothing is
+        // delivered twice to one instance (see `Settler::by_position_if`).
         let mut new_ids = if self.handler.deduplicates() || self.position.is_some() {
             ids.iter().copied().collect()
         } else {
