@@ -24,7 +24,6 @@ use std::any::Any;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use bytes::Bytes;
 use fairdeal_eventstore::RecordedEvent;
@@ -107,6 +106,16 @@ enum Applied {
     Superseded,
 }
 
+/// How far [`Settler::settle`] got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Settled {
+    /// How many deliveries were settled, from the front.
+    pub(crate) count: usize,
+    /// Settling by position: it stopped because another instance had moved the position on
+    /// (the caller reads the position again).
+    pub(crate) superseded: bool,
+}
+
 /// A handler failure inside a batch (the batch was rolled back).
 #[derive(Debug)]
 struct Failure {
@@ -131,11 +140,8 @@ pub(crate) struct Settler<DB: BusDatabase, H, S> {
     retry: RetryPolicy,
     /// Where dead letters are announced.
     sink: S,
-    /// Settling by position ([`Settler::by_position_if`]): where this instance's last commit
-    /// left the consumer's position, which the next must find there.
-    position: Option<AtomicI64>,
-    /// Settling by position: a batch found the position moved on.
-    superseded: AtomicBool,
+    /// Settles by position ([`Settler::by_position_if`]), not by processed ids.
+    by_position: bool,
     /// Its instruments.
     pub(crate) metrics: ConsumerMetrics,
 }
@@ -194,8 +200,7 @@ where
             handler,
             retry,
             sink,
-            position: None,
-            superseded: AtomicBool::new(false),
+            by_position: false,
         }
     }
 
@@ -207,26 +212,10 @@ where
     /// instance (a lease holder that has not yet noticed it lost the lease), and a handler
     /// whose effects stand a replay ([`Handler::settles_by_position`]). No id is written per
     /// event: on the tables service's lobby projection the ids were a quarter of a move's
-    /// WAL. [`Settler::resume_from`] before each run from the committed position.
+    /// WAL. The caller names the committed position each [`Settler::settle`] reads on from.
     pub(crate) fn by_position_if(mut self, by_position: bool) -> Self {
-        if by_position {
-            self.position = Some(AtomicI64::new(0));
-        }
+        self.by_position = by_position;
         self
-    }
-
-    /// Settling by position: the committed position this instance reads on from.
-    pub(crate) fn resume_from(&self, position: i64) {
-        if let Some(at) = &self.position {
-            at.store(position, Ordering::Relaxed);
-        }
-        self.superseded.store(false, Ordering::Relaxed);
-    }
-
-    /// Settling by position: whether the last [`Settler::settle`] stopped because another
-    /// instance had moved the position on (the caller reads the position again).
-    pub(crate) fn superseded(&self) -> bool {
-        self.superseded.load(Ordering::Relaxed)
     }
 
     /// The service's handler.
@@ -239,15 +228,24 @@ where
         self.db.consumer_position(&self.consumer).await
     }
 
-    /// Settles `deliveries` in order and returns how many were settled from the front: all of
-    /// them, unless `shutdown` fired while waiting to retry. Transient handler failures are
-    /// retried per the policy; database failures are retried (with the same backoff, without
-    /// counting an attempt against any event) until they clear or shutdown fires.
+    /// Settles `deliveries`, which follow the committed position `from`, in order and says
+    /// how many were settled from the front: all of them, unless `shutdown` fired while
+    /// waiting to retry or, settling by position, another instance had moved the position on.
+    /// Transient handler failures are retried per the policy; database failures are retried
+    /// (with the same backoff, without counting an attempt against any event) until they
+    /// clear or shutdown fires.
     pub(crate) async fn settle(
         &self,
         deliveries: &[Delivery],
+        from: i64,
         shutdown: &CancellationToken,
-    ) -> usize {
+    ) -> Settled {
+        let mut settled = Settled {
+            count: 0,
+            superseded: false,
+        };
+        // Where the committed position stands before each transaction.
+        let mut at = from;
         let mut done = 0;
         let mut first = First::Fresh;
         // After a failure past the first delivery: commit the events before it first
@@ -259,14 +257,14 @@ where
                 .as_ref()
                 .map_or(deliveries.len(), |(len, _)| done + len);
             let batch = deliveries.get(done..end).unwrap_or_default();
-            let outcome = self.apply_batch(batch, &first).await;
+            let outcome = self.apply_batch(batch, at, &first).await;
             let failure = match outcome {
                 Ok(Applied::Superseded) => {
                     tracing::info!(
                         consumer = %self.consumer,
                         "another instance settled this batch; reading the position again"
                     );
-                    self.superseded.store(true, Ordering::Relaxed);
+                    settled.superseded = true;
                     break;
                 }
                 Err(err) => {
@@ -286,6 +284,7 @@ where
                 Ok(Applied::Committed | Applied::BatchFailed(_)) => {
                     infrastructure_failures = 0;
                     done = end;
+                    at = batch.last().map_or(at, |last| last.position);
                     match prefix.take() {
                         None => {
                             first = First::Fresh;
@@ -309,7 +308,8 @@ where
                 None => break,
             }
         }
-        done
+        settled.count = done;
+        settled
     }
 
     /// Decides what to do with an event whose handler failed: give up (permanent, or out of
@@ -341,9 +341,14 @@ where
     /// call; should that fail, the batch is rolled back and applied again one event at a
     /// time, which names the failing event. A retry of a failed first event always goes one
     /// at a time.
-    async fn apply_batch(&self, batch: &[Delivery], first: &First) -> Result<Applied, BusError> {
+    async fn apply_batch(
+        &self,
+        batch: &[Delivery],
+        from: i64,
+        first: &First,
+    ) -> Result<Applied, BusError> {
         if self.handler.batches() && *first == First::Fresh {
-            match self.apply_in_one_tx(batch, first, true).await? {
+            match self.apply_in_one_tx(batch, from, first, true).await? {
                 Applied::BatchFailed(error) => tracing::debug!(
                     consumer = %self.consumer,
                     error = %error_chain(&error),
@@ -352,14 +357,15 @@ where
                 settled => return Ok(settled),
             }
         }
-        self.apply_in_one_tx(batch, first, false).await
+        self.apply_in_one_tx(batch, from, first, false).await
     }
 
-    /// `apply_batch`'s transaction, handing the new events over one by one or, with
-    /// `as_batch`, in one call.
+    /// `apply_batch`'s transaction over `batch`, which follows the committed position
+    /// `from`, handing the new events over one by one or, with `as_batch`, in one call.
     async fn apply_in_one_tx(
         &self,
         batch: &[Delivery],
+        from: i64,
         first: &First,
         as_batch: bool,
     ) -> Result<Applied, BusError> {
@@ -377,7 +383,7 @@ where
         // batch (published twice under different sequences). A handler that deduplicates by
         // itself gets every id as new, and so does one settling by position, where nothing is
         // delivered twice to one instance (see `Settler::by_position_if`).
-        let mut new_ids = if self.handler.deduplicates() || self.position.is_some() {
+        let mut new_ids = if self.handler.deduplicates() || self.by_position {
             ids.iter().copied().collect()
         } else {
             DB::record_processed(self.db.sql(), &mut tx, &self.consumer, &ids).await?
@@ -444,26 +450,22 @@ where
         for letter in &letters {
             DB::insert_dead_letter(self.db.sql(), &mut tx, letter).await?;
         }
-        match &self.position {
-            Some(at) => {
-                let expected = at.load(Ordering::Relaxed);
-                let advanced = DB::advance_consumer_position(
-                    self.db.sql(),
-                    &mut tx,
-                    &self.consumer,
-                    expected,
-                    last.position,
-                )
+        if self.by_position {
+            let advanced = DB::advance_consumer_position(
+                self.db.sql(),
+                &mut tx,
+                &self.consumer,
+                from,
+                last.position,
+            )
+            .await?;
+            if !advanced {
+                let _ = tx.rollback().await;
+                return Ok(Applied::Superseded);
+            }
+        } else {
+            DB::save_consumer_position(self.db.sql(), &mut tx, &self.consumer, last.position)
                 .await?;
-                if !advanced {
-                    let _ = tx.rollback().await;
-                    return Ok(Applied::Superseded);
-                }
-            }
-            None => {
-                DB::save_consumer_position(self.db.sql(), &mut tx, &self.consumer, last.position)
-                    .await?;
-            }
         }
         // Announced before the commit: a crash in between re-runs the batch and the sink
         // deduplicates; announcing after could lose the announcement.
@@ -471,9 +473,6 @@ where
             self.sink.publish(letter).await?;
         }
         tx.commit().await?;
-        if let Some(at) = &self.position {
-            at.store(last.position, Ordering::Relaxed);
-        }
         if !ids.is_empty() || !letters.is_empty() {
             self.handler.committed();
         }

@@ -268,7 +268,6 @@ where
         lease: &mut Lease<DB>,
     ) -> Result<(), BusError> {
         let mut position = self.settler.load_position().await?;
-        self.settler.resume_from(position);
         tracing::info!(consumer = %self.config.name, position, "embedded consumer starting");
         let mut redrives_checked: Option<std::time::Instant> = None;
         let mut lease_checked_at = std::time::Instant::now();
@@ -313,12 +312,12 @@ where
                     trace: None,
                 });
             }
-            let settled = self.settler.settle(&deliveries, shutdown).await;
-            if let Some(last) = settled.checked_sub(1).and_then(|i| deliveries.get(i)) {
+            let settled = self.settler.settle(&deliveries, position, shutdown).await;
+            if let Some(last) = settled.count.checked_sub(1).and_then(|i| deliveries.get(i)) {
                 position = last.position;
             }
-            if settled < deliveries.len() {
-                if self.settler.superseded() {
+            if settled.count < deliveries.len() {
+                if settled.superseded {
                     return Err(BusError::Superseded {
                         consumer: self.config.name.clone(),
                     });

@@ -105,12 +105,10 @@ impl TablesApi {
         DF: Future<Output = Result<Response<R>, Failure>>,
     {
         let mut unreached = None;
-        if let Some(forward) = self.forward(request, table_id) {
-            let address = forward.address.clone();
-            match forward.send(send).await {
-                Some(answer) => return answer,
-                None => unreached = Some(address),
-            }
+        if let Some(forward) = self.forward(request, table_id)
+            && let Some(answer) = forward.send_noting(send, &mut unreached).await
+        {
+            return answer;
         }
         let deadline = tokio::time::Instant::now() + HANDOVER_WAIT;
         loop {
@@ -131,10 +129,8 @@ impl TablesApi {
                 match next {
                     AfterFence::Here => break,
                     AfterFence::There(forward) => {
-                        let address = forward.address.clone();
-                        match forward.send(send).await {
-                            Some(answer) => return answer,
-                            None => unreached = Some(address),
+                        if let Some(answer) = forward.send_noting(send, &mut unreached).await {
+                            return answer;
                         }
                     }
                     AfterFence::Refused => return Err(status(failure)),

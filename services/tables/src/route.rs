@@ -352,6 +352,25 @@ impl<T> Forward<T> {
             }
         }
     }
+
+    /// As [`Forward::send`], noting the owner's address in `unreached` when it could not be
+    /// reached.
+    pub async fn send_noting<R, F, Fut>(
+        self,
+        send: F,
+        unreached: &mut Option<String>,
+    ) -> Option<Result<Response<R>, Status>>
+    where
+        F: FnOnce(Peer, Request<T>) -> Fut,
+        Fut: Future<Output = Result<Response<R>, Status>>,
+    {
+        let address = self.address.clone();
+        let answer = self.send(send).await;
+        if answer.is_none() {
+            *unreached = Some(address);
+        }
+        answer
+    }
 }
 
 /// The router, shared by the API's handlers.

@@ -447,7 +447,11 @@ where
         position: i64,
         shutdown: &CancellationToken,
     ) -> (i64, bool) {
-        let settled = self.settler.settle(deliveries, shutdown).await;
+        let settled = self
+            .settler
+            .settle(deliveries, position, shutdown)
+            .await
+            .count;
         let complete = settled == deliveries.len();
         let position = settled
             .checked_sub(1)
