@@ -31,6 +31,7 @@
 pub mod clock;
 pub mod domain;
 pub mod events;
+pub mod frames;
 pub mod grpc;
 pub mod lobby;
 pub mod route;

@@ -21,6 +21,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tonic::transport::Channel;
 
 use crate::clock::{SystemClock, TableClock};
+use crate::frames::WithWatch;
 use crate::grpc::TablesApi;
 use crate::lobby::{CONSUMER, LobbyProjection, MIGRATIONS};
 use crate::route::Router;
@@ -287,7 +288,10 @@ impl Service for TablesService {
             .await?;
         shutdown.spawn("turn-clocks", tables.clone().run_timers(shutdown.token()));
         let routes = Mount::new()
-            .add_service(AuthLayer::new(parts.authn).wrap(TablesServiceServer::new(api)))
+            .add_service(
+                AuthLayer::new(parts.authn)
+                    .wrap(WithWatch::new(TablesServiceServer::new(api.clone()), api)),
+            )
             .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET);
         Ok((routes, handles))
     }
