@@ -12,14 +12,13 @@ use fairdeal_kit::status::shown;
 use fairdeal_platform::RunError;
 use fairdeal_proto::fairdeal::tables::v1 as pb;
 use pb::tables_service_server::TablesService;
+use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
-use tokio_stream::{Stream, StreamExt as _};
 use tonic::metadata::MetadataValue;
 use tonic::{Request, Response, Status};
 use uuid::Uuid;
 
 use crate::domain;
-use crate::frames::{FrameStream, WatchFrame, watch_encoded};
 use crate::lobby::LobbyQuery;
 use crate::route::{
     AfterFence, FORWARDED_BY, Forward, HANDOVER_WAIT, Peer, Relay, Router, SharedRouter, Source,
@@ -138,52 +137,6 @@ impl TablesApi {
                 }
             }
         }
-    }
-
-    /// `Watch`: the caller's view of the table's events, from its owner (relayed, as the
-    /// owner encoded them) or from here.
-    pub async fn watch_frames(
-        &self,
-        request: Request<pb::WatchRequest>,
-    ) -> Result<Response<FrameStream>, Status> {
-        let me = player(&request)?;
-        let id = table_id(&request.get_ref().table_id)?;
-        if let Some(forward) = self.forward(&request, &id) {
-            let address = forward.address.clone();
-            match forward.send_on(watch_encoded).await {
-                Some(Ok(stream)) => {
-                    // The owner's headers (its name among them) go back with the stream.
-                    let (metadata, stream, _) = stream.into_parts();
-                    let relayed = self
-                        .relay(&request, me, id)
-                        .stream(address, Source::Owner(Box::new(stream)));
-                    return Ok(Response::from_parts(
-                        metadata,
-                        Box::pin(relayed) as FrameStream,
-                        tonic::Extensions::default(),
-                    ));
-                }
-                Some(Err(status)) => return Err(status),
-                None => {}
-            }
-        }
-        let r = request.get_ref();
-        let rx = self
-            .tables
-            .watch(me, id, r.after_version, r.turn_views)
-            .await
-            .map_err(status)?;
-        // With several replicas a client's own watch is relayed, so that when the table
-        // moves to another replica the watch goes on there. A watch forwarded by another
-        // replica just ends: that replica's relay opens it again at the new owner.
-        if self.router.is_some() && !request.metadata().contains_key(FORWARDED_BY) {
-            let relayed = self
-                .relay(&request, me, id)
-                .stream(String::new(), Source::Here(rx));
-            return Ok(self.hinted(&id, Response::new(Box::pin(relayed))));
-        }
-        let frames = ReceiverStream::new(rx).map(|message| message.map(WatchFrame::Value));
-        Ok(self.hinted(&id, Response::new(Box::pin(frames))))
     }
 
     /// The call `request` for `table_id` on its way to the table's owner; `None`: served
@@ -461,19 +414,50 @@ impl TablesService for TablesApi {
 
     type WatchStream = WatchStream;
 
-    /// Served through [`crate::frames::WithWatch`], which passes a relayed watch's messages
-    /// on as the owner encoded them; here, for a server without it, they are decoded.
     async fn watch(
         &self,
         request: Request<pb::WatchRequest>,
     ) -> Result<Response<Self::WatchStream>, Status> {
-        let (metadata, frames, extensions) = self.watch_frames(request).await?.into_parts();
-        let messages = frames.map(|frame| frame.and_then(WatchFrame::into_value));
-        Ok(Response::from_parts(
-            metadata,
-            Box::pin(messages) as WatchStream,
-            extensions,
-        ))
+        let me = player(&request)?;
+        let id = table_id(&request.get_ref().table_id)?;
+        if let Some(forward) = self.forward(&request, &id) {
+            let address = forward.address.clone();
+            match forward
+                .send(|mut p, r| async move { p.watch(r).await })
+                .await
+            {
+                Some(Ok(stream)) => {
+                    // The owner's headers (its name among them) go back with the stream.
+                    let (metadata, stream, _) = stream.into_parts();
+                    let relayed = self
+                        .relay(&request, me, id)
+                        .stream(address, Source::Owner(Box::new(stream)));
+                    return Ok(Response::from_parts(
+                        metadata,
+                        Box::pin(relayed) as WatchStream,
+                        tonic::Extensions::default(),
+                    ));
+                }
+                Some(Err(status)) => return Err(status),
+                None => {}
+            }
+        }
+        let r = request.get_ref();
+        let rx = self
+            .tables
+            .watch(me, id, r.after_version, r.turn_views)
+            .await
+            .map_err(status)?;
+        // With several replicas a client's own watch is relayed, so that when the table
+        // moves to another replica the watch goes on there. A watch forwarded by another
+        // replica just ends: that replica's relay opens it again at the new owner.
+        if self.router.is_some() && !request.metadata().contains_key(FORWARDED_BY) {
+            let relayed = self
+                .relay(&request, me, id)
+                .stream(String::new(), Source::Here(rx));
+            return Ok(self.hinted(&id, Response::new(Box::pin(relayed))));
+        }
+        Ok(self.hinted(&id, Response::new(Box::pin(ReceiverStream::new(rx)))))
     }
 
     async fn act(

@@ -31,7 +31,6 @@
 pub mod clock;
 pub mod domain;
 pub mod events;
-pub mod frames;
 pub mod grpc;
 pub mod lobby;
 pub mod route;

@@ -36,7 +36,6 @@ use tonic::transport::Channel;
 use tonic::{Request, Response, Status};
 use uuid::Uuid;
 
-use crate::frames::{Encoded, WatchFrame, watch_encoded};
 use crate::timers::Ownership;
 
 /// Metadata key set on a forwarded call (to the forwarding replica's name): the owner
@@ -75,7 +74,7 @@ pub struct Router {
     /// The keeper's routes.
     routes: watch::Receiver<Routes>,
     /// A channel per peer address.
-    peers: Mutex<HashMap<String, Channel>>,
+    peers: Mutex<HashMap<String, Peer>>,
     /// `fairdeal.tables.forwarded`.
     forwarded: Counter<u64>,
     /// Where this replica serves, as the [`OWNER`] header says it (`None`: it names itself
@@ -273,12 +272,12 @@ impl Router {
 
     /// `request` on its way to the replica at `address`, marked forwarded.
     fn to<T: Clone>(&self, request: &Request<T>, address: String) -> Option<Forward<T>> {
-        let channel = self.channel(&address)?;
+        let peer = self.peer(&address)?;
         let mut call = Request::new(request.get_ref().clone());
         *call.metadata_mut() = request.metadata().clone();
         call.metadata_mut().insert(FORWARDED_BY, self.by.clone());
         Some(Forward {
-            channel,
+            peer,
             address,
             call,
             forwarded: self.forwarded.clone(),
@@ -287,15 +286,16 @@ impl Router {
 
     /// The channel to `address`, opened (lazily) on first use; `None` for an address that
     /// is no URL (it is logged: a replica announced a bad `advertise_url`).
-    fn channel(&self, address: &str) -> Option<Channel> {
+    fn peer(&self, address: &str) -> Option<Peer> {
         let mut peers = self.peers.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(channel) = peers.get(address) {
-            return Some(channel.clone());
+        if let Some(peer) = peers.get(address) {
+            return Some(peer.clone());
         }
         match fairdeal_kit::client::channel("advertise_url", address) {
             Ok(channel) => {
-                peers.insert(address.to_owned(), channel.clone());
-                Some(channel)
+                let peer = TablesServiceClient::new(channel);
+                peers.insert(address.to_owned(), peer.clone());
+                Some(peer)
             }
             Err(error) => {
                 tracing::warn!(%error, "a tables replica announced an unusable address");
@@ -320,8 +320,8 @@ pub enum AfterFence<T> {
 /// A call on its way to the table's owner.
 #[derive(Debug)]
 pub struct Forward<T> {
-    /// The channel to the owner.
-    pub channel: Channel,
+    /// The owner.
+    pub peer: Peer,
     /// Where it serves.
     pub address: String,
     /// The call: the caller's message and metadata, marked forwarded.
@@ -338,18 +338,7 @@ impl<T> Forward<T> {
         F: FnOnce(Peer, Request<T>) -> Fut,
         Fut: Future<Output = Result<Response<R>, Status>>,
     {
-        self.send_on(|channel, call| send(TablesServiceClient::new(channel), call))
-            .await
-    }
-
-    /// As [`Forward::send`], `send` calling on the channel itself (as a relayed `Watch`
-    /// does, with a codec of its own: [`crate::frames::watch_encoded`]).
-    pub async fn send_on<R, F, Fut>(self, send: F) -> Option<Result<Response<R>, Status>>
-    where
-        F: FnOnce(Channel, Request<T>) -> Fut,
-        Fut: Future<Output = Result<Response<R>, Status>>,
-    {
-        match send(self.channel, self.call).await {
+        match send(self.peer, self.call).await {
             Err(status) if unreachable(&status) => {
                 self.forwarded
                     .add(1, &[KeyValue::new("outcome", "unreachable")]);
@@ -418,8 +407,8 @@ pub struct Relay {
 /// Where a relayed watch reads from.
 #[derive(Debug)]
 pub enum Source {
-    /// The owner's stream, its messages as the owner encoded them.
-    Owner(Box<tonic::Streaming<Encoded>>),
+    /// The owner's stream.
+    Owner(Box<tonic::Streaming<pb::WatchResponse>>),
     /// A watch served here.
     Here(mpsc::Receiver<Result<pb::WatchResponse, Status>>),
 }
@@ -441,7 +430,7 @@ struct Relaying {
 #[allow(clippy::large_enum_variant)]
 enum Read {
     /// A message to pass on.
-    Message(WatchFrame),
+    Message(pb::WatchResponse),
     /// An error to pass on, the last thing the stream says.
     Failed(Status),
     /// The source ended without an error: open it again.
@@ -457,7 +446,7 @@ impl Relay {
         self,
         address: String,
         source: Source,
-    ) -> impl tokio_stream::Stream<Item = Result<WatchFrame, Status>> + Send + 'static {
+    ) -> impl tokio_stream::Stream<Item = Result<pb::WatchResponse, Status>> + Send + 'static {
         let state = Relaying {
             relay: self,
             address,
@@ -490,7 +479,7 @@ impl Relay {
                 };
                 match read {
                     Read::Message(message) => {
-                        state.relay.watch.after_version = message.version();
+                        state.relay.watch.after_version = message.version;
                         state.pause = RESUME_FIRST;
                         return Some((Ok(message), state));
                     }
@@ -511,7 +500,7 @@ impl Relay {
             // A watch served here ends when the server drains (after which this one ends
             // too), or when the table moves to another replica (opened there).
             Source::Here(rx) => match rx.recv().await {
-                Some(Ok(message)) => Read::Message(WatchFrame::Value(message)),
+                Some(Ok(message)) => Read::Message(message),
                 Some(Err(status)) => Read::Failed(status),
                 None if self.tables.shutdown.is_draining() => Read::Drained,
                 None => Read::Ended,
@@ -522,7 +511,7 @@ impl Relay {
                     () = self.tables.shutdown.draining() => return Read::Drained,
                 };
                 match next {
-                    Ok(Some(message)) => Read::Message(WatchFrame::Encoded(message)),
+                    Ok(Some(message)) => Read::Message(message),
                     // The owner ends a watch when it drains or the table moves on;
                     // UNAVAILABLE: it is gone. Either way the table is served elsewhere now.
                     Ok(None) => Read::Ended,
@@ -545,7 +534,10 @@ impl Relay {
             .filter(|forward| forward.address != ended);
         if let Some(forward) = forward {
             let address = forward.address.clone();
-            match forward.send_on(watch_encoded).await {
+            match forward
+                .send(|mut p, r| async move { p.watch(r).await })
+                .await
+            {
                 Some(Ok(stream)) => {
                     return Ok((address, Source::Owner(Box::new(stream.into_inner()))));
                 }

@@ -21,7 +21,6 @@ use tokio::sync::broadcast::error::RecvError;
 use tonic::transport::Channel;
 
 use crate::clock::{SystemClock, TableClock};
-use crate::frames::WithWatch;
 use crate::grpc::TablesApi;
 use crate::lobby::{CONSUMER, LobbyProjection, MIGRATIONS};
 use crate::route::Router;
@@ -288,10 +287,7 @@ impl Service for TablesService {
             .await?;
         shutdown.spawn("turn-clocks", tables.clone().run_timers(shutdown.token()));
         let routes = Mount::new()
-            .add_service(
-                AuthLayer::new(parts.authn)
-                    .wrap(WithWatch::new(TablesServiceServer::new(api.clone()), api)),
-            )
+            .add_service(AuthLayer::new(parts.authn).wrap(TablesServiceServer::new(api)))
             .file_descriptor_set(fairdeal_proto::FILE_DESCRIPTOR_SET);
         Ok((routes, handles))
     }
