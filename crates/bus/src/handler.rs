@@ -168,6 +168,15 @@ pub struct RetryPolicy {
     pub max_backoff: Duration,
 }
 
+/// The wait after failed attempt number `attempt` (1-based): `initial * 2^(attempt-1)`,
+/// capped at `max` (a consumer's [`RetryPolicy`], the relay's restarts).
+pub(crate) fn doubling(initial: Duration, max: Duration, attempt: u32) -> Duration {
+    let doublings = attempt.saturating_sub(1).min(31);
+    initial
+        .checked_mul(1u32 << doublings)
+        .map_or(max, |wait| wait.min(max))
+}
+
 impl Default for RetryPolicy {
     fn default() -> Self {
         Self {
@@ -182,10 +191,7 @@ impl RetryPolicy {
     /// The wait after failed attempt number `attempt` (1-based): `initial * 2^(attempt-1)`,
     /// capped at `max_backoff`.
     pub fn backoff(&self, attempt: u32) -> Duration {
-        let doublings = attempt.saturating_sub(1).min(31);
-        self.initial_backoff
-            .checked_mul(1u32 << doublings)
-            .map_or(self.max_backoff, |wait| wait.min(self.max_backoff))
+        doubling(self.initial_backoff, self.max_backoff, attempt)
     }
 
     /// Whether an event that failed on attempt `attempt` (1-based) has used up its attempts.

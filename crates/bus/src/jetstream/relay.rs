@@ -311,7 +311,11 @@ impl<DB: BusDatabase> Relay<DB> {
                     if let Ok(head) = self.store.head_position().await {
                         self.record_lag(head);
                     }
-                    let wait = backoff(&self.config, failures);
+                    let wait = crate::handler::doubling(
+                        self.config.initial_backoff,
+                        self.config.max_backoff,
+                        failures,
+                    );
                     tokio::select! {
                         () = shutdown.cancelled() => {}
                         () = tokio::time::sleep(wait) => {}
@@ -782,15 +786,6 @@ fn publish_span(event: &RecordedEvent) -> Option<Span> {
 /// Reads a numeric header.
 pub(crate) fn header_u64(headers: &HeaderMap, name: &str) -> Option<u64> {
     headers.get(name).and_then(|v| v.as_str().parse().ok())
-}
-
-/// The wait after `failures` consecutive errors.
-fn backoff(config: &RelayConfig, failures: u32) -> Duration {
-    let doublings = failures.saturating_sub(1).min(31);
-    config
-        .initial_backoff
-        .checked_mul(1u32 << doublings)
-        .map_or(config.max_backoff, |wait| wait.min(config.max_backoff))
 }
 
 #[cfg(test)]
