@@ -17,7 +17,10 @@
 //! of each replica, the address it announces to the others); `LOAD_STATEMENTS=<the
 //! PostgreSQL server's log file>`: the window's statements per 1,000 moves, by kind, from
 //! the server's statement log ([`statements`]; `cargo xtask services` prints the servers'
-//! directory, the log is `postgres/server.log` there).
+//! directory, the log is `postgres/server.log` there). `LOAD_COMPARE=1,2,2:owner,3:owner`
+//! runs those shapes (replicas, and `:owner`, `:moves`, `:watches` or `:spread` as
+//! `LOAD_ROUTE`) in turn, `LOAD_ROUNDS` times (default 3), on PostgreSQL + NATS, and ends
+//! with each shape's means and their ratios to the first shape's, measured in the same run.
 //!
 //! Each seat's client watches the table (`Watch` with turn views): when a message brings its
 //! view (its seat is to act), it chooses with the engine's bot and sends `Act`.
@@ -64,9 +67,60 @@ fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
         .unwrap_or(default)
 }
 
-/// `LOAD_REPLICAS`: tables replicas sharing the database (PostgreSQL only).
-fn replicas() -> usize {
-    env("LOAD_REPLICAS", 1usize).max(1)
+/// How many tables replicas a run has and which calls go to a table's owner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Shape {
+    /// Tables replicas sharing the database (PostgreSQL only).
+    replicas: usize,
+    /// What goes to the table's owner: the moves, the watches ([`route_owned`]).
+    owned: Option<(bool, bool)>,
+}
+
+impl Shape {
+    /// `LOAD_REPLICAS` (default 1) and `LOAD_ROUTE`.
+    fn from_env() -> Self {
+        Shape {
+            replicas: env("LOAD_REPLICAS", 1usize).max(1),
+            owned: route_owned(),
+        }
+    }
+
+    /// One of `LOAD_COMPARE`'s shapes: `N` (calls spread), `N:spread`, `N:owner`,
+    /// `N:moves` or `N:watches` (as `LOAD_ROUTE`).
+    fn parse(text: &str) -> Self {
+        let (replicas, route) = text
+            .trim()
+            .split_once(':')
+            .unwrap_or((text.trim(), "spread"));
+        let replicas: usize = replicas.parse().ok().filter(|&r| r > 0).unwrap_or_else(|| {
+            panic!("LOAD_COMPARE: {text:?}: a count of replicas first (1, 2:owner)")
+        });
+        let owned = match route {
+            "spread" => None,
+            other => Some(routed(other).unwrap_or_else(|| {
+                panic!("LOAD_COMPARE: {text:?}: spread, owner, moves or watches after ':'")
+            })),
+        };
+        Shape { replicas, owned }
+    }
+
+    /// As the report names it.
+    fn label(&self) -> String {
+        let route = match self.owned {
+            _ if self.replicas == 1 => return "one replica".to_owned(),
+            None => "calls spread",
+            Some((true, true)) => "owner-routed",
+            Some((true, false)) => "moves to the owner, watches spread",
+            Some((false, true)) => "watches through the owner, moves spread",
+            Some((false, false)) => "calls spread",
+        };
+        format!("{} replicas, {route}", self.replicas)
+    }
+
+    /// Every seat on its table's owner.
+    fn all_to_owner(self) -> bool {
+        self.owned == Some((true, true))
+    }
 }
 
 /// `LOAD_WATCH=same`: with replicas, each seat watches through the replica it acts on
@@ -83,20 +137,19 @@ fn db_writers() -> Option<u32> {
         .and_then(|w| w.parse().ok())
 }
 
-/// `LOAD_ROUTE=owner`: with replicas, every seat acts and watches through the replica the
-/// `fairdeal-table-owner` header of the first answer names (the table's owner), as a client
-/// told where its table lives does (like a Colyseus seat reservation): nothing is
-/// forwarded; `LOAD_ROUTE=moves` or `watches`: only those to the owner. Default: spread,
-/// as above.
-fn route_to_owner() -> bool {
-    route_owned() == Some((true, true))
+/// What goes to the table's owner (`LOAD_ROUTE`). `owner`: with replicas, every seat acts
+/// and watches through the replica the `fairdeal-table-owner` header of the first answer
+/// names (the table's owner), as a client told where its table lives does (like a Colyseus
+/// seat reservation): nothing is forwarded; `moves` or `watches`: only those (the other
+/// spread as by default), to tell the forwarded moves' cost from the relayed watches'.
+/// `None`: nothing (spread, as above).
+fn route_owned() -> Option<(bool, bool)> {
+    routed(&std::env::var("LOAD_ROUTE").ok()?)
 }
 
-/// What goes to the table's owner (`LOAD_ROUTE`): `owner`, both the moves and the watches;
-/// `moves` or `watches`, only those (the other spread as by default), to tell the forwarded
-/// moves' cost from the relayed watches'. `None`: nothing (spread).
-fn route_owned() -> Option<(bool, bool)> {
-    match std::env::var("LOAD_ROUTE").ok()?.as_str() {
+/// What a route's name sends to the owner: the moves, the watches.
+fn routed(route: &str) -> Option<(bool, bool)> {
+    match route {
         "owner" => Some((true, true)),
         "moves" => Some((true, false)),
         "watches" => Some((false, true)),
@@ -347,7 +400,12 @@ static UNAVAILABLE: AtomicUsize = AtomicUsize::new(0);
 static CREATED: AtomicUsize = AtomicUsize::new(0);
 
 /// Plays tables one after another until `stop`.
-async fn drive(app: Arc<TestApp>, tally: Arc<Mutex<Tally>>, stop: watch::Receiver<bool>) {
+async fn drive(
+    app: Arc<TestApp>,
+    shape: Shape,
+    tally: Arc<Mutex<Tally>>,
+    stop: watch::Receiver<bool>,
+) {
     while !*stop.borrow() {
         // Tables are created through each replica in turn, as a Service spreads the calls:
         // a table is born on (and owned by) the replica that creates it.
@@ -382,7 +440,7 @@ async fn drive(app: Arc<TestApp>, tally: Arc<Mutex<Tally>>, stop: watch::Receive
             .table_id;
         // Told where the table lives (the `fairdeal-table-owner` header), every seat calls
         // and watches there.
-        let (players, watchers) = if route_owned().is_some() && app.replicas.len() > 1 {
+        let (players, watchers) = if shape.owned.is_some() && app.replicas.len() > 1 {
             let owner = creator.owner_of(&id).await.expect("the owner names itself");
             let at = app
                 .replica_urls
@@ -390,7 +448,7 @@ async fn drive(app: Arc<TestApp>, tally: Arc<Mutex<Tally>>, stop: watch::Receive
                 .position(|url| owner == *url)
                 .expect("a replica's address");
             let home = |p: &Player| p.on(&app.replicas[at]);
-            let (moves, watches) = route_owned().unwrap_or((true, true));
+            let (moves, watches) = shape.owned.unwrap_or((true, true));
             (
                 if moves {
                     players.iter().map(home).collect()
@@ -507,8 +565,22 @@ async fn raw_appends(app: &TestApp, writers: usize, run: Duration) -> (f64, f64,
     (rate, percentile(&all, 0.5), percentile(&all, 0.99))
 }
 
-async fn run(db: Db, tables: usize, seconds: u64) {
-    let replicas = replicas();
+/// What one run measured, for `LOAD_COMPARE`'s summary.
+#[derive(Debug, Clone, Copy)]
+struct Figures {
+    moves_per_second: f64,
+    p99_ms: f64,
+    /// CPU seconds of all processes per 1,000 moves.
+    cpu: f64,
+    /// PostgreSQL transactions per 1,000 moves.
+    transactions: f64,
+    /// Raw appends, events/s.
+    raw: f64,
+}
+
+async fn run(db: Db, tables: usize, seconds: u64, shape: Shape) -> Figures {
+    let replicas = shape.replicas;
+    let unavailable_before = UNAVAILABLE.load(Ordering::Relaxed);
     let app = if peer_delay().is_some() {
         TestApp::spawn_replicas_advertising(db, replicas, db_writers(), delayed).await
     } else {
@@ -530,7 +602,7 @@ async fn run(db: Db, tables: usize, seconds: u64) {
     let statement_log = statements::StatementLog::start(pool.as_ref()).await;
     let start = Instant::now();
     let drivers: Vec<_> = (0..tables)
-        .map(|_| tokio::spawn(drive(app.clone(), tally.clone(), stop.clone())))
+        .map(|_| tokio::spawn(drive(app.clone(), shape, tally.clone(), stop.clone())))
         .collect();
     tokio::time::sleep(Duration::from_secs(seconds)).await;
     let (moves, mut latencies, finished) = {
@@ -572,11 +644,11 @@ async fn run(db: Db, tables: usize, seconds: u64) {
         "GetTable per move"
     };
     let between = peer_delay().map_or(String::new(), |d| format!(", {d} ms each way between them"));
-    let replicas = if replicas > 1 && route_to_owner() {
+    let replicas = if replicas > 1 && shape.all_to_owner() {
         format!(", {replicas} replicas, every seat on its table's owner")
-    } else if replicas > 1 && route_owned() == Some((true, false)) {
+    } else if replicas > 1 && shape.owned == Some((true, false)) {
         format!(", {replicas} replicas, moves sent to the owner, watches spread")
-    } else if replicas > 1 && route_owned() == Some((false, true)) {
+    } else if replicas > 1 && shape.owned == Some((false, true)) {
         format!(", {replicas} replicas, watches through the owner, moves spread")
     } else if replicas > 1 {
         format!(", {replicas} replicas, each seat watching through another than it acts on")
@@ -591,7 +663,7 @@ async fn run(db: Db, tables: usize, seconds: u64) {
         percentile(&latencies, 0.5),
         percentile(&latencies, 0.99),
         latencies.len(),
-        UNAVAILABLE.load(Ordering::Relaxed),
+        UNAVAILABLE.load(Ordering::Relaxed) - unavailable_before,
     );
     println!("{db:?}: {}", after.per_thousand_moves(&before, moves));
     if let Some(census) = census {
@@ -619,6 +691,59 @@ async fn run(db: Db, tables: usize, seconds: u64) {
         Ok(app) => app.stop().await,
         Err(_) => println!("(the app is still shared; its database is left)"),
     }
+    Figures {
+        moves_per_second: moves as f64 / elapsed,
+        p99_ms: percentile(&latencies, 0.99),
+        cpu: after.cpu_per_thousand_moves(&before, moves),
+        transactions: after.transactions_per_thousand_moves(&before, moves),
+        raw: rate,
+    }
+}
+
+/// `LOAD_COMPARE=1,2,2:owner,...`: the shapes run in turn, `LOAD_ROUNDS` times (default
+/// 3), on PostgreSQL + NATS, then each shape's means and their ratios to the first
+/// shape's: a baseline measured in the same run, alternated with the others, so that the
+/// machine's drift between rounds falls on every shape alike.
+async fn compare(shapes: &[Shape], rounds: usize, tables: usize, seconds: u64) {
+    let mut figures: Vec<Vec<Figures>> = vec![Vec::new(); shapes.len()];
+    for round in 1..=rounds {
+        for (shape, runs) in shapes.iter().zip(&mut figures) {
+            println!("round {round} of {rounds}: {}", shape.label());
+            runs.push(run(Db::Postgres, tables, seconds, *shape).await);
+        }
+    }
+    let mean = |runs: &[Figures], f: fn(&Figures) -> f64| {
+        runs.iter().map(f).sum::<f64>() / runs.len().max(1) as f64
+    };
+    let range = |runs: &[Figures], f: fn(&Figures) -> f64| {
+        let low = runs.iter().map(f).fold(f64::INFINITY, f64::min);
+        let high = runs.iter().map(f).fold(f64::NEG_INFINITY, f64::max);
+        (low, high)
+    };
+    let base = &figures[0];
+    let (base_moves, base_cpu) = (mean(base, |f| f.moves_per_second), mean(base, |f| f.cpu));
+    println!(
+        "\n{tables} tables, {seconds} s a run, {rounds} rounds; means, and ratios to {}:",
+        shapes[0].label()
+    );
+    println!(
+        "| shape | moves/s (range) | ratio | CPU ms per move, all | ratio | p99 | transactions per move |\n|---|---|---|---|---|---|---|"
+    );
+    for (shape, runs) in shapes.iter().zip(&figures) {
+        let moves = mean(runs, |f| f.moves_per_second);
+        let (low, high) = range(runs, |f| f.moves_per_second);
+        let cpu = mean(runs, |f| f.cpu);
+        let (p99_low, p99_high) = range(runs, |f| f.p99_ms);
+        println!(
+            "| {} | {moves:.0} ({low:.0}-{high:.0}) | {:.2}x | {cpu:.3} | {:.2}x | {p99_low:.1}-{p99_high:.1} ms | {:.2} |",
+            shape.label(),
+            moves / base_moves,
+            cpu / base_cpu,
+            mean(runs, |f| f.transactions) / 1000.0,
+        );
+    }
+    let (raw_low, raw_high) = range(&figures.concat(), |f| f.raw);
+    println!("raw appends, 64 writers, in the same runs: {raw_low:.0}-{raw_high:.0} events/s");
 }
 
 /// Kills the delaying proxies when the bench ends, a failed run included.
@@ -642,10 +767,16 @@ async fn main() {
     let backend: String = env("LOAD_BACKEND", "both".to_owned());
     let tables = env("LOAD_TABLES", 64usize);
     let seconds = env("LOAD_SECONDS", 20u64);
-    if backend == "both" || backend == "postgres" {
-        run(Db::Postgres, tables, seconds).await;
+    if let Ok(shapes) = std::env::var("LOAD_COMPARE") {
+        let shapes: Vec<Shape> = shapes.split(',').map(Shape::parse).collect();
+        compare(&shapes, env("LOAD_ROUNDS", 3usize).max(1), tables, seconds).await;
+        return;
     }
-    if (backend == "both" || backend == "embedded") && replicas() == 1 {
-        run(Db::Sqlite, tables, seconds).await;
+    let shape = Shape::from_env();
+    if backend == "both" || backend == "postgres" {
+        run(Db::Postgres, tables, seconds, shape).await;
+    }
+    if (backend == "both" || backend == "embedded") && shape.replicas == 1 {
+        run(Db::Sqlite, tables, seconds, shape).await;
     }
 }

@@ -126,6 +126,20 @@ impl Spent {
         spent
     }
 
+    /// The CPU seconds of every process (this one, PostgreSQL, NATS) from `before` to
+    /// `self`, per 1,000 of `moves`.
+    pub(crate) fn cpu_per_thousand_moves(&self, before: &Spent, moves: u64) -> f64 {
+        let k = (moves.max(1) as f64) / 1000.0;
+        (self.own_cpu - before.own_cpu + self.postgres_cpu - before.postgres_cpu + self.nats_cpu
+            - before.nats_cpu)
+            / k
+    }
+
+    /// PostgreSQL's transactions from `before` to `self`, per 1,000 of `moves`.
+    pub(crate) fn transactions_per_thousand_moves(&self, before: &Spent, moves: u64) -> f64 {
+        (self.transactions - before.transactions) as f64 / ((moves.max(1) as f64) / 1000.0)
+    }
+
     /// What was spent from `before` to `self`, per 1,000 of `moves`, as one report line.
     pub(crate) fn per_thousand_moves(&self, before: &Spent, moves: u64) -> String {
         let k = (moves.max(1) as f64) / 1000.0;
@@ -143,9 +157,9 @@ impl Spent {
              PostgreSQL {postgres:.3}, NATS {nats:.3}; PostgreSQL WAL {:.0} kB, {:.0} \
              transactions; JetStream {:.0} messages stored, {:.0} delivered ({moves} moves in \
              {seconds:.1} s)",
-            own + postgres + nats,
+            self.cpu_per_thousand_moves(before, moves),
             (self.wal_bytes - before.wal_bytes) as f64 / 1024.0 / k,
-            (self.transactions - before.transactions) as f64 / k,
+            self.transactions_per_thousand_moves(before, moves),
             self.published.saturating_sub(before.published) as f64 / k,
             self.delivered.saturating_sub(before.delivered) as f64 / k,
         )
