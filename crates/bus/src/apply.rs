@@ -240,10 +240,7 @@ where
         from: i64,
         shutdown: &CancellationToken,
     ) -> Settled {
-        let mut settled = Settled {
-            count: 0,
-            superseded: false,
-        };
+        let mut superseded = false;
         // Where the committed position stands before each transaction.
         let mut at = from;
         let mut done = 0;
@@ -264,7 +261,7 @@ where
                         consumer = %self.consumer,
                         "another instance settled this batch; reading the position again"
                     );
-                    settled.superseded = true;
+                    superseded = true;
                     break;
                 }
                 Err(err) => {
@@ -308,8 +305,10 @@ where
                 None => break,
             }
         }
-        settled.count = done;
-        settled
+        Settled {
+            count: done,
+            superseded,
+        }
     }
 
     /// Decides what to do with an event whose handler failed: give up (permanent, or out of
