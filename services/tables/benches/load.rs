@@ -104,22 +104,16 @@ impl Shape {
         Shape { replicas, owned }
     }
 
-    /// As the report names it.
+    /// As the reports name it.
     fn label(&self) -> String {
         let route = match self.owned {
             _ if self.replicas == 1 => return "one replica".to_owned(),
-            None => "calls spread",
             Some((true, true)) => "owner-routed",
             Some((true, false)) => "moves to the owner, watches spread",
             Some((false, true)) => "watches through the owner, moves spread",
-            Some((false, false)) => "calls spread",
+            None | Some((false, false)) => "calls spread",
         };
         format!("{} replicas, {route}", self.replicas)
-    }
-
-    /// Every seat on its table's owner.
-    fn all_to_owner(self) -> bool {
-        self.owned == Some((true, true))
     }
 }
 
@@ -644,14 +638,8 @@ async fn run(db: Db, tables: usize, seconds: u64, shape: Shape) -> Figures {
         "GetTable per move"
     };
     let between = peer_delay().map_or(String::new(), |d| format!(", {d} ms each way between them"));
-    let replicas = if replicas > 1 && shape.all_to_owner() {
-        format!(", {replicas} replicas, every seat on its table's owner")
-    } else if replicas > 1 && shape.owned == Some((true, false)) {
-        format!(", {replicas} replicas, moves sent to the owner, watches spread")
-    } else if replicas > 1 && shape.owned == Some((false, true)) {
-        format!(", {replicas} replicas, watches through the owner, moves spread")
-    } else if replicas > 1 {
-        format!(", {replicas} replicas, each seat watching through another than it acts on")
+    let replicas = if replicas > 1 {
+        format!(", {}", shape.label())
     } else {
         String::new()
     };
