@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fairdeal_drand_client::{BeaconClient, FetchError, FetchPolicy, Relay};
-use fairdeal_harness::drand::{BeaconMode, Lie, TestBeacon, test_chain};
+use fairdeal_harness::drand::{BeaconMode, Lie, TestBeacon, relays};
 
 fn policy() -> FetchPolicy {
     FetchPolicy {
@@ -22,11 +22,7 @@ fn policy() -> FetchPolicy {
 }
 
 async fn beacons(n: usize) -> Vec<TestBeacon> {
-    let mut out = Vec::new();
-    for _ in 0..n {
-        out.push(TestBeacon::start(test_chain(3, 3, 100)).await);
-    }
-    out
+    relays(n, 3, 3, 100).await
 }
 
 fn client(beacons: &[TestBeacon]) -> BeaconClient {

@@ -86,12 +86,28 @@ pub fn unix_now() -> u64 {
 /// A test chain of seed `seed` with `period` seconds per round whose genesis was `rounds_ago`
 /// rounds before now (so rounds up to `rounds_ago + 1` are published already).
 pub fn test_chain(seed: u8, period: u64, rounds_ago: u64) -> TestChain {
-    let genesis = unix_now() - rounds_ago * period;
+    chain_from(seed, period, unix_now() - rounds_ago * period)
+}
+
+/// The test chain of seed `seed` with `period` seconds per round from `genesis`.
+fn chain_from(seed: u8, period: u64, genesis: u64) -> TestChain {
     TestChain::from_seed(
         &[seed; 32],
         Schedule::new(genesis, period).expect("a non-zero period"),
     )
     .expect("a test chain")
+}
+
+/// `n` relays of one [`test_chain`]: its genesis is read from the clock once, so every relay
+/// serves the same chain (the chain hash covers the genesis time; a relay started after the
+/// clock's next second would otherwise serve another chain, and answer 404 to the rest's).
+pub async fn relays(n: usize, seed: u8, period: u64, rounds_ago: u64) -> Vec<TestBeacon> {
+    let genesis = unix_now() - rounds_ago * period;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        out.push(TestBeacon::start(chain_from(seed, period, genesis)).await);
+    }
+    out
 }
 
 impl TestBeacon {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use fairdeal_commitment::drand::Drand;
 use fairdeal_drand_client::{BeaconClient, FetchPolicy, Relay};
-use fairdeal_harness::drand::{BeaconMode, Lie, TestBeacon, test_chain};
+use fairdeal_harness::drand::{BeaconMode, Lie, TestBeacon, relays};
 use fairdeal_proto::fairdeal::commitment::v1 as cpb;
 use sha2::{Digest, Sha256};
 use tonic::Code;
@@ -20,11 +20,7 @@ use crate::harness::{Db, TestApp, with};
 const PERIOD: u64 = 1;
 
 pub(crate) async fn beacons(n: usize) -> Vec<TestBeacon> {
-    let mut out = Vec::new();
-    for _ in 0..n {
-        out.push(TestBeacon::start(test_chain(9, PERIOD, 50)).await);
-    }
-    out
+    relays(n, 9, PERIOD, 50).await
 }
 
 /// The service's drand over `beacons` (asked in order): round = first round after the
