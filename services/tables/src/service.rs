@@ -706,6 +706,7 @@ impl Tables {
                             Next::Bot(seat) => t.bot_move(seat, now)?,
                             Next::Timeout(seat) => t.time_out(seat, now)?,
                             Next::Expire => t.expire(now),
+                            Next::Finish => t.end_match(now),
                             _ => return Ok(Decision::nothing(t.version)),
                         },
                     };

@@ -25,6 +25,9 @@ pub enum Next {
     Bot(Seat),
     /// The player at this seat let the deadline pass: the bot plays for it.
     Timeout(Seat),
+    /// Record the end of a match that ended without a player's command (a deal that ends
+    /// it, as French Tarot's petit sec in the last deal annuls it and ends the match).
+    Finish,
     /// End the table: its latest end has come before its game finished.
     Expire,
     /// Reveal the server seed (commitment service).
@@ -422,6 +425,11 @@ impl<G: TableGame> Table<G> {
                 Next::Wait
             };
         }
+        // A player's command records the end of the match it causes in the same append
+        // (`seat_command`); the table's own steps leave it to this.
+        if self.game.outcome().is_some() {
+            return Next::Finish;
+        }
         if self.past_latest_end(now) {
             return Next::Expire;
         }
@@ -535,6 +543,17 @@ impl<G: TableGame> Table<G> {
             return Ok(Decided::nothing(self.version));
         };
         self.seat_command(prefix, seat, command_id, &command, now)
+    }
+
+    /// Records the end of the match ([`Next::Finish`]) when it is over and the table does
+    /// not know it yet (else nothing).
+    pub fn end_match(&self, now: i64) -> Decided<G> {
+        match (self.next(now), self.finish(&[])) {
+            (Next::Finish, Some(finished)) => {
+                self.decided(vec![TableEvent::GameFinished(finished)])
+            }
+            _ => Decided::nothing(self.version),
+        }
     }
 
     /// Ends the table at its latest end, when it has come by `now` and the game is not over

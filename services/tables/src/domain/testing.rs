@@ -154,6 +154,7 @@ pub(crate) fn played() -> Played {
             Next::Deal { hand } => t.deal(&dealt(hand), now).unwrap().events,
             Next::Bot(seat) => t.bot_move(seat, now).unwrap().events,
             Next::Timeout(seat) => t.time_out(seat, now).unwrap().events,
+            Next::Finish => t.end_match(now).events,
             Next::Reveal | Next::Expire => unreachable!("not finished, no latest end"),
             Next::Wait => {
                 let turn = TableGame::turn(&t.game).unwrap();

@@ -4,7 +4,9 @@
 //!
 //! "High card", dealt from the three-player Tarot deck (24 cards each, a talon of 6): the
 //! dealer's left plays first, each seat plays one card of its hand, the highest card (by
-//! the deck's canonical index) wins. Every seat is a side of its own.
+//! the deck's canonical index) wins. Every seat is a side of its own. A talon holding the
+//! deck's first card voids the match at the deal, every seat scoring 0: a match that ends
+//! with no player's command, as a French Tarot match ends when its last deal is annulled.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -20,6 +22,7 @@ pub(crate) struct HighCard {
     talon: Vec<u8>,
     played: Vec<(Seat, u8)>,
     dealt: bool,
+    void: bool,
 }
 
 /// Commands.
@@ -33,10 +36,20 @@ pub(crate) enum Command {
 /// Events.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Event {
-    Started { dealer: Seat },
+    Started {
+        dealer: Seat,
+    },
     Dealt(Dealt<u8>),
-    Played { seat: Seat, card: u8 },
+    Played {
+        seat: Seat,
+        card: u8,
+    },
+    /// The deal voided the match (it follows `Dealt`).
+    Voided,
 }
+
+/// The card whose dealing into the talon voids the match.
+const VOIDING: u8 = 0;
 
 /// Refusals.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -103,12 +116,16 @@ impl TableGame for HighCard {
                 Ok(vec![Event::Started { dealer: *dealer }])
             }
             (Actor::Table, Command::Deal { hands, talon }) if self.deal_due().is_some() => {
-                Ok(vec![Event::Dealt(Dealt {
+                let mut events = vec![Event::Dealt(Dealt {
                     hand: 0,
                     dealer: self.dealer.ok_or(Refused::NotNow)?,
                     hands: hands.clone(),
                     talon: talon.clone(),
-                })])
+                })];
+                if talon.contains(&VOIDING) {
+                    events.push(Event::Voided);
+                }
+                Ok(events)
             }
             (Actor::Seat(seat), Command::Play { card }) if self.turn() == Some(seat) => {
                 if self.hand(seat).contains(card) {
@@ -135,11 +152,13 @@ impl TableGame for HighCard {
                 }
                 self.played.push((*seat, *card));
             }
+            Event::Voided => self.void = true,
         }
     }
 
     fn command_of(event: &Event) -> Option<(Actor, Command)> {
         Some(match event {
+            Event::Voided => return None,
             Event::Started { dealer } => (Actor::Table, Command::Start { dealer: *dealer }),
             Event::Dealt(d) => (
                 Actor::Table,
@@ -157,6 +176,7 @@ impl TableGame for HighCard {
             Event::Started { .. } => "started",
             Event::Dealt(_) => "dealt",
             Event::Played { .. } => "played",
+            Event::Voided => "voided",
         }
     }
 
@@ -174,7 +194,7 @@ impl TableGame for HighCard {
 
     fn turn(&self) -> Option<Seat> {
         let dealer = self.dealer?;
-        (self.dealt && self.played.len() < SEATS)
+        (self.dealt && !self.void && self.played.len() < SEATS)
             .then(|| dealer.offset(self.played.len() + 1, SEATS))
     }
 
@@ -189,6 +209,13 @@ impl TableGame for HighCard {
     }
 
     fn outcome(&self) -> Option<Outcome> {
+        if self.void {
+            return Some(Outcome {
+                sides: Seat::all(SEATS).map(|s| vec![s]).collect(),
+                scores: vec![0; SEATS],
+                placings: vec![1; SEATS],
+            });
+        }
         if self.played.len() < SEATS {
             return None;
         }
@@ -348,5 +375,61 @@ mod tests {
         // The game's log re-decides to where the table stands.
         let log = engine_log(&events);
         assert_eq!(HighCard::verify(&log), Ok(t.game.clone()));
+    }
+
+    /// A match that ends at a deal (no player's command) is finished by the table's next
+    /// step, and the seed revealed after it: before, such a table waited for nobody. The
+    /// deal's events stand as a stream written then holds them, so the same step finishes
+    /// such a stream now.
+    #[test]
+    fn a_match_ended_by_a_deal_is_finished_by_the_next_step() {
+        let created = Created::<HighCard> {
+            table_id: Uuid::now_v7(),
+            creator: Uuid::now_v7(),
+            options: (),
+            layout: HighCard::layout(&()).unwrap(),
+            bots: vec![false, true, true],
+            move_seconds: 30,
+            commitment: "c".repeat(64),
+            short_code: "ccccc".into(),
+            first_dealer: FIRST_DEALER,
+            latest_end_ms: None,
+        };
+        let mut events = create(created);
+        let mut t: Table<HighCard> = fold(None, &events);
+        let player = Uuid::now_v7();
+        let sat = t.sit(player, seat(0), 0).unwrap().events;
+        t = fold(Some(t), &sat);
+        events.extend(sat);
+        // The first hand number whose deal puts the voiding card in the talon.
+        let deal = (0..1_000)
+            .map(|n| Deal::from_seeds(Deck::Tarot3, "server", "client", &n.to_string()))
+            .find(|deal| deal.chien.contains(&VOIDING))
+            .expect("a deal with the card in its talon");
+        let dealt = DealtHand {
+            hand: 0,
+            deal,
+            commitment: "c".repeat(64),
+            client_seed: "client".into(),
+        };
+        let new = t.deal(&dealt, 0).unwrap().events;
+        t = fold(Some(t), &new);
+        events.extend(new);
+        assert!(t.game.outcome().is_some(), "the deal ended the match");
+        assert!(t.finished.is_none());
+        assert_eq!(t.next(0), Next::Finish, "the table has a step to take");
+        assert_eq!(t.game.turn(), None);
+
+        let new = t.end_match(0).events;
+        assert!(matches!(new.as_slice(), [TableEvent::GameFinished(_)]));
+        t = fold(Some(t), &new);
+        events.extend(new);
+        let finished = t.finished.clone().unwrap();
+        assert_eq!(finished.outcome.scores, [0, 0, 0]);
+        assert_eq!(finished.hands_played, 1);
+        assert_eq!(t.next(0), Next::Reveal);
+        // Once: a finished table has nothing more to finish.
+        assert!(t.end_match(0).events.is_empty());
+        assert_eq!(HighCard::verify(&engine_log(&events)), Ok(t.game.clone()));
     }
 }
