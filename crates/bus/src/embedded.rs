@@ -29,9 +29,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::apply::{DeadLetterSink, Delivery, Settler};
 use crate::db::{BusDatabase, BusDb, DeadLetter, LEASE_CHECK_INTERVAL, Lease};
-use crate::error::{BusError, error_chain};
+use crate::error::BusError;
 use crate::handler::{Handler, RetryPolicy};
 use crate::jetstream::validate_name;
+use crate::restart::Restarts;
 use crate::signal::{AppendSignal, AppendWaiter, NotifyingEventStore, Recheck, Wake};
 
 /// Dead letters announced on an embedded bus (the stand-in for the dead-letter subject).
@@ -208,37 +209,20 @@ where
     /// docs). Store and database errors (a lost lease included) are logged and retried with
     /// backoff; an integrity failure of the log is returned.
     pub async fn run(mut self, shutdown: CancellationToken) -> Result<(), BusError> {
-        let mut failures = 0u32;
+        let name = self.config.name.clone();
+        let backoff = (
+            self.config.retry.initial_backoff,
+            self.config.retry.max_backoff,
+        );
+        let mut restarts = Restarts::new("consumer", &name, backoff);
         while !shutdown.is_cancelled() {
             let result = match self.lead(&shutdown).await {
                 Ok(Some(mut lease)) => self.consume_until_error(&shutdown, &mut lease).await,
                 Ok(None) => return Ok(()),
                 Err(err) => Err(err),
             };
-            match result {
-                Ok(()) => return Ok(()),
-                Err(err) if err.is_retryable() => {
-                    failures = failures.saturating_add(1);
-                    tracing::warn!(
-                        consumer = %self.config.name,
-                        error = %error_chain(&err),
-                        failures,
-                        "consumer failed; restarting"
-                    );
-                    let wait = self.config.retry.backoff(failures);
-                    tokio::select! {
-                        () = shutdown.cancelled() => {}
-                        () = tokio::time::sleep(wait) => {}
-                    }
-                }
-                Err(err) => {
-                    tracing::error!(
-                        consumer = %self.config.name,
-                        error = %error_chain(&err),
-                        "consumer stopped"
-                    );
-                    return Err(err);
-                }
+            if let Some(end) = restarts.after(result, &shutdown).await {
+                return end;
             }
         }
         Ok(())

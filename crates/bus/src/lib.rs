@@ -144,6 +144,7 @@ pub mod error;
 pub mod handler;
 pub mod jetstream;
 pub mod prune;
+mod restart;
 pub mod signal;
 pub mod trace;
 

@@ -40,6 +40,7 @@ use crate::apply::{DeadLetterSink, Delivery, Settler, Unreadable};
 use crate::db::{BusDatabase, BusDb, DeadLetter};
 use crate::error::{BusError, error_chain};
 use crate::handler::{Handler, RetryPolicy};
+use crate::restart::Restarts;
 use crate::trace::{TRACEPARENT, TRACESTATE, TraceCarrier};
 
 /// Settings of one durable JetStream consumer.
@@ -254,32 +255,15 @@ where
     /// committed and acknowledged. Network and database errors are logged and retried with
     /// backoff; only configuration errors and an inconsistent stream are returned.
     pub async fn run(self, shutdown: CancellationToken) -> Result<(), BusError> {
-        let mut failures = 0u32;
+        let backoff = (
+            self.config.retry.initial_backoff,
+            self.config.retry.max_backoff,
+        );
+        let mut restarts = Restarts::new("consumer", &self.config.name, backoff);
         while !shutdown.is_cancelled() {
-            match self.consume_until_error(&shutdown).await {
-                Ok(()) => return Ok(()),
-                Err(err) if err.is_retryable() => {
-                    failures = failures.saturating_add(1);
-                    tracing::warn!(
-                        consumer = %self.config.name,
-                        error = %error_chain(&err),
-                        failures,
-                        "consumer failed; restarting"
-                    );
-                    let wait = self.config.retry.backoff(failures);
-                    tokio::select! {
-                        () = shutdown.cancelled() => {}
-                        () = tokio::time::sleep(wait) => {}
-                    }
-                }
-                Err(err) => {
-                    tracing::error!(
-                        consumer = %self.config.name,
-                        error = %error_chain(&err),
-                        "consumer stopped"
-                    );
-                    return Err(err);
-                }
+            let result = self.consume_until_error(&shutdown).await;
+            if let Some(end) = restarts.after(result, &shutdown).await {
+                return end;
             }
         }
         Ok(())

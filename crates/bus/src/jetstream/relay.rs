@@ -76,6 +76,7 @@ use super::{
 };
 use crate::db::{BusDatabase, BusDb, LEASE_CHECK_INTERVAL, Lease};
 use crate::error::{BusError, error_chain};
+use crate::restart::Restarts;
 use crate::signal::{AppendWaiter, Recheck, Wake};
 use crate::trace::{TRACEPARENT, TRACESTATE};
 
@@ -286,49 +287,28 @@ impl<DB: BusDatabase> Relay<DB> {
     ///
     /// The streams must exist ([`super::ensure_streams`]).
     pub async fn run(mut self, shutdown: CancellationToken) -> Result<(), BusError> {
-        let mut failures = 0u32;
+        let name = self.config.name.clone();
+        let backoff = (self.config.initial_backoff, self.config.max_backoff);
+        let mut restarts = Restarts::new("relay", &name, backoff);
         while !shutdown.is_cancelled() {
             let result = match self.lead(&shutdown).await {
                 Ok(Some(mut lease)) => self.relay_until_error(&shutdown, &mut lease).await,
                 Ok(None) => return Ok(()),
                 Err(err) => Err(err),
             };
-            match result {
-                Ok(()) => return Ok(()),
-                Err(err) if err.is_retryable() => {
-                    failures = failures.saturating_add(1);
-                    tracing::warn!(
-                        relay = %self.config.name,
-                        error = %error_chain(&err),
-                        failures,
-                        "relay failed; resuming from the stream's tail"
-                    );
-                    // A relay stuck on NATS falls behind: the lag must show it. Before its
-                    // first resume, what it published is what its checkpoint says.
-                    if self.published_to == 0 {
-                        self.published_to = self.checkpoint().await.unwrap_or(0);
-                    }
-                    if let Ok(head) = self.store.head_position().await {
-                        self.record_lag(head);
-                    }
-                    let wait = crate::handler::doubling(
-                        self.config.initial_backoff,
-                        self.config.max_backoff,
-                        failures,
-                    );
-                    tokio::select! {
-                        () = shutdown.cancelled() => {}
-                        () = tokio::time::sleep(wait) => {}
-                    }
+            if result.as_ref().is_err_and(BusError::is_retryable) {
+                // It resumes from the stream's tail. A relay stuck on NATS falls behind: the
+                // lag must show it. Before its first resume, what it published is what its
+                // checkpoint says.
+                if self.published_to == 0 {
+                    self.published_to = self.checkpoint().await.unwrap_or(0);
                 }
-                Err(err) => {
-                    tracing::error!(
-                        relay = %self.config.name,
-                        error = %error_chain(&err),
-                        "relay stopped"
-                    );
-                    return Err(err);
+                if let Ok(head) = self.store.head_position().await {
+                    self.record_lag(head);
                 }
+            }
+            if let Some(end) = restarts.after(result, &shutdown).await {
+                return end;
             }
         }
         Ok(())
