@@ -275,9 +275,9 @@ mod tests {
         create, engine_log,
     };
 
-    #[test]
-    fn a_three_seat_game_with_a_talon_runs_through_the_table_and_hides_the_talon_until_the_end() {
-        let created = Created::<HighCard> {
+    /// A new table of the game, its bots at seats 1 and 2.
+    fn created() -> Created<HighCard> {
+        Created {
             table_id: Uuid::now_v7(),
             creator: Uuid::now_v7(),
             options: (),
@@ -288,8 +288,12 @@ mod tests {
             short_code: "ccccc".into(),
             first_dealer: FIRST_DEALER,
             latest_end_ms: None,
-        };
-        let mut events = create(created);
+        }
+    }
+
+    #[test]
+    fn a_three_seat_game_with_a_talon_runs_through_the_table_and_hides_the_talon_until_the_end() {
+        let mut events = create(created());
         let mut t: Table<HighCard> = fold(None, &events);
         assert_eq!(t.seats().count(), 3);
         assert_eq!(t.open_seats(), [seat(0)]);
@@ -383,19 +387,7 @@ mod tests {
     /// such a stream now.
     #[test]
     fn a_match_ended_by_a_deal_is_finished_by_the_next_step() {
-        let created = Created::<HighCard> {
-            table_id: Uuid::now_v7(),
-            creator: Uuid::now_v7(),
-            options: (),
-            layout: HighCard::layout(&()).unwrap(),
-            bots: vec![false, true, true],
-            move_seconds: 30,
-            commitment: "c".repeat(64),
-            short_code: "ccccc".into(),
-            first_dealer: FIRST_DEALER,
-            latest_end_ms: None,
-        };
-        let mut events = create(created);
+        let mut events = create(created());
         let mut t: Table<HighCard> = fold(None, &events);
         let player = Uuid::now_v7();
         let sat = t.sit(player, seat(0), 0).unwrap().events;
