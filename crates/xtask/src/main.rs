@@ -154,7 +154,7 @@ fn test(args: &[String]) -> Result<ExitCode, String> {
     } else {
         None
     };
-    let running = start()?;
+    let mut running = start()?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut command = Command::new(cargo);
     command.arg("test");
@@ -176,6 +176,11 @@ fn test(args: &[String]) -> Result<ExitCode, String> {
     let status = command
         .status()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !status.success() {
+        for gone in running.servers.gone() {
+            say(gone);
+        }
+    }
     running.stop();
     say(manifests_note);
     Ok(if status.success() {

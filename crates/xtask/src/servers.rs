@@ -27,15 +27,45 @@ pub(crate) struct Servers {
     redis: u16,
     /// NATS's port.
     nats: u16,
-    /// Redis and NATS are our children: kept to collect their exit status once stopped.
-    children: Vec<Child>,
+    /// Each server, for [`Servers::gone`]; Redis and NATS are our children, kept to
+    /// collect their exit status once stopped.
+    watched: [Watched; 3],
+}
+
+/// One server as [`Servers::gone`] looks at it.
+#[derive(Debug)]
+struct Watched {
+    name: &'static str,
+    port: u16,
+    log: PathBuf,
+    /// Our child (`None`: PostgreSQL, started by pg_ctl).
+    child: Option<Child>,
+}
+
+impl Watched {
+    /// How the server went, when it no longer answers.
+    fn gone(&mut self) -> Option<String> {
+        if connect(self.port).is_some() {
+            return None;
+        }
+        let exit = match self.child.as_mut().map(Child::try_wait) {
+            Some(Ok(Some(status))) => format!(" ({status})"),
+            _ => String::new(),
+        };
+        Some(format!(
+            "{} on 127.0.0.1:{} no longer answers{exit}; {}",
+            self.name,
+            self.port,
+            log_tail(&self.log)
+        ))
+    }
 }
 
 impl Servers {
     /// Starts PostgreSQL, Redis and NATS for `run` and waits until each answers.
     pub(crate) fn start(tools: &Tools, run: &Run) -> Result<Servers, String> {
         let started = Instant::now();
-        let postgres = start_postgres(tools, run)?;
+        let (postgres, postgres_log) = start_postgres(tools, run)?;
         let (redis, redis_child) = start_redis(tools, run)?;
         let (nats, nats_child) = start_nats(tools, run)?;
         say(format!(
@@ -47,12 +77,35 @@ impl Servers {
             started.elapsed().as_secs_f64(),
             run.dir.display()
         ));
+        let watched = |name, port, subdir: &str, child| Watched {
+            name,
+            port,
+            log: run.dir.join(subdir).join(SERVER_LOG),
+            child: Some(child),
+        };
         Ok(Servers {
             postgres,
             redis,
             nats,
-            children: vec![redis_child, nats_child],
+            watched: [
+                Watched {
+                    name: "PostgreSQL",
+                    port: postgres,
+                    log: postgres_log,
+                    child: None,
+                },
+                watched("Redis", redis, "redis", redis_child),
+                watched("NATS", nats, "nats", nats_child),
+            ],
         })
+    }
+
+    /// The servers that no longer answer, each named with the last lines of its log: a
+    /// server that died during the tests fails every test after it with a refused
+    /// connection, which names no cause; this is said before the run's directory, and the
+    /// log with it, is removed.
+    pub(crate) fn gone(&mut self) -> Vec<String> {
+        self.watched.iter_mut().filter_map(Watched::gone).collect()
     }
 
     /// The environment variables naming the servers, as the tests read them
@@ -83,11 +136,14 @@ impl Servers {
 
     /// Collects the exit status of the children the reaper stopped.
     pub(crate) fn forget(mut self) {
-        for child in &mut self.children {
+        for child in self.watched.iter_mut().filter_map(|w| w.child.as_mut()) {
             let _ = child.try_wait();
         }
     }
 }
+
+/// Each server's log, in its directory.
+const SERVER_LOG: &str = "server.log";
 
 /// A port nobody listens on now.
 fn free_port() -> Result<u16, String> {
@@ -137,11 +193,11 @@ max_connections = 400
 ";
 
 /// Initialises and starts a cluster; returns its port.
-fn start_postgres(tools: &Tools, run: &Run) -> Result<u16, String> {
+fn start_postgres(tools: &Tools, run: &Run) -> Result<(u16, PathBuf), String> {
     let user = tools.pg_user.as_ref();
     let home = postgres_home(run, user)?;
     let data = home.join("data");
-    let log = home.join("server.log");
+    let log = home.join(SERVER_LOG);
     run.record("postgres_dir", home.display());
     run.record("postgres_pg_ctl", tools.pg_ctl.path.display());
     run.record("postgres_data", data.display());
@@ -193,7 +249,7 @@ fn start_postgres(tools: &Tools, run: &Run) -> Result<u16, String> {
             .status()
             .is_ok_and(|s| s.success());
         if started && connect(port).is_some() {
-            return Ok(port);
+            return Ok((port, log));
         }
         if attempt == ATTEMPTS {
             return Err(format!("PostgreSQL did not start; {}", log_tail(&log)));
@@ -262,7 +318,7 @@ fn start_child(
 ) -> Result<(u16, Child), String> {
     let dir = run.dir.join(subdir);
     private_dir(&dir)?;
-    let log = dir.join("server.log");
+    let log = dir.join(SERVER_LOG);
     for attempt in 1..=ATTEMPTS {
         let port = free_port()?;
         let output = File::create(&log)
