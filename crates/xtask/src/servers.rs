@@ -21,20 +21,18 @@ const READY_WITHIN: Duration = Duration::from_secs(30);
 /// The running servers.
 #[derive(Debug)]
 pub(crate) struct Servers {
-    /// PostgreSQL's port (user `postgres`, trust authentication).
-    postgres: u16,
-    /// Redis's port.
-    redis: u16,
-    /// NATS's port.
-    nats: u16,
-    /// Each server, for [`Servers::gone`]; Redis and NATS are our children, kept to
-    /// collect their exit status once stopped.
-    watched: [Watched; 3],
+    /// PostgreSQL (user `postgres`, trust authentication).
+    postgres: Server,
+    /// Redis, our child.
+    redis: Server,
+    /// NATS, our child.
+    nats: Server,
 }
 
-/// One server as [`Servers::gone`] looks at it.
+/// One running server: where it answers, its log and, when it is our child, the child,
+/// kept to collect its exit status once stopped.
 #[derive(Debug)]
-struct Watched {
+struct Server {
     name: &'static str,
     port: u16,
     log: PathBuf,
@@ -42,7 +40,7 @@ struct Watched {
     child: Option<Child>,
 }
 
-impl Watched {
+impl Server {
     /// How the server went, when it no longer answers.
     fn gone(&mut self) -> Option<String> {
         if connect(self.port).is_some() {
@@ -77,26 +75,21 @@ impl Servers {
             started.elapsed().as_secs_f64(),
             run.dir.display()
         ));
-        let watched = |name, port, subdir: &str, child| Watched {
+        let ours = |name, port, subdir: &str, child| Server {
             name,
             port,
             log: run.dir.join(subdir).join(SERVER_LOG),
             child: Some(child),
         };
         Ok(Servers {
-            postgres,
-            redis,
-            nats,
-            watched: [
-                Watched {
-                    name: "PostgreSQL",
-                    port: postgres,
-                    log: postgres_log,
-                    child: None,
-                },
-                watched("Redis", redis, "redis", redis_child),
-                watched("NATS", nats, "nats", nats_child),
-            ],
+            postgres: Server {
+                name: "PostgreSQL",
+                port: postgres,
+                log: postgres_log,
+                child: None,
+            },
+            redis: ours("Redis", redis, "redis", redis_child),
+            nats: ours("NATS", nats, "nats", nats_child),
         })
     }
 
@@ -105,7 +98,7 @@ impl Servers {
     /// connection, which names no cause; this is said before the run's directory, and the
     /// log with it, is removed.
     pub(crate) fn gone(&mut self) -> Vec<String> {
-        self.watched.iter_mut().filter_map(Watched::gone).collect()
+        self.all().into_iter().filter_map(Server::gone).collect()
     }
 
     /// The environment variables naming the servers, as the tests read them
@@ -114,15 +107,18 @@ impl Servers {
         [
             (
                 "FAIRDEAL_TEST_POSTGRES_URL",
-                format!("postgres://postgres@127.0.0.1:{}/postgres", self.postgres),
+                format!(
+                    "postgres://postgres@127.0.0.1:{}/postgres",
+                    self.postgres.port
+                ),
             ),
             (
                 "FAIRDEAL_TEST_REDIS_URL",
-                format!("redis://127.0.0.1:{}", self.redis),
+                format!("redis://127.0.0.1:{}", self.redis.port),
             ),
             (
                 "FAIRDEAL_TEST_NATS_URL",
-                format!("nats://127.0.0.1:{}", self.nats),
+                format!("nats://127.0.0.1:{}", self.nats.port),
             ),
         ]
     }
@@ -136,9 +132,14 @@ impl Servers {
 
     /// Collects the exit status of the children the reaper stopped.
     pub(crate) fn forget(mut self) {
-        for child in self.watched.iter_mut().filter_map(|w| w.child.as_mut()) {
+        for child in self.all().into_iter().filter_map(|s| s.child.as_mut()) {
             let _ = child.try_wait();
         }
+    }
+
+    /// The three servers.
+    fn all(&mut self) -> [&mut Server; 3] {
+        [&mut self.postgres, &mut self.redis, &mut self.nats]
     }
 }
 
