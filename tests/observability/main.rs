@@ -99,6 +99,20 @@ impl Metrics {
         })
     }
 
+    /// Waits until metric `name` has a data point (with attribute `key` = `value`, if given).
+    async fn recorded(&self, name: &str, attribute: Option<(&str, &str)>) {
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        while !self.points(name).iter().any(|(a, _)| {
+            attribute.is_none_or(|(key, value)| a.get(key).map(String::as_str) == Some(value))
+        }) {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{name} never recorded a point with {attribute:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
     /// Every data point of metric `name` as (attributes, value); histograms give their count.
     fn points(&self, name: &str) -> Vec<(BTreeMap<String, String>, f64)> {
         self.provider.force_flush().unwrap();
@@ -513,24 +527,15 @@ async fn one_trace_per_table_move_across_grpc_and_nats() {
         .map(|(_, n)| n)
         .sum();
     assert!(published >= 1.0, "the tables relay's publishes are counted");
-    assert!(
-        metrics
-            .points("fairdeal.bus.relay.lag")
-            .iter()
-            .any(|(a, _)| a.get("relay").map(String::as_str) == Some("tables")),
-        "the tables relay's lag is recorded"
-    );
-    assert!(
-        metrics
-            .points("fairdeal.bus.consumer.lag")
-            .iter()
-            .any(|(a, _)| a.get("consumer").map(String::as_str) == Some("observer")),
-        "the observer's lag is recorded"
-    );
-    assert!(
-        !metrics.points("fairdeal.tables.active").is_empty(),
-        "the tables' timer samples the active tables"
-    );
+    // Gauges are recorded after the hop's span ends (the relay's after its checkpoint, the
+    // consumer's after its batch commits, the timer's on its next sample).
+    metrics
+        .recorded("fairdeal.bus.relay.lag", Some(("relay", "tables")))
+        .await;
+    metrics
+        .recorded("fairdeal.bus.consumer.lag", Some(("consumer", "observer")))
+        .await;
+    metrics.recorded("fairdeal.tables.active", None).await;
 
     platform.stop(&prefix).await;
     database.drop().await.unwrap();
