@@ -271,8 +271,8 @@ mod tests {
     use super::*;
     use crate::domain::testing::{fold, seat};
     use crate::domain::{
-        Created, DealtHand, FIRST_DEALER, Next, Privacy, Table, TableError, TableEvent, Viewer,
-        create, engine_log,
+        Created, DealtHand, Due, FIRST_DEALER, Next, Privacy, Table, TableError, TableEvent,
+        Viewer, create, engine_log,
     };
 
     /// A new table of the game, its bots at seats 1 and 2.
@@ -407,6 +407,15 @@ mod tests {
         let new = t.deal(&dealt, 0).unwrap().events;
         t = fold(Some(t), &new);
         events.extend(new);
+        // The deadlines projection keeps each table's last due: the deal owed, and the deal
+        // that voided the match changes nothing of it. A replica steps every owed row when
+        // it starts, so one with the step below finishes a table left here before the step
+        // existed.
+        assert_eq!(
+            events.iter().filter_map(TableEvent::due).last(),
+            Some(Due::Service),
+            "the table's row is a step owed"
+        );
         assert!(t.game.outcome().is_some(), "the deal ended the match");
         assert!(t.finished.is_none());
         assert_eq!(t.next(0), Next::Finish, "the table has a step to take");
