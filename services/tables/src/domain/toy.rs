@@ -412,7 +412,7 @@ mod tests {
         // it starts, so one with the step below finishes a table left here before the step
         // existed.
         assert_eq!(
-            events.iter().filter_map(TableEvent::due).last(),
+            events.iter().filter_map(TableEvent::due).next_back(),
             Some(Due::Service),
             "the table's row is a step owed"
         );
