@@ -21,6 +21,10 @@
 //! runs those shapes (replicas, and `:owner`, `:moves`, `:watches` or `:spread` as
 //! `LOAD_ROUTE`) in turn, `LOAD_ROUNDS` times (default 3), on PostgreSQL + NATS, and ends
 //! with each shape's means and their ratios to the first shape's, measured in the same run.
+//! `LOAD_THINK_MS=t`: each seat waits t ms before sending the move its view brings (a
+//! player's thinking), so the tables offer a fixed load below what the replicas can carry
+//! and every shape runs at the same moves/s: CPU per move at an operating point, not at
+//! saturation (default 0: as fast as the replicas answer).
 //!
 //! Each seat's client watches the table (`Watch` with turn views): when a message brings its
 //! view (its seat is to act), it chooses with the engine's bot and sends `Act`.
@@ -163,6 +167,19 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
     }
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i].as_secs_f64() * 1000.0
+}
+
+/// `LOAD_THINK_MS`: how long a seat thinks before sending its move (default none).
+fn think() -> Option<Duration> {
+    let ms: u64 = env("LOAD_THINK_MS", 0);
+    (ms > 0).then(|| Duration::from_millis(ms))
+}
+
+/// [`think`] as the reports name it.
+fn thinking() -> String {
+    think().map_or(String::new(), |t| {
+        format!(", each move after {} ms of thought", t.as_millis())
+    })
 }
 
 /// `LOAD_PEER_DELAY_MS`: the latency added each way between replicas.
@@ -312,6 +329,9 @@ async fn play_seat(
         let (player, id, pending, tally) =
             (player.clone(), id.clone(), pending.clone(), tally.clone());
         tokio::spawn(async move {
+            if let Some(think) = think() {
+                tokio::time::sleep(think).await;
+            }
             act(
                 &player,
                 &id,
@@ -638,13 +658,14 @@ async fn run(db: Db, tables: usize, seconds: u64, shape: Shape) -> Figures {
         "GetTable per move"
     };
     let between = peer_delay().map_or(String::new(), |d| format!(", {d} ms each way between them"));
+    let thinking = thinking();
     let replicas = if replicas > 1 {
         format!(", {}", shape.label())
     } else {
         String::new()
     };
     println!(
-        "{db:?}: {tables} tables x 4 clients ({connections}, {client}{replicas}{between}), {seconds} s: {moves} moves, {:.0} moves/s, \
+        "{db:?}: {tables} tables x 4 clients ({connections}, {client}{replicas}{between}{thinking}), {seconds} s: {moves} moves, {:.0} moves/s, \
          latency to all four watchers p50 {:.1} ms p99 {:.1} ms ({} samples), {finished} tables finished, \
          {} calls sent again after UNAVAILABLE",
         moves as f64 / elapsed,
@@ -710,8 +731,9 @@ async fn compare(shapes: &[Shape], rounds: usize, tables: usize, seconds: u64) {
     };
     let base = &figures[0];
     let (base_moves, base_cpu) = (mean(base, |f| f.moves_per_second), mean(base, |f| f.cpu));
+    let thinking = thinking();
     println!(
-        "\n{tables} tables, {seconds} s a run, {rounds} rounds; means, and ratios to {}:",
+        "\n{tables} tables, {seconds} s a run, {rounds} rounds{thinking}; means, and ratios to {}:",
         shapes[0].label()
     );
     println!(
