@@ -2,7 +2,8 @@
 //! service, both backends): a match played through gRPC by four players is rated (one
 //! `RatingChanged` per seat, SPEC 6), ingested from every service's events, exported, and
 //! `fairdeal audit` (the `fairdeal_cli` library the binary runs) passes it offline; a
-//! changed byte fails it; a game not finished exports nothing; the archive refuses UPDATE
+//! changed byte fails it; a game not finished exports nothing, and its private events (the
+//! hands, the deal, at Tarot the chien and the taker's écart) are withheld by id; the archive refuses UPDATE
 //! and DELETE; a restarted ledger rebuilds the same tree from its archive. Games played
 //! across three tables replicas, one drained mid-game, audit the same (`replicas`). A table
 //! whose delayed value is a round of a local test beacon audits with its drand checks
@@ -405,8 +406,7 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-async fn a_running_games_private_events_stay_private(backend: Backend) {
-    use fairdeal_proto::fairdeal::dealing::v1 as dpb;
+async fn a_running_games_private_events_stay_private(backend: Backend, game: Game) {
     use fairdeal_tlog::Entry;
     let mut stack = GameStack::start(backend).await.unwrap();
     let storage = stack.storage(SCHEMA, &[&MIGRATIONS]).await.unwrap();
@@ -414,23 +414,54 @@ async fn a_running_games_private_events_stay_private(backend: Backend) {
     let mut ledger = client(port);
     let key: NoteVerifier = signer().verifier();
 
-    // Four players sit: the match starts and the first hand is dealt; nobody moves (the
-    // tables' clock is manual, so no move is forced either). The game is in play.
+    // Four players sit: the match starts and the first hand is dealt. At Jeu du 10 nobody
+    // moves (the tables' clock is manual, so no move is forced either); at Tarot the first
+    // taker makes an écart, which only the taker sees, and the game stops there. The game is
+    // in play.
     let players: Vec<_> = (0..4).map(|_| stack.player().unwrap()).collect();
+    let options = match game {
+        Game::Dix => None,
+        Game::Tarot => Some(tpb::TableOptions {
+            tarot: Some(tpb::TarotOptions {
+                seats: 4,
+                rounds: 1,
+            }),
+            ..Default::default()
+        }),
+    };
     let table_id = players[0]
-        .create_table(tpb::CreateTableRequest::default())
+        .create_table(tpb::CreateTableRequest {
+            options,
+            ..Default::default()
+        })
         .await
         .unwrap()
         .table_id;
     fairdeal_client::seat_players(&table_id, &players, "contribution")
         .await
         .unwrap();
+    if game == Game::Tarot {
+        play_to_the_first_ecart(&table_id, &players).await;
+    }
     let events = game_events(&mut stack, &table_id).await;
-    let private: Vec<_> = events
-        .iter()
-        .filter(|e| e.is::<tpb::CardsDealt>() || e.is::<dpb::HandDealt>())
-        .collect();
-    assert_eq!(private.len(), 5, "four seats' cards and the deal");
+    let private: Vec<_> = events.iter().filter(|e| is_private(e)).collect();
+    let count = |kind: &str| private.iter().filter(|e| e.event_type == kind).count();
+    match game {
+        Game::Dix => assert_eq!(private.len(), 5, "four seats' cards and the deal"),
+        Game::Tarot => {
+            // Four seats' cards, the chien and the deal, for each deal dealt (one annulled
+            // for a petit sec is dealt again), and the six cards of the écart.
+            let deals = count("fairdeal.dealing.v1.HandDealt");
+            assert!(deals >= 1);
+            assert_eq!(count("fairdeal.tables.v1.CardsDealt"), 4 * deals);
+            assert_eq!(count("fairdeal.tables.v1.TalonDealt"), deals);
+            assert_eq!(
+                count("fairdeal.tables.v1.TarotCardDiscarded"),
+                6,
+                "the écart"
+            );
+        }
+    }
 
     // Every read of every event of the game, as anyone may ask, by id, once all are in:
     // proven against one checkpoint.
@@ -464,8 +495,7 @@ async fn a_running_games_private_events_stay_private(backend: Backend) {
             .verify_inclusion(&leaf_hash(&answer.leaf), answer.leaf_index, &proof)
             .unwrap();
         let entry = Entry::parse(&answer.leaf).unwrap();
-        let private_event = event.is::<tpb::CardsDealt>() || event.is::<dpb::HandDealt>();
-        if private_event {
+        if is_private(event) {
             assert_eq!(
                 answer.disclosure,
                 pb::Disclosure::WithheldGame as i32,
@@ -558,12 +588,89 @@ async fn a_running_games_private_events_stay_private(backend: Backend) {
 
 #[tokio::test]
 async fn a_running_games_private_events_stay_private_embedded() {
-    a_running_games_private_events_stay_private(Backend::Embedded).await;
+    a_running_games_private_events_stay_private(Backend::Embedded, Game::Dix).await;
 }
 
 #[tokio::test]
 async fn a_running_games_private_events_stay_private_postgres_nats() {
-    a_running_games_private_events_stay_private(Backend::PostgresNats).await;
+    a_running_games_private_events_stay_private(Backend::PostgresNats, Game::Dix).await;
+}
+
+#[tokio::test]
+async fn a_running_tarot_games_ecart_stays_private_embedded() {
+    a_running_games_private_events_stay_private(Backend::Embedded, Game::Tarot).await;
+}
+
+#[tokio::test]
+async fn a_running_tarot_games_ecart_stays_private_postgres_nats() {
+    a_running_games_private_events_stay_private(Backend::PostgresNats, Game::Tarot).await;
+}
+
+/// The game a privacy test plays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Game {
+    /// Jeu du 10, the default table.
+    Dix,
+    /// French Tarot for four.
+    Tarot,
+}
+
+/// Whether an event of a game is private until the game ends: a seat's cards, the deal, the
+/// chien as dealt, a card of the taker's écart.
+fn is_private(event: &fairdeal_eventstore::RecordedEvent) -> bool {
+    use fairdeal_proto::fairdeal::dealing::v1 as dpb;
+    event.is::<tpb::CardsDealt>()
+        || event.is::<dpb::HandDealt>()
+        || event.is::<tpb::TalonDealt>()
+        || event.is::<tpb::TarotCardDiscarded>()
+}
+
+/// Plays a four-seat Tarot table from its players' views until its first écart is made:
+/// seat 0 takes with a garde (the chien is shown and taken), the others pass, and every
+/// other move is the seat's first legal one.
+async fn play_to_the_first_ecart(table_id: &str, players: &[fairdeal_client::Player]) {
+    use tpb::legal_action::Action as Legal;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(Instant::now() < deadline, "no écart made within 60 s");
+        let mut moved = false;
+        for player in players {
+            let view = player.view(table_id).await.unwrap();
+            let game = view.game.clone().unwrap_or_default();
+            if game.tarot.as_ref().is_some_and(|t| t.ecart_len == 6) {
+                return;
+            }
+            let bid = |contract: tpb::TarotContract| {
+                game.legal.iter().find(|l| {
+                    matches!(&l.action, Some(Legal::TarotBid(b)) if b.contract == contract as i32)
+                })
+            };
+            let pass = game
+                .legal
+                .iter()
+                .find(|l| matches!(l.action, Some(Legal::Pass(_))));
+            let choice = match (game.my_seat, bid(tpb::TarotContract::Garde), pass) {
+                (Some(0), Some(garde), _) => Some(garde),
+                (Some(_), _, Some(pass))
+                    if game
+                        .legal
+                        .iter()
+                        .any(|l| matches!(l.action, Some(Legal::TarotBid(_)))) =>
+                {
+                    Some(pass)
+                }
+                _ => game.legal.first(),
+            };
+            let Some(action) = choice.and_then(fairdeal_client::action_of) else {
+                continue;
+            };
+            player.act(table_id, view.version, action).await.unwrap();
+            moved = true;
+        }
+        if !moved {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
 }
 
 /// A C2SP signed note checked from the spec alone (not with `fairdeal-tlog`): the verifier
