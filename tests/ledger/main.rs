@@ -3,11 +3,11 @@
 //! `RatingChanged` per seat, SPEC 6), ingested from every service's events, exported, and
 //! `fairdeal audit` (the `fairdeal_cli` library the binary runs) passes it offline; a
 //! changed byte fails it; a game not finished exports nothing, and its private events (the
-//! hands, the deal, at Tarot the chien and the taker's écart) are withheld by id; the archive refuses UPDATE
-//! and DELETE; a restarted ledger rebuilds the same tree from its archive. Games played
-//! across three tables replicas, one drained mid-game, audit the same (`replicas`). A table
-//! whose delayed value is a round of a local test beacon audits with its drand checks
-//! (`drand`).
+//! hands, the deal, at Tarot the chien and the taker's écart) are withheld by id; the
+//! archive refuses UPDATE and DELETE; a restarted ledger rebuilds the same tree from its
+//! archive. Games played across three tables replicas, one drained mid-game, audit the same
+//! (`replicas`). A table whose delayed value is a round of a local test beacon audits with
+//! its drand checks (`drand`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod drand;
@@ -625,52 +625,34 @@ fn is_private(event: &fairdeal_eventstore::RecordedEvent) -> bool {
         || event.is::<tpb::TarotCardDiscarded>()
 }
 
-/// Plays a four-seat Tarot table from its players' views until its first écart is made:
-/// seat 0 takes with a garde (the chien is shown and taken), the others pass, and every
+/// Plays a four-seat Tarot table from its players' watch streams until its first écart is
+/// made: seat 0 takes with a garde (the chien is shown and taken), the others pass, and every
 /// other move is the seat's first legal one.
 async fn play_to_the_first_ecart(table_id: &str, players: &[fairdeal_client::Player]) {
     use tpb::legal_action::Action as Legal;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        assert!(Instant::now() < deadline, "no écart made within 60 s");
-        let mut moved = false;
-        for player in players {
-            let view = player.view(table_id).await.unwrap();
-            let game = view.game.clone().unwrap_or_default();
-            if game.tarot.as_ref().is_some_and(|t| t.ecart_len == 6) {
-                return;
-            }
-            let bid = |contract: tpb::TarotContract| {
-                game.legal.iter().find(|l| {
-                    matches!(&l.action, Some(Legal::TarotBid(b)) if b.contract == contract as i32)
-                })
-            };
-            let pass = game
-                .legal
-                .iter()
-                .find(|l| matches!(l.action, Some(Legal::Pass(_))));
-            let choice = match (game.my_seat, bid(tpb::TarotContract::Garde), pass) {
-                (Some(0), Some(garde), _) => Some(garde),
-                (Some(_), _, Some(pass))
-                    if game
-                        .legal
-                        .iter()
-                        .any(|l| matches!(l.action, Some(Legal::TarotBid(_)))) =>
-                {
-                    Some(pass)
-                }
-                _ => game.legal.first(),
-            };
-            let Some(action) = choice.and_then(fairdeal_client::action_of) else {
-                continue;
-            };
-            player.act(table_id, view.version, action).await.unwrap();
-            moved = true;
+    fairdeal_client::play(table_id, players, |view, seat| {
+        let game = view.game.clone().unwrap_or_default();
+        if game.tarot.as_ref().is_some_and(|t| t.ecart_len == 6) {
+            return Ok(None);
         }
-        if !moved {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
+        let bidding = game
+            .legal
+            .iter()
+            .any(|l| matches!(l.action, Some(Legal::TarotBid(_))));
+        let wanted = |l: &&tpb::LegalAction| match &l.action {
+            Some(Legal::TarotBid(b)) => seat == 0 && b.contract == tpb::TarotContract::Garde as i32,
+            Some(Legal::Pass(_)) => seat != 0,
+            _ => false,
+        };
+        let choice = if bidding {
+            game.legal.iter().find(wanted).or(game.legal.first())
+        } else {
+            game.legal.first()
+        };
+        Ok(choice.and_then(fairdeal_client::action_of))
+    })
+    .await
+    .unwrap();
 }
 
 /// A C2SP signed note checked from the spec alone (not with `fairdeal-tlog`): the verifier

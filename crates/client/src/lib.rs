@@ -351,6 +351,30 @@ pub async fn play_to_the_end(
     seed: u64,
     mut on_move: impl FnMut(u32, &Action),
 ) -> Result<pb::TableView, ClientError> {
+    play(table_id, players, |view, seat| {
+        let Some(action) = choose(view, seed ^ u64::from(seat))? else {
+            return Err(ClientError::NoMove {
+                table_id: table_id.to_owned(),
+                seat,
+            });
+        };
+        on_move(seat, &action);
+        Ok(Some(action))
+    })
+    .await
+}
+
+/// Plays table `table_id` from the players' own watch streams: each of `players` watches
+/// with turn views, and whenever one's stream brings its view (its seat, the second
+/// argument, is to act), `decide` answers the move to send, or `None` to stop there. Seats
+/// held by the engine's bot or by others are left to them. Returns the view `decide`
+/// stopped at, or the final view of `players[0]` once the game is finished and the seed
+/// revealed.
+pub async fn play(
+    table_id: &str,
+    players: &[Player],
+    mut decide: impl FnMut(&pb::TableView, u32) -> Result<Option<Action>, ClientError>,
+) -> Result<pb::TableView, ClientError> {
     let Some(first) = players.first() else {
         return Err(ViewError::missing("players").into());
     };
@@ -391,13 +415,9 @@ pub async fn play_to_the_end(
         let Some(seat) = view.game.as_ref().and_then(|g| g.my_seat) else {
             continue;
         };
-        let Some(action) = choose(&view, seed ^ u64::from(seat))? else {
-            return Err(ClientError::NoMove {
-                table_id: table_id.to_owned(),
-                seat,
-            });
+        let Some(action) = decide(&view, seat)? else {
+            return Ok(view);
         };
-        on_move(seat, &action);
         match player.act(table_id, view.version, action).await {
             Ok(_) => {}
             // The table moved past the view (a timeout, another replica): the stream brings
